@@ -1,0 +1,8 @@
+// Package redistest starts a private, throw-away redis-server for tests.
+//
+// Every [Server] listens on 127.0.0.1 on a port of its own, keeps no data on
+// disk (no RDB snapshots, no AOF) and is stopped when the test ends. Tests
+// never share a Redis: each one that needs Redis calls [Start]. When the
+// redis-server binary is missing the test is skipped with a message saying
+// how to install it (CI installs it, so there it never skips).
+package redistest
