@@ -1,0 +1,187 @@
+package threshold
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Metrics is the part of a load-test result that evaluation reads. The
+// engine's result implements it; tests use small fakes.
+type Metrics interface {
+	// Requests returns the number of requests that completed, failed or not.
+	Requests() int64
+	// Failures returns the number of failed requests.
+	Failures() int64
+	// Elapsed returns the measured duration of the run, used for rates.
+	Elapsed() time.Duration
+	// LatencyPercentile returns the latency at percentile p in [0,100].
+	LatencyPercentile(p float64) time.Duration
+	// LatencyMin returns the smallest recorded latency.
+	LatencyMin() time.Duration
+	// LatencyMax returns the largest recorded latency.
+	LatencyMax() time.Duration
+	// LatencyMean returns the mean recorded latency.
+	LatencyMean() time.Duration
+}
+
+// Source gives the overall metrics of a run and those of each named
+// endpoint.
+type Source interface {
+	// Overall returns the metrics over all requests.
+	Overall() Metrics
+	// Endpoint returns the metrics of the endpoint with that name, and
+	// false when no endpoint has that name.
+	Endpoint(name string) (Metrics, bool)
+}
+
+// Outcome is the result of evaluating one threshold.
+type Outcome struct {
+	// Threshold is the threshold that was evaluated.
+	Threshold Threshold
+	// Actual is the measured value, in the threshold's canonical unit.
+	Actual float64
+	// Passed reports whether Actual satisfied the threshold. It is false
+	// whenever Err is set.
+	Passed bool
+	// Err says why the threshold could not be evaluated, for example an
+	// unknown endpoint or a run with no requests.
+	Err error
+}
+
+// Evaluate checks every threshold against src and returns one Outcome per
+// threshold, in order. A threshold that cannot be evaluated fails, with Err
+// set; it never panics on a nil Source or metrics.
+func Evaluate(ts []Threshold, src Source) []Outcome {
+	out := make([]Outcome, 0, len(ts))
+	for _, t := range ts {
+		o := Outcome{Threshold: t}
+		o.Actual, o.Err = measure(t, src)
+		if o.Err == nil {
+			o.Passed = compare(o.Actual, t.Op, t.Value)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func measure(t Threshold, src Source) (float64, error) {
+	if src == nil {
+		return 0, fmt.Errorf("evaluate threshold %q: no results to evaluate", t.Source)
+	}
+	var m Metrics
+	if t.Endpoint == "" {
+		m = src.Overall()
+	} else {
+		var ok bool
+		m, ok = src.Endpoint(t.Endpoint)
+		if !ok {
+			return 0, fmt.Errorf("evaluate threshold %q: no endpoint named %q in the results; use a name from endpoints[].name in the load config", t.Source, t.Endpoint)
+		}
+	}
+	if m == nil {
+		return 0, fmt.Errorf("evaluate threshold %q: no results to evaluate", t.Source)
+	}
+	switch t.Metric {
+	case MetricDuration:
+		if m.Requests() == 0 {
+			return 0, fmt.Errorf("evaluate threshold %q: no requests were recorded, so %s is undefined", t.Source, t.Aggregate)
+		}
+		var d time.Duration
+		switch t.Aggregate {
+		case "avg":
+			d = m.LatencyMean()
+		case "min":
+			d = m.LatencyMin()
+		case "max":
+			d = m.LatencyMax()
+		default:
+			p, ok := t.Percentile()
+			if !ok {
+				return 0, fmt.Errorf("evaluate threshold %q: aggregate %q is not valid for %s", t.Source, t.Aggregate, t.Metric)
+			}
+			d = m.LatencyPercentile(p)
+		}
+		return d.Seconds(), nil
+	case MetricFailed:
+		switch t.Aggregate {
+		case "count":
+			return float64(m.Failures()), nil
+		case "rate":
+			if m.Requests() == 0 {
+				return 0, nil
+			}
+			return float64(m.Failures()) / float64(m.Requests()), nil
+		}
+	case MetricRequests:
+		switch t.Aggregate {
+		case "count":
+			return float64(m.Requests()), nil
+		case "rate":
+			el := m.Elapsed()
+			if el <= 0 {
+				return 0, fmt.Errorf("evaluate threshold %q: the run has no elapsed time, so the request rate is undefined", t.Source)
+			}
+			return float64(m.Requests()) / el.Seconds(), nil
+		}
+	}
+	return 0, fmt.Errorf("evaluate threshold %q: unknown metric %s:%s; build thresholds with Parse", t.Source, t.Metric, t.Aggregate)
+}
+
+// compare applies op with a small relative tolerance for equality, so that
+// values which differ only by float rounding compare equal.
+func compare(actual float64, op string, want float64) bool {
+	eq := math.Abs(actual-want) <= 1e-9*math.Max(1, math.Max(math.Abs(actual), math.Abs(want)))
+	switch op {
+	case OpLess:
+		return actual < want && !eq
+	case OpLessEqual:
+		return actual < want || eq
+	case OpGreater:
+		return actual > want && !eq
+	case OpGreaterEqual:
+		return actual > want || eq
+	case OpEqual:
+		return eq
+	case OpNotEqual:
+		return !eq
+	}
+	return false
+}
+
+// String formats the outcome as one summary line, for example
+// "http_req_duration:p99 < 300ms: 212.4ms ✓", or with the error and ✗ when
+// the threshold could not be evaluated.
+func (o Outcome) String() string {
+	if o.Err != nil {
+		return fmt.Sprintf("%s: %v ✗", o.Threshold.Source, o.Err)
+	}
+	mark := "✓"
+	if !o.Passed {
+		mark = "✗"
+	}
+	return fmt.Sprintf("%s: %s %s", o.Threshold.Source, FormatValue(o.Threshold, o.Actual), mark)
+}
+
+// FormatValue formats v, in t's canonical unit, for people: durations as
+// µs, ms or s; failure rates as a percentage; request rates as "N/s";
+// counts as whole numbers.
+func FormatValue(t Threshold, v float64) string {
+	switch t.kind() {
+	case kindDuration:
+		switch {
+		case v < 1e-3:
+			return fmt.Sprintf("%.0fµs", v*1e6)
+		case v < 1:
+			return fmt.Sprintf("%.1fms", v*1e3)
+		default:
+			return fmt.Sprintf("%.2fs", v)
+		}
+	case kindRatio:
+		return fmt.Sprintf("%.2f%%", v*100)
+	case kindCount:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.1f/s", v)
+	}
+}

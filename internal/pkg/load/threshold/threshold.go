@@ -1,0 +1,421 @@
+package threshold
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Metric names understood by [Parse]. They are Crankfire's names.
+const (
+	MetricDuration = "http_req_duration" // request latency
+	MetricFailed   = "http_req_failed"   // failed requests
+	MetricRequests = "http_requests"     // all requests
+)
+
+// Operators understood by [Parse].
+const (
+	OpLess         = "<"
+	OpLessEqual    = "<="
+	OpGreater      = ">"
+	OpGreaterEqual = ">="
+	OpEqual        = "=="
+	OpNotEqual     = "!="
+)
+
+// Threshold is one parsed pass/fail criterion. It is a plain value: copy it
+// freely. Build it with [Parse] so that Value is in the canonical unit.
+type Threshold struct {
+	// Source is the threshold text as written, trimmed of surrounding space.
+	Source string
+	// Metric is one of MetricDuration, MetricFailed or MetricRequests.
+	Metric string
+	// Aggregate is the statistic of the metric: "p50", "p99.9" and other
+	// percentiles, "avg", "min", "max" for durations; "rate" or "count" for
+	// the others. "mean" and "p(99)" are normalised to "avg" and "p99".
+	Aggregate string
+	// Endpoint names the endpoint whose results are checked, or is empty
+	// for the overall results.
+	Endpoint string
+	// Op is one of the Op constants.
+	Op string
+	// Value is the bound in the canonical unit: seconds for durations, a
+	// fraction in [0,1] for failure rates, requests per second for
+	// http_requests:rate, and a count for counts.
+	Value float64
+}
+
+// String returns the threshold as written.
+func (t Threshold) String() string { return t.Source }
+
+// Percentile returns the percentile in [0,100] that t's aggregate names and
+// true, or 0 and false when the aggregate is not a percentile.
+func (t Threshold) Percentile() (float64, bool) {
+	return parsePercentile(t.Aggregate)
+}
+
+// kind is the unit family of a threshold's value.
+type kind int
+
+const (
+	kindDuration kind = iota // seconds
+	kindRatio                // fraction of requests
+	kindCount                // plain count
+	kindRPS                  // requests per second
+)
+
+func (t Threshold) kind() kind {
+	switch {
+	case t.Metric == MetricDuration:
+		return kindDuration
+	case t.Aggregate == "count":
+		return kindCount
+	case t.Metric == MetricFailed:
+		return kindRatio
+	default:
+		return kindRPS
+	}
+}
+
+var metricAggregates = map[string]string{
+	MetricDuration: "p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max",
+	MetricFailed:   "rate, count",
+	MetricRequests: "rate, count",
+}
+
+const metricList = "http_req_duration, http_req_failed or http_requests"
+
+// parser walks one threshold text and reports errors with a column.
+type parser struct {
+	src string
+	pos int
+}
+
+func (p *parser) errorf(at int, format string, args ...any) error {
+	col := utf8.RuneCountInString(p.src[:at]) + 1
+	return fmt.Errorf("threshold %q: column %d: %s", p.src, col, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) rest() string { return p.src[p.pos:] }
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t') {
+		p.pos++
+	}
+}
+
+// ident reads letters, digits, '_' and the extra bytes in extra.
+func (p *parser) ident(extra string) string {
+	start := p.pos
+	for p.pos < len(p.src) {
+		c := p.src[p.pos]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(extra, c) >= 0 {
+			p.pos++
+			continue
+		}
+		break
+	}
+	return p.src[start:p.pos]
+}
+
+// describe quotes what the parser found at its position, for errors.
+func (p *parser) describe() string {
+	r := p.rest()
+	if r == "" {
+		return "the end of the text"
+	}
+	if len(r) > 20 {
+		r = r[:20] + "..."
+	}
+	return strconv.Quote(r)
+}
+
+// Parse parses one threshold, such as "http_req_duration:p99 < 300ms".
+// The error names the threshold text, the column where parsing failed, and
+// what was expected there.
+func Parse(s string) (Threshold, error) {
+	p := &parser{src: strings.TrimSpace(s)}
+	if p.src == "" {
+		return Threshold{}, errors.New("threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms")
+	}
+	t := Threshold{Source: p.src}
+
+	// Metric.
+	at := p.pos
+	t.Metric = p.ident("")
+	if _, ok := metricAggregates[t.Metric]; !ok {
+		if t.Metric == "" {
+			return Threshold{}, p.errorf(at, "want a metric name (%s), got %s", metricList, p.describe())
+		}
+		return Threshold{}, p.errorf(at, "unknown metric %q: want %s", t.Metric, metricList)
+	}
+
+	// Optional endpoint selector.
+	if strings.HasPrefix(p.rest(), "{") {
+		ep, err := p.endpoint()
+		if err != nil {
+			return Threshold{}, err
+		}
+		t.Endpoint = ep
+	}
+
+	// ':' and aggregate.
+	if !strings.HasPrefix(p.rest(), ":") {
+		return Threshold{}, p.errorf(p.pos, "want ':' and an aggregate after the metric (e.g. %s:p99), got %s", t.Metric, p.describe())
+	}
+	p.pos++
+	at = p.pos
+	agg := p.ident(".()")
+	norm, ok := normaliseAggregate(t.Metric, agg)
+	if !ok {
+		if agg == "" {
+			return Threshold{}, p.errorf(at, "want an aggregate of %s (%s), got %s", t.Metric, metricAggregates[t.Metric], p.describe())
+		}
+		return Threshold{}, p.errorf(at, "aggregate %q is not valid for %s: want %s", agg, t.Metric, metricAggregates[t.Metric])
+	}
+	t.Aggregate = norm
+
+	// Operator.
+	p.skipSpace()
+	at = p.pos
+	for _, op := range []string{OpLessEqual, OpGreaterEqual, OpEqual, OpNotEqual, OpLess, OpGreater} {
+		if strings.HasPrefix(p.rest(), op) {
+			t.Op = op
+			p.pos += len(op)
+			break
+		}
+	}
+	if t.Op == "" {
+		if strings.HasPrefix(p.rest(), "=") {
+			return Threshold{}, p.errorf(at, "want a comparison operator; write == for equality, not =")
+		}
+		return Threshold{}, p.errorf(at, "want a comparison operator (<, <=, >, >=, == or !=), got %s", p.describe())
+	}
+
+	// Value and unit.
+	p.skipSpace()
+	v, err := p.value(t.kind())
+	if err != nil {
+		return Threshold{}, err
+	}
+	t.Value = v
+	return t, nil
+}
+
+// endpoint parses `{endpoint:name}` (also `{endpoint="name"}`).
+func (p *parser) endpoint() (string, error) {
+	open := p.pos
+	end := strings.IndexByte(p.rest(), '}')
+	if end < 0 {
+		return "", p.errorf(open, "endpoint selector is not closed: want {endpoint:NAME}")
+	}
+	inner := p.src[open+1 : open+end]
+	p.pos = open + end + 1
+	key, val, ok := strings.Cut(inner, ":")
+	if !ok {
+		key, val, ok = strings.Cut(inner, "=")
+	}
+	if !ok || strings.TrimSpace(key) != "endpoint" {
+		return "", p.errorf(open, "want {endpoint:NAME} to select an endpoint, got %q", "{"+inner+"}")
+	}
+	val = strings.TrimSpace(val)
+	if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
+		val = val[1 : len(val)-1]
+	}
+	if val == "" {
+		return "", p.errorf(open, "endpoint name is empty: want {endpoint:NAME} with the name from endpoints[].name")
+	}
+	return val, nil
+}
+
+func normaliseAggregate(metric, agg string) (string, bool) {
+	switch metric {
+	case MetricDuration:
+		switch agg {
+		case "avg", "mean":
+			return "avg", true
+		case "min", "max":
+			return agg, true
+		}
+		if strings.HasPrefix(agg, "p(") && strings.HasSuffix(agg, ")") {
+			agg = "p" + agg[2:len(agg)-1]
+		}
+		if _, ok := parsePercentile(agg); ok {
+			return agg, true
+		}
+		return "", false
+	default:
+		if agg == "rate" || agg == "count" {
+			return agg, true
+		}
+		return "", false
+	}
+}
+
+func parsePercentile(agg string) (float64, bool) {
+	if len(agg) < 2 || agg[0] != 'p' {
+		return 0, false
+	}
+	num := agg[1:]
+	for i := 0; i < len(num); i++ {
+		if c := num[i]; c != '.' && (c < '0' || c > '9') {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v <= 0 || v > 100 {
+		return 0, false
+	}
+	return v, true
+}
+
+// number scans a decimal number with optional sign, fraction and exponent.
+func (p *parser) number() string {
+	start := p.pos
+	s := p.src
+	i := p.pos
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			digits++
+		}
+	}
+	if digits == 0 {
+		return ""
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		k := j
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			k++
+		}
+		if k > j {
+			i = k
+		}
+	}
+	p.pos = i
+	return s[start:i]
+}
+
+var wantValue = map[kind]string{
+	kindDuration: "a duration such as 300ms, 0.5s or 250 (milliseconds)",
+	kindRatio:    "a failure rate such as 1% or 0.01",
+	kindCount:    "a whole number such as 10",
+	kindRPS:      "a rate in requests per second such as 450",
+}
+
+func (p *parser) value(k kind) (float64, error) {
+	at := p.pos
+	num := p.number()
+	if num == "" {
+		return 0, p.errorf(at, "want %s, got %s", wantValue[k], p.describe())
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, p.errorf(at, "value %q is out of range: want %s", num, wantValue[k])
+	}
+	if v < 0 {
+		return 0, p.errorf(at, "value %s is negative: want %s", num, wantValue[k])
+	}
+	p.skipSpace()
+	unitAt := p.pos
+	unit := strings.TrimSpace(p.rest())
+	p.pos = len(p.src)
+
+	switch k {
+	case kindDuration:
+		scale, ok := durationUnits[unit]
+		if !ok {
+			return 0, p.errorf(unitAt, "unknown duration unit %q: want ms, s, us, µs or ns (a plain number is milliseconds)", unit)
+		}
+		return v * scale, nil
+	case kindRatio:
+		switch unit {
+		case "%":
+			if v > 100 {
+				return 0, p.errorf(at, "failure rate %s%% is above 100%%: want a percentage in 0-100%%", num)
+			}
+			return v / 100, nil
+		case "":
+			if v > 1 {
+				return 0, p.errorf(at, "failure rate %s is above 1: a plain number is a fraction (0.01 = 1%%); write %s%% for a percentage", num, num)
+			}
+			return v, nil
+		default:
+			return 0, p.errorf(unitAt, "unknown unit %q for a failure rate: want %% (1%%) or a plain fraction (0.01)", unit)
+		}
+	case kindCount:
+		if unit != "" {
+			return 0, p.errorf(unitAt, "a count takes no unit, got %q: want %s", unit, wantValue[k])
+		}
+		if v != math.Trunc(v) {
+			return 0, p.errorf(at, "count %s is not a whole number: want %s", num, wantValue[k])
+		}
+		return v, nil
+	default: // kindRPS
+		switch unit {
+		case "", "/s", "rps", "req/s":
+			return v, nil
+		default:
+			return 0, p.errorf(unitAt, "unknown unit %q for a request rate: want a plain number of requests per second (or /s, rps)", unit)
+		}
+	}
+}
+
+var durationUnits = map[string]float64{
+	"":   1e-3,
+	"ms": 1e-3,
+	"s":  1,
+	"us": 1e-6,
+	"µs": 1e-6, // U+00B5 micro sign
+	"μs": 1e-6, // U+03BC Greek mu
+	"ns": 1e-9,
+}
+
+// ParseAll parses a list of thresholds. Each element may itself be a
+// multi-line block, as a workflow step passes `thresholds: |`: it is split
+// on newlines, blank lines are skipped, and '#' starts a comment that runs
+// to the end of the line. The error joins one error per bad threshold, each
+// naming its text; the returned slice is nil when any threshold is bad.
+func ParseAll(lines []string) ([]Threshold, error) {
+	var (
+		out  []Threshold
+		errs []error
+	)
+	for _, block := range lines {
+		for line := range strings.SplitSeq(block, "\n") {
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = line[:i]
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			t, err := Parse(line)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}

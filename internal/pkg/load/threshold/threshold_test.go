@@ -1,0 +1,322 @@
+package threshold
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want Threshold
+	}{
+		// Crankfire's documented examples: plain numbers are ms for
+		// durations and fractions for rates.
+		{"crankfire p95 ms", "http_req_duration:p95 < 500", Threshold{Metric: MetricDuration, Aggregate: "p95", Op: "<", Value: 0.5}},
+		{"crankfire fraction", "http_req_failed:rate < 0.01", Threshold{Metric: MetricFailed, Aggregate: "rate", Op: "<", Value: 0.01}},
+		{"crankfire rps", "http_requests:rate > 100", Threshold{Metric: MetricRequests, Aggregate: "rate", Op: ">", Value: 100}},
+		{"no spaces", "http_req_duration:p99<300ms", Threshold{Metric: MetricDuration, Aggregate: "p99", Op: "<", Value: 0.3}},
+		{"seconds", "http_req_duration:max <= 1.5s", Threshold{Metric: MetricDuration, Aggregate: "max", Op: "<=", Value: 1.5}},
+		{"micro", "http_req_duration:min >= 250us", Threshold{Metric: MetricDuration, Aggregate: "min", Op: ">=", Value: 250e-6}},
+		{"micro sign", "http_req_duration:min >= 250µs", Threshold{Metric: MetricDuration, Aggregate: "min", Op: ">=", Value: 250e-6}},
+		{"greek mu", "http_req_duration:min >= 250μs", Threshold{Metric: MetricDuration, Aggregate: "min", Op: ">=", Value: 250e-6}},
+		{"nanos", "http_req_duration:p50 < 900000ns", Threshold{Metric: MetricDuration, Aggregate: "p50", Op: "<", Value: 900e-6}},
+		{"space before unit", "http_req_duration:p90 < 20 ms", Threshold{Metric: MetricDuration, Aggregate: "p90", Op: "<", Value: 0.02}},
+		{"mean is avg", "http_req_duration:mean < 200", Threshold{Metric: MetricDuration, Aggregate: "avg", Op: "<", Value: 0.2}},
+		{"k6 percentile form", "http_req_duration:p(99.9) < 1s", Threshold{Metric: MetricDuration, Aggregate: "p99.9", Op: "<", Value: 1}},
+		{"fractional percentile", "http_req_duration:p99.9 < 1s", Threshold{Metric: MetricDuration, Aggregate: "p99.9", Op: "<", Value: 1}},
+		{"percent", "http_req_failed:rate < 1%", Threshold{Metric: MetricFailed, Aggregate: "rate", Op: "<", Value: 0.01}},
+		{"percent fraction", "http_req_failed:rate <= 0.5 %", Threshold{Metric: MetricFailed, Aggregate: "rate", Op: "<=", Value: 0.005}},
+		{"fail count", "http_req_failed:count == 0", Threshold{Metric: MetricFailed, Aggregate: "count", Op: "==", Value: 0}},
+		{"request count", "http_requests:count != 1000", Threshold{Metric: MetricRequests, Aggregate: "count", Op: "!=", Value: 1000}},
+		{"rps unit", "http_requests:rate >= 450/s", Threshold{Metric: MetricRequests, Aggregate: "rate", Op: ">=", Value: 450}},
+		{"exponent", "http_requests:rate > 1e3", Threshold{Metric: MetricRequests, Aggregate: "rate", Op: ">", Value: 1000}},
+		{"endpoint", "http_req_duration{endpoint:login}:p99 < 200ms", Threshold{Metric: MetricDuration, Endpoint: "login", Aggregate: "p99", Op: "<", Value: 0.2}},
+		{"endpoint quoted", `http_req_failed{endpoint="create order"}:rate < 2%`, Threshold{Metric: MetricFailed, Endpoint: "create order", Aggregate: "rate", Op: "<", Value: 0.02}},
+		{"surrounding space", "  http_req_duration:avg > 1  ", Threshold{Metric: MetricDuration, Aggregate: "avg", Op: ">", Value: 0.001}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse(tt.in)
+			if err != nil {
+				t.Fatalf("Parse(%q) error: %v", tt.in, err)
+			}
+			tt.want.Source = strings.TrimSpace(tt.in)
+			if math.Abs(got.Value-tt.want.Value) > 1e-12 {
+				t.Errorf("Parse(%q).Value = %v, want %v", tt.in, got.Value, tt.want.Value)
+			}
+			got.Value = tt.want.Value
+			if got != tt.want {
+				t.Errorf("Parse(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want string // the exact error message
+	}{
+		{"", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
+		{"   ", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
+		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed or http_requests), got ":p99 < 1"`},
+		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric "latency": want http_req_duration, http_req_failed or http_requests`},
+		{"http_req_duration p99 < 1", `threshold "http_req_duration p99 < 1": column 18: want ':' and an aggregate after the metric (e.g. http_req_duration:p99), got " p99 < 1"`},
+		{"http_req_duration: < 1", `threshold "http_req_duration: < 1": column 19: want an aggregate of http_req_duration (p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max), got " < 1"`},
+		{"http_req_duration:rate < 1", `threshold "http_req_duration:rate < 1": column 19: aggregate "rate" is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
+		{"http_req_duration:p101 < 1", `threshold "http_req_duration:p101 < 1": column 19: aggregate "p101" is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
+		{"http_req_failed:p99 < 1", `threshold "http_req_failed:p99 < 1": column 17: aggregate "p99" is not valid for http_req_failed: want rate, count`},
+		{"http_requests:avg < 1", `threshold "http_requests:avg < 1": column 15: aggregate "avg" is not valid for http_requests: want rate, count`},
+		{"http_req_duration:p99 = 1", `threshold "http_req_duration:p99 = 1": column 23: want a comparison operator; write == for equality, not =`},
+		{"http_req_duration:p99 ~ 1", `threshold "http_req_duration:p99 ~ 1": column 23: want a comparison operator (<, <=, >, >=, == or !=), got "~ 1"`},
+		{"http_req_duration:p99", `threshold "http_req_duration:p99": column 22: want a comparison operator (<, <=, >, >=, == or !=), got the end of the text`},
+		{"http_req_duration:p99 <", `threshold "http_req_duration:p99 <": column 24: want a duration such as 300ms, 0.5s or 250 (milliseconds), got the end of the text`},
+		{"http_req_duration:p99 < fast", `threshold "http_req_duration:p99 < fast": column 25: want a duration such as 300ms, 0.5s or 250 (milliseconds), got "fast"`},
+		{"http_req_duration:p99 < 3m", `threshold "http_req_duration:p99 < 3m": column 26: unknown duration unit "m": want ms, s, us, µs or ns (a plain number is milliseconds)`},
+		{"http_req_duration:p99 < -3ms", `threshold "http_req_duration:p99 < -3ms": column 25: value -3 is negative: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
+		{"http_req_duration:p99 < 1e999", `threshold "http_req_duration:p99 < 1e999": column 25: value "1e999" is out of range: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
+		{"http_req_failed:rate < 5", `threshold "http_req_failed:rate < 5": column 24: failure rate 5 is above 1: a plain number is a fraction (0.01 = 1%); write 5% for a percentage`},
+		{"http_req_failed:rate < 150%", `threshold "http_req_failed:rate < 150%": column 24: failure rate 150% is above 100%: want a percentage in 0-100%`},
+		{"http_req_failed:rate < 1ms", `threshold "http_req_failed:rate < 1ms": column 25: unknown unit "ms" for a failure rate: want % (1%) or a plain fraction (0.01)`},
+		{"http_req_failed:count < 1%", `threshold "http_req_failed:count < 1%": column 26: a count takes no unit, got "%": want a whole number such as 10`},
+		{"http_requests:count > 1.5", `threshold "http_requests:count > 1.5": column 23: count 1.5 is not a whole number: want a whole number such as 10`},
+		{"http_requests:rate > 100 qps", `threshold "http_requests:rate > 100 qps": column 26: unknown unit "qps" for a request rate: want a plain number of requests per second (or /s, rps)`},
+		{"http_req_duration{endpoint:login:p99 < 1", `threshold "http_req_duration{endpoint:login:p99 < 1": column 18: endpoint selector is not closed: want {endpoint:NAME}`},
+		{"http_req_duration{name:login}:p99 < 1", `threshold "http_req_duration{name:login}:p99 < 1": column 18: want {endpoint:NAME} to select an endpoint, got "{name:login}"`},
+		{"http_req_duration{endpoint:}:p99 < 1", `threshold "http_req_duration{endpoint:}:p99 < 1": column 18: endpoint name is empty: want {endpoint:NAME} with the name from endpoints[].name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse(tt.in)
+			if err == nil {
+				t.Fatalf("Parse(%q) = %+v, want error %q", tt.in, got, tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("Parse(%q) error =\n  %s\nwant\n  %s", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseAll(t *testing.T) {
+	t.Parallel()
+	block := `
+# latency budget
+http_req_duration:p99 < 300ms   # tail
+http_req_failed:rate < 1%
+
+`
+	got, err := ParseAll([]string{block, "http_requests:rate > 10"})
+	if err != nil {
+		t.Fatalf("ParseAll error: %v", err)
+	}
+	var srcs []string
+	for _, th := range got {
+		srcs = append(srcs, th.Source)
+	}
+	want := "http_req_duration:p99 < 300ms|http_req_failed:rate < 1%|http_requests:rate > 10"
+	if g := strings.Join(srcs, "|"); g != want {
+		t.Errorf("ParseAll sources = %q, want %q", g, want)
+	}
+
+	// Every bad line is reported, and no partial result is returned.
+	got, err = ParseAll([]string{"http_req_duration:p99 < 1s\nbogus:p1 < 1\nhttp_req_failed:rate < 9"})
+	if err == nil || got != nil {
+		t.Fatalf("ParseAll(bad) = %v, %v; want nil and an error", got, err)
+	}
+	msg := err.Error()
+	for _, w := range []string{`threshold "bogus:p1 < 1"`, `threshold "http_req_failed:rate < 9"`} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("ParseAll error %q does not mention %q", msg, w)
+		}
+	}
+
+	if got, err := ParseAll(nil); got != nil || err != nil {
+		t.Errorf("ParseAll(nil) = %v, %v; want nil, nil", got, err)
+	}
+}
+
+// fakeMetrics is a hand-written Metrics with fixed numbers.
+type fakeMetrics struct {
+	requests, failures int64
+	elapsed            time.Duration
+	pct                map[float64]time.Duration
+	min, max, mean     time.Duration
+}
+
+func (f fakeMetrics) Requests() int64                           { return f.requests }
+func (f fakeMetrics) Failures() int64                           { return f.failures }
+func (f fakeMetrics) Elapsed() time.Duration                    { return f.elapsed }
+func (f fakeMetrics) LatencyPercentile(p float64) time.Duration { return f.pct[p] }
+func (f fakeMetrics) LatencyMin() time.Duration                 { return f.min }
+func (f fakeMetrics) LatencyMax() time.Duration                 { return f.max }
+func (f fakeMetrics) LatencyMean() time.Duration                { return f.mean }
+
+type fakeSource struct {
+	overall   Metrics
+	endpoints map[string]Metrics
+}
+
+func (s fakeSource) Overall() Metrics { return s.overall }
+func (s fakeSource) Endpoint(name string) (Metrics, bool) {
+	m, ok := s.endpoints[name]
+	return m, ok
+}
+
+var _ Source = fakeSource{}
+
+func TestEvaluate(t *testing.T) {
+	t.Parallel()
+	overall := fakeMetrics{
+		requests: 1000, failures: 4, elapsed: 10 * time.Second,
+		pct: map[float64]time.Duration{
+			50: 20 * time.Millisecond, 90: 80 * time.Millisecond, 95: 120 * time.Millisecond,
+			99: 212400 * time.Microsecond, 99.9: 1500 * time.Millisecond,
+		},
+		min: 500 * time.Microsecond, max: 2 * time.Second, mean: 31 * time.Millisecond,
+	}
+	login := fakeMetrics{requests: 200, failures: 10, elapsed: 10 * time.Second,
+		pct: map[float64]time.Duration{99: 450 * time.Millisecond}}
+	src := fakeSource{overall: overall, endpoints: map[string]Metrics{
+		"login": login,
+		"idle":  fakeMetrics{elapsed: time.Second},
+	}}
+
+	tests := []struct {
+		in     string
+		actual float64
+		passed bool
+		line   string // Outcome.String()
+		err    string // substring of Outcome.Err
+	}{
+		{in: "http_req_duration:p99 < 300ms", actual: 0.2124, passed: true, line: "http_req_duration:p99 < 300ms: 212.4ms ✓"},
+		{in: "http_req_duration:p99 < 200", actual: 0.2124, passed: false, line: "http_req_duration:p99 < 200: 212.4ms ✗"},
+		{in: "http_req_duration:p50 <= 20ms", actual: 0.02, passed: true},
+		{in: "http_req_duration:p50 < 20ms", actual: 0.02, passed: false},
+		{in: "http_req_duration:p90 == 80ms", actual: 0.08, passed: true},
+		{in: "http_req_duration:p95 != 120ms", actual: 0.12, passed: false},
+		{in: "http_req_duration:p99.9 >= 1.5s", actual: 1.5, passed: true, line: "http_req_duration:p99.9 >= 1.5s: 1.50s ✓"},
+		{in: "http_req_duration:min > 400us", actual: 0.0005, passed: true, line: "http_req_duration:min > 400us: 500µs ✓"},
+		{in: "http_req_duration:max < 1s", actual: 2, passed: false},
+		{in: "http_req_duration:avg < 50ms", actual: 0.031, passed: true},
+		{in: "http_req_failed:rate < 1%", actual: 0.004, passed: true, line: "http_req_failed:rate < 1%: 0.40% ✓"},
+		{in: "http_req_failed:rate < 0.003", actual: 0.004, passed: false},
+		{in: "http_req_failed:count <= 4", actual: 4, passed: true, line: "http_req_failed:count <= 4: 4 ✓"},
+		{in: "http_requests:count > 999", actual: 1000, passed: true},
+		{in: "http_requests:rate >= 100", actual: 100, passed: true, line: "http_requests:rate >= 100: 100.0/s ✓"},
+		{in: "http_requests:rate > 100", actual: 100, passed: false},
+		{in: "http_req_duration{endpoint:login}:p99 < 300ms", actual: 0.45, passed: false, line: "http_req_duration{endpoint:login}:p99 < 300ms: 450.0ms ✗"},
+		{in: "http_req_failed{endpoint:login}:rate < 10%", actual: 0.05, passed: true},
+		{in: "http_req_duration{endpoint:nope}:p99 < 1s", err: `no endpoint named "nope" in the results`},
+		{in: "http_req_duration{endpoint:idle}:p99 < 1s", err: "no requests were recorded, so p99 is undefined"},
+		{in: "http_req_failed{endpoint:idle}:rate == 0", actual: 0, passed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			th, err := Parse(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := Evaluate([]Threshold{th}, src)
+			if len(got) != 1 {
+				t.Fatalf("Evaluate returned %d outcomes, want 1", len(got))
+			}
+			o := got[0]
+			if tt.err != "" {
+				if o.Err == nil || !strings.Contains(o.Err.Error(), tt.err) {
+					t.Fatalf("Evaluate(%q).Err = %v, want it to contain %q", tt.in, o.Err, tt.err)
+				}
+				if o.Passed {
+					t.Errorf("Evaluate(%q).Passed = true with an error, want false", tt.in)
+				}
+				if !strings.HasSuffix(o.String(), "✗") {
+					t.Errorf("Outcome.String() = %q, want a ✗ suffix", o.String())
+				}
+				return
+			}
+			if o.Err != nil {
+				t.Fatalf("Evaluate(%q).Err = %v, want nil", tt.in, o.Err)
+			}
+			if math.Abs(o.Actual-tt.actual) > 1e-12 {
+				t.Errorf("Evaluate(%q).Actual = %v, want %v", tt.in, o.Actual, tt.actual)
+			}
+			if o.Passed != tt.passed {
+				t.Errorf("Evaluate(%q).Passed = %v, want %v", tt.in, o.Passed, tt.passed)
+			}
+			if tt.line != "" && o.String() != tt.line {
+				t.Errorf("Outcome.String() = %q, want %q", o.String(), tt.line)
+			}
+		})
+	}
+}
+
+func TestEvaluateEdgeCases(t *testing.T) {
+	t.Parallel()
+	th, err := ParseAll([]string{"http_requests:rate > 1\nhttp_req_duration:p99 < 1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run with no elapsed time has no rate; a nil source has no results.
+	got := Evaluate(th, fakeSource{overall: fakeMetrics{requests: 5}})
+	if got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "no elapsed time") {
+		t.Errorf("rate with zero elapsed: Err = %v, want a no-elapsed-time error", got[0].Err)
+	}
+	for _, o := range Evaluate(th, nil) {
+		if o.Err == nil || o.Passed {
+			t.Errorf("Evaluate(nil source) = %+v, want a failed outcome with Err", o)
+		}
+	}
+	for _, o := range Evaluate(th, fakeSource{}) {
+		if o.Err == nil || o.Passed {
+			t.Errorf("Evaluate(nil overall) = %+v, want a failed outcome with Err", o)
+		}
+	}
+	if got := Evaluate(nil, fakeSource{}); len(got) != 0 {
+		t.Errorf("Evaluate(nil) = %v, want no outcomes", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"http_req_duration:p99 < 300ms",
+		"http_req_failed:rate < 1%",
+		"http_requests:rate >= 450/s",
+		"http_req_duration{endpoint:login}:p(99.9) <= 1.5s",
+		"http_req_failed:count == 0",
+		"http_req_duration:p99 < µs",
+		"http_req_duration{",
+		"http_requests:count != 1e3",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		th, err := Parse(s)
+		if err != nil {
+			if th != (Threshold{}) {
+				t.Fatalf("Parse(%q) returned %+v with error %v, want the zero Threshold", s, th, err)
+			}
+			return
+		}
+		if math.IsNaN(th.Value) || math.IsInf(th.Value, 0) || th.Value < 0 {
+			t.Fatalf("Parse(%q).Value = %v, want a finite non-negative number", s, th.Value)
+		}
+		if th.kind() == kindRatio && th.Value > 1 {
+			t.Fatalf("Parse(%q).Value = %v, a failure rate above 1", s, th.Value)
+		}
+		// Parsing is stable: the source parses to the same threshold.
+		again, err := Parse(th.Source)
+		if err != nil || again != th {
+			t.Fatalf("Parse(Parse(%q).Source) = %+v, %v; want %+v", s, again, err, th)
+		}
+		_ = Evaluate([]Threshold{th}, fakeSource{overall: fakeMetrics{requests: 1, elapsed: time.Second}})
+	})
+}
