@@ -1,0 +1,329 @@
+package forgetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"gitea.dev/actions-proto-go/ping/v1/pingv1connect"
+	"gitea.dev/actions-proto-go/runner/v1/runnerv1connect"
+)
+
+// DefaultCapabilities is the X-Gitea-Actions-Capabilities value a Forge
+// returns on Declare unless changed with [WithCapabilities] or
+// [Forge.SetCapabilities]. It is what Gitea 1.27 sends.
+const DefaultCapabilities = "job-summary"
+
+// CancellingTimeout is how recently a task must have been updated for
+// [Forge.Cancel] to move it to cancelling rather than cancelled (Gitea's
+// taskReportTimeout).
+const CancellingTimeout = 60 * time.Second
+
+// Option configures a Forge in [New] or [NewServer].
+type Option func(*Forge)
+
+// WithClock makes the Forge read the time from now instead of time.Now. It
+// affects the started/stopped/updated times it records and the 60 s
+// cancelling window of [Forge.Cancel].
+func WithClock(now func() time.Time) Option {
+	return func(f *Forge) { f.now = now }
+}
+
+// WithRegistrationToken adds a registration token, like
+// [Forge.AddRegistrationToken]. It may be given more than once.
+func WithRegistrationToken(token string) Option {
+	return func(f *Forge) { f.regTokens[token] = true }
+}
+
+// WithCapabilities sets the X-Gitea-Actions-Capabilities value returned on
+// Declare; the default is [DefaultCapabilities].
+func WithCapabilities(csv string) Option {
+	return func(f *Forge) { f.capabilities = csv }
+}
+
+// Fault describes an injected failure of one RPC method; see
+// [Forge.SetFault].
+type Fault struct {
+	// Code is the connect error code returned; 0 returns no error (useful
+	// with Latency alone).
+	Code connect.Code
+	// Latency is how long the call waits before it is handled (or fails).
+	// The wait ends early when the client gives up.
+	Latency time.Duration
+	// Count is how many calls the fault applies to; 0 means every call
+	// until it is cleared.
+	Count int
+}
+
+// Forge is a fake Gitea 1.27 Actions server on 127.0.0.1. Create it with
+// [New] in tests or [NewServer] elsewhere. All methods are safe for
+// concurrent use. The zero value is not usable.
+type Forge struct {
+	now func() time.Time
+	t   testing.TB
+
+	srv     *http.Server
+	addr    string
+	serveWG sync.WaitGroup
+
+	mu           sync.Mutex
+	ln           net.Listener
+	down, closed bool
+	conns        map[net.Conn]struct{}
+
+	regTokens    map[string]bool
+	capabilities string
+	runners      []*runner
+	tasks        map[int64]*task
+	order        []int64 // task ids in queue order
+	nextRunnerID int64
+	nextTaskID   int64
+	version      int64
+	calls        map[string]int64
+	headers      map[string]http.Header
+	faults       map[string]*Fault
+}
+
+// New starts a Forge on 127.0.0.1 with a random port and registers
+// t.Cleanup(f.Close). It fails the test if the server cannot start.
+func New(t testing.TB, opts ...Option) *Forge {
+	t.Helper()
+	f, err := NewServer(opts...)
+	if err != nil {
+		t.Fatalf("forgetest.New: %v", err)
+	}
+	f.t = t
+	t.Cleanup(f.Close)
+	return f
+}
+
+// NewServer starts a Forge on 127.0.0.1 with a random port. The caller must
+// call [Forge.Close].
+func NewServer(opts ...Option) (*Forge, error) {
+	f := &Forge{
+		now:          time.Now,
+		conns:        map[net.Conn]struct{}{},
+		regTokens:    map[string]bool{},
+		capabilities: DefaultCapabilities,
+		tasks:        map[int64]*task{},
+		calls:        map[string]int64{},
+		headers:      map[string]http.Header{},
+		faults:       map[string]*Fault{},
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start fake forge: listen on 127.0.0.1: %w", err)
+	}
+	f.ln = ln
+	f.addr = ln.Addr().String()
+
+	svc := &service{f: f}
+	hopts := connect.WithInterceptors(f.interceptor())
+	mux := http.NewServeMux()
+	rpath, rh := runnerv1connect.NewRunnerServiceHandler(svc, hopts)
+	ppath, ph := pingv1connect.NewPingServiceHandler(svc, hopts)
+	mux.Handle("/api/actions"+rpath, http.StripPrefix("/api/actions", rh))
+	mux.Handle("/api/actions"+ppath, http.StripPrefix("/api/actions", ph))
+	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{step}/summary", f.handleSummary)
+
+	f.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState:         f.connState,
+	}
+	f.serve(ln)
+	return f, nil
+}
+
+func (f *Forge) serve(ln net.Listener) {
+	f.serveWG.Add(1)
+	go func() {
+		defer f.serveWG.Done()
+		_ = f.srv.Serve(ln) // returns when ln is closed by Down or Close
+	}()
+}
+
+func (f *Forge) connState(c net.Conn, s http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		if f.down || f.closed {
+			_ = c.Close()
+			return
+		}
+		f.conns[c] = struct{}{}
+	case http.StateClosed, http.StateHijacked:
+		delete(f.conns, c)
+	}
+}
+
+// URL returns the instance address, e.g. http://127.0.0.1:PORT, without a
+// trailing slash. The runner service is at URL()+"/api/actions". It stays
+// the same across [Forge.Down] and [Forge.Up].
+func (f *Forge) URL() string { return "http://" + f.addr }
+
+// Close stops the server, closes every connection and waits for its
+// goroutines. It is safe to call more than once.
+func (f *Forge) Close() {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.closed = true
+	f.mu.Unlock()
+	_ = f.srv.Close()
+	f.serveWG.Wait()
+}
+
+// Down simulates an outage: the listener is closed, so new TCP connections
+// are refused, and existing connections are closed. Calls in progress fail
+// on the client side. [Forge.Up] ends the outage.
+func (f *Forge) Down() {
+	f.mu.Lock()
+	if f.down || f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.down = true
+	_ = f.ln.Close()
+	for c := range f.conns {
+		_ = c.Close()
+		delete(f.conns, c)
+	}
+	f.mu.Unlock()
+	f.serveWG.Wait()
+}
+
+// Up ends an outage started by [Forge.Down], listening again on the same
+// port. It retries for up to 5 s if the port is briefly busy; if it still
+// cannot listen it fails the test (or panics when the Forge was made by
+// [NewServer]).
+func (f *Forge) Up() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.down || f.closed {
+		return
+	}
+	var ln net.Listener
+	var err error
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ln, err = net.Listen("tcp", f.addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // retry interval for a busy port, not synchronisation
+	}
+	if err != nil {
+		msg := fmt.Sprintf("forgetest: Up: listen again on %s: %v", f.addr, err)
+		if f.t != nil {
+			f.t.Error(msg)
+			return
+		}
+		panic(msg)
+	}
+	f.ln = ln
+	f.down = false
+	f.serve(ln)
+}
+
+// Calls returns how many calls of method ("Ping", "Register", "Declare",
+// "FetchTask", "UpdateTask" or "UpdateLog") reached the server, including
+// calls failed by a [Fault] or by authentication.
+func (f *Forge) Calls(method string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// LastHeader returns a copy of the request headers of the latest call of
+// method, or nil if there was none.
+func (f *Forge) LastHeader(method string) http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headers[method].Clone()
+}
+
+// SetFault makes later calls of method fail or slow down as fl says,
+// replacing any earlier fault for that method. A zero Fault clears it.
+func (f *Forge) SetFault(method string, fl Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl == (Fault{}) {
+		delete(f.faults, method)
+		return
+	}
+	f.faults[method] = &fl
+}
+
+// ClearFaults removes every fault set with [Forge.SetFault].
+func (f *Forge) ClearFaults() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.faults)
+}
+
+// SetCapabilities sets the X-Gitea-Actions-Capabilities value returned on
+// later Declare calls.
+func (f *Forge) SetCapabilities(csv string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.capabilities = csv
+}
+
+// interceptor counts calls, records headers and applies faults before the
+// handler runs.
+func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			method := methodName(req.Spec().Procedure)
+			f.mu.Lock()
+			f.calls[method]++
+			f.headers[method] = req.Header().Clone()
+			var fl Fault
+			if p := f.faults[method]; p != nil {
+				fl = *p
+				if p.Count > 0 {
+					p.Count--
+					if p.Count == 0 {
+						delete(f.faults, method)
+					}
+				}
+			}
+			f.mu.Unlock()
+			if fl.Latency > 0 {
+				tm := time.NewTimer(fl.Latency)
+				select {
+				case <-tm.C:
+				case <-ctx.Done():
+					tm.Stop()
+					return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("fault latency: %w", ctx.Err()))
+				}
+			}
+			if fl.Code != 0 {
+				return nil, connect.NewError(fl.Code, errors.New("injected fault"))
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+func methodName(procedure string) string {
+	for i := len(procedure) - 1; i >= 0; i-- {
+		if procedure[i] == '/' {
+			return procedure[i+1:]
+		}
+	}
+	return procedure
+}
