@@ -540,4 +540,3 @@ func labelsMatch(runnerLabels, runsOn []string) bool {
 	}
 	return true
 }
-
