@@ -1,0 +1,27 @@
+// Package workflow owns the single-job workflow model that a forge task
+// carries in its workflow_payload, and the evaluator for the ${{ }}
+// expressions written in it.
+//
+// # Parsing
+//
+// [Parse] reads the forge's payload: a GitHub Actions workflow with exactly
+// one job. It checks every key against the GitHub Actions schema, so a typo
+// fails with the YAML line and the field path rather than being ignored, and
+// returns a [Workflow] whose [Job] and [Step] values hold plain strings. Values
+// that may be expressions (if:, env values, with: values, timeout-minutes,
+// continue-on-error) are kept unevaluated; the caller evaluates them when the
+// step runs. [ParseJobs] splits a local multi-job workflow into one
+// [Workflow] per job, as the forge does.
+//
+// # Expressions
+//
+// A [Context] holds the values of the contexts (github, env, vars, secrets,
+// steps, needs, job, runner, matrix, inputs, strategy) and the job status.
+// [Context.Eval] evaluates one expression, [Context.Interpolate] replaces
+// every ${{ }} in a string, and [Context.EvalIf] applies the rules of if:.
+// Expressions are parsed with github.com/rhysd/actionlint's parser and
+// evaluated here with GitHub's semantics: loose equality with coercion to
+// numbers, case-insensitive string comparison, && and || returning operand
+// values, and the * object filter. [GithubContext] and [NeedsFromTask] build
+// context values from a runner.v1.Task.
+package workflow

@@ -1,0 +1,321 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rhysd/actionlint"
+)
+
+// eval evaluates a checked expression tree. Recursion depth is bounded by
+// the expression size limits enforced in parseExpr.
+func (c *Context) eval(p *parsed, n actionlint.ExprNode) (any, error) {
+	switch n := n.(type) {
+	case *actionlint.NullNode:
+		return nil, nil
+	case *actionlint.BoolNode:
+		return n.Value, nil
+	case *actionlint.IntNode:
+		return float64(n.Value), nil
+	case *actionlint.FloatNode:
+		return n.Value, nil
+	case *actionlint.StringNode:
+		return n.Value, nil
+	case *actionlint.VariableNode:
+		return c.root(n.Name), nil
+	case *actionlint.ObjectDerefNode:
+		return c.deref(p, n.Receiver, n.Property)
+	case actionlint.ObjectDerefNode:
+		return c.deref(p, n.Receiver, n.Property)
+	case *actionlint.ArrayDerefNode:
+		return c.star(p, n.Receiver)
+	case actionlint.ArrayDerefNode:
+		return c.star(p, n.Receiver)
+	case *actionlint.IndexAccessNode:
+		recv, err := c.eval(p, n.Operand)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := c.eval(p, n.Index)
+		if err != nil {
+			return nil, err
+		}
+		return index(recv, idx), nil
+	case *actionlint.NotOpNode:
+		v, err := c.eval(p, n.Operand)
+		if err != nil {
+			return nil, err
+		}
+		return !truthy(v), nil
+	case *actionlint.CompareOpNode:
+		l, err := c.eval(p, n.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.eval(p, n.Right)
+		if err != nil {
+			return nil, err
+		}
+		return compareOp(n.Kind, l, r), nil
+	case *actionlint.LogicalOpNode:
+		l, err := c.eval(p, n.Left)
+		if err != nil {
+			return nil, err
+		}
+		if truthy(l) == (n.Kind == actionlint.LogicalOpNodeKindOr) {
+			return l, nil // short circuit: a falsy left of && or a truthy left of ||
+		}
+		return c.eval(p, n.Right)
+	case *actionlint.FuncCallNode:
+		args := make([]any, len(n.Args))
+		for i, a := range n.Args {
+			v, err := c.eval(p, a)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = v
+		}
+		return c.call(p, n.Callee, args)
+	}
+	return nil, fmt.Errorf("cannot evaluate %s: unsupported syntax %T", show(p.src), n)
+}
+
+func compareOp(k actionlint.CompareOpNodeKind, l, r any) bool {
+	switch k {
+	case actionlint.CompareOpNodeKindEq:
+		return looseEqual(l, r)
+	case actionlint.CompareOpNodeKindNotEq:
+		return !looseEqual(l, r)
+	}
+	c, ok := compare(l, r)
+	if !ok {
+		return false
+	}
+	switch k {
+	case actionlint.CompareOpNodeKindLess:
+		return c < 0
+	case actionlint.CompareOpNodeKindLessEq:
+		return c <= 0
+	case actionlint.CompareOpNodeKindGreater:
+		return c > 0
+	case actionlint.CompareOpNodeKindGreaterEq:
+		return c >= 0
+	}
+	return false
+}
+
+func (c *Context) deref(p *parsed, recvNode actionlint.ExprNode, prop string) (any, error) {
+	recv, err := c.eval(p, recvNode)
+	if err != nil {
+		return nil, err
+	}
+	return property(recv, prop), nil
+}
+
+// property is a.b: a key of an object (case-insensitive), or, on the result
+// of a * filter, that key of every element that has it.
+func property(recv any, prop string) any {
+	if f, ok := recv.(filtered); ok {
+		out := filtered{}
+		for _, e := range f {
+			if kindOf(e) != kindObject {
+				continue
+			}
+			if v := lookup(e, prop); v != nil {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	return lookup(recv, prop)
+}
+
+func (c *Context) star(p *parsed, recvNode actionlint.ExprNode) (any, error) {
+	recv, err := c.eval(p, recvNode)
+	if err != nil {
+		return nil, err
+	}
+	switch x := recv.(type) {
+	case filtered:
+		out := filtered{}
+		for _, e := range x {
+			out = append(out, elements(e)...)
+		}
+		return out, nil
+	default:
+		return filtered(elements(x)), nil
+	}
+}
+
+// elements returns the elements of an array or the values of an object
+// (ordered by key), or nothing.
+func elements(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = norm(e)
+		}
+		return out
+	case filtered:
+		return append([]any(nil), x...)
+	case map[string]any:
+		keys := sortedKeys(x)
+		out := make([]any, len(keys))
+		for i, k := range keys {
+			out[i] = norm(x[k])
+		}
+		return out
+	case map[string]string:
+		keys := sortedKeys(x)
+		out := make([]any, len(keys))
+		for i, k := range keys {
+			out[i] = x[k]
+		}
+		return out
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// index is a[i]: an array element by number, or an object key by string.
+func index(recv, idx any) any {
+	switch x := recv.(type) {
+	case filtered:
+		if kindOf(idx) == kindString {
+			return property(x, idx.(string))
+		}
+		out := filtered{}
+		for _, e := range x {
+			if v := index(e, idx); v != nil && kindOf(e) == kindArray {
+				out = append(out, v)
+			}
+		}
+		return out
+	case []any:
+		f := toNumber(idx)
+		if kindOf(idx) == kindString && strings.TrimSpace(idx.(string)) == "" {
+			return nil
+		}
+		if math.IsNaN(f) || f != math.Trunc(f) || f < 0 || f >= float64(len(x)) {
+			return nil
+		}
+		return norm(x[int(f)])
+	case map[string]any, map[string]string:
+		if k := kindOf(idx); k == kindArray || k == kindObject {
+			return nil
+		}
+		return lookup(x, toString(idx))
+	}
+	return nil
+}
+
+func (c *Context) call(p *parsed, name string, args []any) (any, error) {
+	f, _ := lookupFunc(name) // checked in parseExpr
+	switch f.name {
+	case "contains":
+		if kindOf(args[0]) == kindArray {
+			for _, e := range elements(args[0]) {
+				if looseEqual(e, args[1]) {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+		return strings.Contains(strings.ToUpper(toString(args[0])), strings.ToUpper(toString(args[1]))), nil
+	case "startsWith":
+		return strings.HasPrefix(strings.ToUpper(toString(args[0])), strings.ToUpper(toString(args[1]))), nil
+	case "endsWith":
+		return strings.HasSuffix(strings.ToUpper(toString(args[0])), strings.ToUpper(toString(args[1]))), nil
+	case "format":
+		return format(p, toString(args[0]), args[1:])
+	case "join":
+		sep := ","
+		if len(args) == 2 {
+			sep = toString(args[1])
+		}
+		switch kindOf(args[0]) {
+		case kindArray:
+			els := elements(args[0])
+			parts := make([]string, len(els))
+			for i, e := range els {
+				parts[i] = toString(e)
+			}
+			return strings.Join(parts, sep), nil
+		case kindObject:
+			return "", nil
+		default:
+			return toString(args[0]), nil
+		}
+	case "toJSON":
+		return toJSON(args[0]), nil
+	case "fromJSON":
+		s := strings.TrimSpace(toString(args[0]))
+		if s == "" {
+			return nil, fmt.Errorf("fromJSON in %s: the argument is empty, not JSON", show(p.src))
+		}
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			// The argument may be a secret: name the JSON problem, not the text.
+			return nil, fmt.Errorf("fromJSON in %s: the argument is not valid JSON: %w", show(p.src), err)
+		}
+		return norm(v), nil
+	case "success":
+		return c.success(), nil
+	case "failure":
+		return c.Status == StatusFailure, nil
+	case "cancelled":
+		return c.Status == StatusCancelled, nil
+	case "always":
+		return true, nil
+	}
+	return nil, fmt.Errorf("function %s in %s is not implemented", name, show(p.src))
+}
+
+// format implements format(): {N} is replaced by argument N, {{ and }} are
+// literal braces.
+func format(p *parsed, f string, args []any) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		ch := f[i]
+		switch {
+		case ch == '{' && i+1 < len(f) && f[i+1] == '{':
+			b.WriteByte('{')
+			i++
+		case ch == '}' && i+1 < len(f) && f[i+1] == '}':
+			b.WriteByte('}')
+			i++
+		case ch == '{':
+			end := strings.IndexByte(f[i:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("format in %s: unclosed { at position %d; write {N} for argument N, or {{ for a literal brace", show(p.src), i)
+			}
+			n, err := strconv.Atoi(f[i+1 : i+end])
+			if err != nil || n < 0 || f[i+1] == '+' || f[i+1] == '-' {
+				return "", fmt.Errorf("format in %s: %q at position %d is not {N}; write {N} for argument N, or {{ for a literal brace", show(p.src), f[i:i+end+1], i)
+			}
+			if n >= len(args) {
+				return "", fmt.Errorf("format in %s: {%d} refers to argument %d, but only %d argument(s) follow the format string", show(p.src), n, n, len(args))
+			}
+			b.WriteString(toString(args[n]))
+			i += end
+		case ch == '}':
+			return "", fmt.Errorf("format in %s: lone } at position %d; write }} for a literal brace", show(p.src), i)
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,55 @@
+package workflow
+
+import (
+	"strings"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// forgePrefixes are the prefixes Gitea and Forgejo put on their own keys of
+// a task's context, such as gitea_runtime_token.
+var forgePrefixes = [...]string{"gitea_", "forgejo_"}
+
+// GithubContext builds the github context from a task's context Struct. A
+// nil Struct gives an empty map. Keys the forge prefixes with gitea_ or
+// forgejo_ (gitea_runtime_token, gitea_default_actions_url, ...) are also
+// available under the other prefix and without a prefix, unless the task
+// already sets that key, so callers read runtime_token whichever forge sent
+// the task. The result is a new map the caller owns.
+func GithubContext(s *structpb.Struct) map[string]any {
+	orig := s.AsMap()
+	m := s.AsMap()
+	for _, p := range forgePrefixes { // gitea_ wins when both forges' keys are set
+		for k, v := range orig {
+			rest, ok := strings.CutPrefix(k, p)
+			if !ok || rest == "" {
+				continue
+			}
+			for _, alias := range []string{rest, "gitea_" + rest, "forgejo_" + rest} {
+				if _, set := m[alias]; !set {
+					m[alias] = v
+				}
+			}
+		}
+	}
+	return m
+}
+
+// NeedsFromTask builds the needs context from a task's needs. Each result
+// is the lower-case name of the runner.v1.Result without its RESULT_ prefix
+// ("success", "failure", "cancelled", "skipped"), as the forge's own runner
+// does. Nil entries are skipped.
+func NeedsFromTask(needs map[string]*runnerv1.TaskNeed) map[string]NeedResult {
+	out := make(map[string]NeedResult, len(needs))
+	for id, n := range needs {
+		if n == nil {
+			continue
+		}
+		out[id] = NeedResult{
+			Outputs: n.GetOutputs(),
+			Result:  strings.ToLower(strings.TrimPrefix(n.GetResult().String(), "RESULT_")),
+		}
+	}
+	return out
+}
