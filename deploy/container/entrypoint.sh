@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Container entrypoint: register from the environment when /data has no
+# registration yet, then exec the daemon (so it receives SIGTERM directly).
+#
+#   FORGELOAD_INSTANCE                  forge URL (required to register)
+#   FORGELOAD_REGISTRATION_TOKEN        registration token, or
+#   FORGELOAD_REGISTRATION_TOKEN_FILE   a file holding it (e.g. a secret mount)
+#   FORGELOAD_RUNNER_NAME               runner name (default: container host name)
+#   FORGELOAD_RUNNER_LABELS             comma-separated labels (default: forgeload)
+#   FORGELOAD_EPHEMERAL                 "true": take one job, then exit
+#   FORGELOAD_ONCE                      "true": run one job, then exit
+#   FORGELOAD_CONFIG                    config file path (optional)
+#   FORGELOAD_MAX_REG_ATTEMPTS          registration attempts (default 10, 5 s apart)
+set -euo pipefail
+cd /data
+
+args=()
+if [ -n "${FORGELOAD_CONFIG:-}" ]; then
+  args+=(-c "$FORGELOAD_CONFIG")
+fi
+runner_file="${FORGELOAD_RUNNER_FILE:-.runner}"
+
+if [ ! -s "$runner_file" ]; then
+  if [ -z "${FORGELOAD_INSTANCE:-}" ]; then
+    echo "forgeload: $runner_file is missing and FORGELOAD_INSTANCE is not set; set FORGELOAD_INSTANCE and FORGELOAD_REGISTRATION_TOKEN to register" >&2
+    exit 2
+  fi
+  reg=(register --no-interactive --instance "$FORGELOAD_INSTANCE")
+  if [ -n "${FORGELOAD_REGISTRATION_TOKEN_FILE:-}" ]; then
+    reg+=(--token-file "$FORGELOAD_REGISTRATION_TOKEN_FILE")
+  fi
+  [ -n "${FORGELOAD_RUNNER_NAME:-}" ] && reg+=(--name "$FORGELOAD_RUNNER_NAME")
+  [ -n "${FORGELOAD_RUNNER_LABELS:-}" ] && reg+=(--labels "$FORGELOAD_RUNNER_LABELS")
+  [ "${FORGELOAD_EPHEMERAL:-}" = "true" ] && reg+=(--ephemeral)
+  attempts="${FORGELOAD_MAX_REG_ATTEMPTS:-10}"
+  for i in $(seq 1 "$attempts"); do
+    if forgeload "${args[@]}" "${reg[@]}"; then
+      break
+    fi
+    if [ "$i" -eq "$attempts" ]; then
+      echo "forgeload: registration failed $attempts times; giving up" >&2
+      exit 1
+    fi
+    echo "forgeload: registration attempt $i failed; retrying in 5 s" >&2
+    sleep 5
+  done
+fi
+
+daemon=(daemon)
+[ "${FORGELOAD_ONCE:-}" = "true" ] && daemon+=(--once)
+exec forgeload "${args[@]}" "${daemon[@]}"
