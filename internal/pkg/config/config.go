@@ -1,0 +1,223 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config is the daemon's configuration. Build it with [Load] or [Parse]; the
+// zero value is not valid (use [Default] for the defaults). A Config is plain
+// data: it is safe for concurrent reads but not for concurrent writes.
+type Config struct {
+	Log     Log        `yaml:"log"`
+	Runner  Runner     `yaml:"runner"`
+	Load    LoadLimits `yaml:"load"`
+	Metrics Metrics    `yaml:"metrics"`
+	Cluster Cluster    `yaml:"cluster"`
+}
+
+// Log configures the daemon's own log (not the jobs' logs, which go to the
+// forge).
+type Log struct {
+	// Level is the least severe level logged: debug, info, warn or error.
+	// Default info.
+	Level string `yaml:"level"`
+	// Format is text (human-readable, logrus' text formatter) or json (one
+	// object per line). Default text.
+	Format string `yaml:"format"`
+}
+
+// Runner configures how the daemon talks to the forge and runs jobs.
+type Runner struct {
+	// File is the path of the registration file written by `forgeload
+	// register`. Default ".runner".
+	File string `yaml:"file"`
+	// Capacity is how many jobs run at once. Default 1; must be at least 1.
+	Capacity int `yaml:"capacity"`
+	// Labels are the labels this runner offers, each name[:schema[:arg]]
+	// (see [ParseLabel]). Only the names go to the forge. Default
+	// ["forgeload"]; must not be empty.
+	Labels []string `yaml:"labels"`
+	// Envs are extra environment variables for every job. Default none.
+	Envs map[string]string `yaml:"envs"`
+	// EnvFile is a file of KEY=VALUE lines added to every job's environment.
+	// Default ".env"; a missing file is fine, and "" disables it.
+	EnvFile string `yaml:"env_file"`
+	// Timeout bounds each job. Default 3h; must be above 0.
+	Timeout time.Duration `yaml:"timeout"`
+	// ShutdownTimeout is how long running jobs may keep running after the
+	// first SIGTERM; then they are cancelled and reported as cancelled.
+	// Default 30m: long enough for a typical load test to finish during a
+	// deploy, short enough that an upgrade is not held up for the full job
+	// timeout. 0 cancels running jobs at once. Set systemd's TimeoutStopSec
+	// above it.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Insecure skips TLS certificate verification of the forge. Default
+	// false; use only for testing.
+	Insecure bool `yaml:"insecure"`
+	// FetchTimeout bounds each FetchTask request. Default 5s; must be above
+	// 0 and at most 60s ([MaxRequestTimeout]).
+	FetchTimeout time.Duration `yaml:"fetch_timeout"`
+	// FetchInterval is the wait between polls while the forge has no task.
+	// Default 2s; must be above 0.
+	FetchInterval time.Duration `yaml:"fetch_interval"`
+	// FetchIntervalMax caps the exponential backoff between polls after
+	// empty polls or errors. Default 5s (as in Gitea's runner); must be at
+	// least FetchInterval.
+	FetchIntervalMax time.Duration `yaml:"fetch_interval_max"`
+	// ReportInterval is how often log rows and step state are sent to the
+	// forge while a job runs; it also bounds how fast a cancel in the forge
+	// UI is seen. Default 1s; must be above 0.
+	ReportInterval time.Duration `yaml:"report_interval"`
+}
+
+// LoadLimits is the load section: what load-test jobs may do on this runner.
+// (It cannot be named Load: that is the function that builds a Config.)
+type LoadLimits struct {
+	// AllowTargets are CIDRs (10.0.0.0/8), IPs and host globs
+	// (*.staging.example.com). When non-empty, load may go only to targets
+	// that match one of them. Default empty: any target not denied.
+	AllowTargets []string `yaml:"allow_targets"`
+	// DenyTargets are CIDRs, IPs and host globs that load may never go to,
+	// in addition to the built-in denies (link-local, cloud metadata and the
+	// forge itself). Default empty.
+	DenyTargets []string `yaml:"deny_targets"`
+	// MaxRate is the highest request rate (per second, summed over the
+	// job) a job may ask for. Default 5000; 0 means unlimited.
+	MaxRate float64 `yaml:"max_rate"`
+	// MaxConcurrency is the most concurrent requests or virtual users a job
+	// may ask for. Default 1000; 0 means unlimited.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// MaxDuration is the longest load phase a job may ask for. Default 1h;
+	// 0 means unlimited (the job still ends at runner.timeout).
+	MaxDuration time.Duration `yaml:"max_duration"`
+	// ProgressInterval is how often a load step logs a progress line.
+	// Default 5s; must be above 0.
+	ProgressInterval time.Duration `yaml:"progress_interval"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Enabled serves /metrics, /healthz and /readyz on Addr. Default false.
+	Enabled bool `yaml:"enabled"`
+	// Addr is the host:port to listen on. Default "127.0.0.1:9101"; an
+	// empty host (":9101") listens on every interface.
+	Addr string `yaml:"addr"`
+	// ReadinessGrace is how long forge errors may last before /readyz
+	// reports not ready. Default 30s; 0 reports not ready on the first
+	// error.
+	ReadinessGrace time.Duration `yaml:"readiness_grace"`
+}
+
+// Cluster configures Redis coordination for load tests split across hosts.
+type Cluster struct {
+	// RedisURL is redis://[user:pass@]host:port[/db] or rediss:// for TLS.
+	// Default empty: clustering is off and every test runs on one host.
+	RedisURL string `yaml:"redis_url"`
+	// Name is this daemon's worker name in the cluster. Default empty: the
+	// host name is used.
+	Name string `yaml:"name"`
+	// MaxSegments is the most segments (shares of other runners' tests)
+	// this daemon runs at once. Default 1; 0 means it never runs shares of
+	// other runners' tests, though it still coordinates its own.
+	MaxSegments int `yaml:"max_segments"`
+}
+
+// Defaults, exported so that documentation and callers can name them.
+const (
+	DefaultLogLevel          = "info"
+	DefaultLogFormat         = "text"
+	DefaultRunnerFile        = ".runner"
+	DefaultCapacity          = 1
+	DefaultLabel             = "forgeload"
+	DefaultEnvFile           = ".env"
+	DefaultTimeout           = 3 * time.Hour
+	DefaultShutdownTimeout   = 30 * time.Minute
+	DefaultFetchTimeout      = 5 * time.Second
+	DefaultFetchInterval     = 2 * time.Second
+	DefaultFetchIntervalMax  = 5 * time.Second
+	DefaultReportInterval    = time.Second
+	DefaultMaxRate           = 5000
+	DefaultMaxConcurrency    = 1000
+	DefaultMaxDuration       = time.Hour
+	DefaultProgressInterval  = 5 * time.Second
+	DefaultMetricsAddr       = "127.0.0.1:9101"
+	DefaultReadinessGrace    = 30 * time.Second
+	DefaultClusterMaxSegment = 1
+
+	// MaxRequestTimeout bounds every forge request, and so runner.fetch_timeout.
+	MaxRequestTimeout = 60 * time.Second
+)
+
+// Default returns a new Config holding every default. Each call returns a
+// fresh copy that the caller may modify.
+func Default() *Config {
+	return &Config{
+		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Runner: Runner{
+			File:             DefaultRunnerFile,
+			Capacity:         DefaultCapacity,
+			Labels:           []string{DefaultLabel},
+			Envs:             map[string]string{},
+			EnvFile:          DefaultEnvFile,
+			Timeout:          DefaultTimeout,
+			ShutdownTimeout:  DefaultShutdownTimeout,
+			FetchTimeout:     DefaultFetchTimeout,
+			FetchInterval:    DefaultFetchInterval,
+			FetchIntervalMax: DefaultFetchIntervalMax,
+			ReportInterval:   DefaultReportInterval,
+		},
+		Load: LoadLimits{
+			AllowTargets:     []string{},
+			DenyTargets:      []string{},
+			MaxRate:          DefaultMaxRate,
+			MaxConcurrency:   DefaultMaxConcurrency,
+			MaxDuration:      DefaultMaxDuration,
+			ProgressInterval: DefaultProgressInterval,
+		},
+		Metrics: Metrics{
+			Addr:           DefaultMetricsAddr,
+			ReadinessGrace: DefaultReadinessGrace,
+		},
+		Cluster: Cluster{MaxSegments: DefaultClusterMaxSegment},
+	}
+}
+
+// Load builds the config: defaults, then the YAML file at path (skipped when
+// path == ""), then FORGELOAD_<SECTION>_<KEY> env overrides read through
+// getenv (os.Getenv in production; nil reads no overrides), then validation.
+// Errors name the file and line or the variable, the key, and the fix.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	var data []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config file %q: %w (check -c/--config, or run `forgeload config generate > %s` to start one)", path, err, path)
+		}
+		data = b
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse is [Load] for a file already read: data is the YAML text (empty means
+// no file) and name is used in errors in place of the file name.
+func Parse(name string, data []byte, getenv func(string) string) (*Config, error) {
+	if name == "" {
+		name = "config"
+	}
+	cfg := Default()
+	p := &parser{file: name, src: map[string]string{}}
+	if err := p.decodeFile(cfg, data); err != nil {
+		return nil, err
+	}
+	if getenv != nil {
+		if err := p.applyEnv(cfg, getenv); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.validate(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// at returns where the key at path was last set, falling back to the file
+// name (defaults are always valid, so a bad value came from a source).
+func (p *parser) at(path string) string {
+	if s, ok := p.src[path]; ok {
+		return s
+	}
+	return p.file
+}
+
+func (p *parser) bad(path, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s: "+format, append([]any{p.at(path), path}, args...)...))
+}
+
+func (p *parser) positive(path string, d time.Duration) {
+	if d <= 0 {
+		p.bad(path, "%s must be above 0 (want e.g. %s)", d, exampleDuration(path))
+	}
+}
+
+func (p *parser) nonNegative(path string, d time.Duration) {
+	if d < 0 {
+		p.bad(path, "%s is negative (want 0 or more, e.g. %s)", d, exampleDuration(path))
+	}
+}
+
+func exampleDuration(path string) string {
+	if d, ok := defaultDurations()[path]; ok && d > 0 {
+		return d.String()
+	}
+	return "30s"
+}
+
+func defaultDurations() map[string]time.Duration {
+	return map[string]time.Duration{
+		"runner.timeout":            DefaultTimeout,
+		"runner.shutdown_timeout":   DefaultShutdownTimeout,
+		"runner.fetch_timeout":      DefaultFetchTimeout,
+		"runner.fetch_interval":     DefaultFetchInterval,
+		"runner.fetch_interval_max": DefaultFetchIntervalMax,
+		"runner.report_interval":    DefaultReportInterval,
+		"load.max_duration":         DefaultMaxDuration,
+		"load.progress_interval":    DefaultProgressInterval,
+		"metrics.readiness_grace":   DefaultReadinessGrace,
+	}
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) validate(c *Config) error {
+	p.errs = nil
+	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+		p.bad("log.level", "%q is not a level (want debug, info, warn or error)", c.Log.Level)
+	}
+	if !oneOf(c.Log.Format, "text", "json") {
+		p.bad("log.format", "%q is not a format (want text or json)", c.Log.Format)
+	}
+
+	r := &c.Runner
+	if strings.TrimSpace(r.File) == "" {
+		p.bad("runner.file", "is empty (want the registration file path, e.g. %s)", DefaultRunnerFile)
+	}
+	if r.Capacity < 1 {
+		p.bad("runner.capacity", "%d is below 1 (want how many jobs run at once, e.g. 1 or 4)", r.Capacity)
+	}
+	if len(r.Labels) == 0 {
+		p.bad("runner.labels", "is empty (want at least one label, e.g. [%s])", DefaultLabel)
+	}
+	seen := map[string]int{}
+	for i, s := range r.Labels {
+		ip := fmt.Sprintf("runner.labels[%d]", i)
+		l, err := ParseLabel(s)
+		if err != nil {
+			p.bad(ip, "%v", err)
+			continue
+		}
+		if j, dup := seen[l.Name]; dup {
+			p.bad(ip, "label name %q is also runner.labels[%d]; keep one", l.Name, j)
+			continue
+		}
+		seen[l.Name] = i
+	}
+	names := make([]string, 0, len(r.Envs))
+	for k := range r.Envs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexFunc(k, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }) >= 0 {
+			p.bad("runner.envs."+k, "%q is not a valid variable name (want letters, digits and _, e.g. HTTP_PROXY)", k)
+		}
+	}
+	p.positive("runner.timeout", r.Timeout)
+	p.nonNegative("runner.shutdown_timeout", r.ShutdownTimeout)
+	p.positive("runner.fetch_timeout", r.FetchTimeout)
+	if r.FetchTimeout > MaxRequestTimeout {
+		p.bad("runner.fetch_timeout", "%s is above the %s limit on every forge request (want at most %s)", r.FetchTimeout, MaxRequestTimeout, MaxRequestTimeout)
+	}
+	p.positive("runner.fetch_interval", r.FetchInterval)
+	if r.FetchInterval > 0 && r.FetchIntervalMax < r.FetchInterval {
+		p.bad("runner.fetch_interval_max", "%s is below runner.fetch_interval (%s); want at least %s", r.FetchIntervalMax, r.FetchInterval, r.FetchInterval)
+	}
+	p.positive("runner.report_interval", r.ReportInterval)
+
+	l := &c.Load
+	for _, list := range []struct {
+		key   string
+		items []string
+	}{{"load.allow_targets", l.AllowTargets}, {"load.deny_targets", l.DenyTargets}} {
+		for i, s := range list.items {
+			if _, err := ParseTargetRule(s); err != nil {
+				p.bad(fmt.Sprintf("%s[%d]", list.key, i), "%v", err)
+			}
+		}
+	}
+	if l.MaxRate < 0 || math.IsNaN(l.MaxRate) || math.IsInf(l.MaxRate, 0) {
+		p.bad("load.max_rate", "%v is not allowed (want 0 for unlimited, or a rate in requests per second, e.g. %d)", l.MaxRate, DefaultMaxRate)
+	}
+	if l.MaxConcurrency < 0 {
+		p.bad("load.max_concurrency", "%d is negative (want 0 for unlimited, or e.g. %d)", l.MaxConcurrency, DefaultMaxConcurrency)
+	}
+	p.nonNegative("load.max_duration", l.MaxDuration)
+	p.positive("load.progress_interval", l.ProgressInterval)
+
+	m := &c.Metrics
+	if err := checkHostPort(m.Addr); err != nil {
+		p.bad("metrics.addr", "%q %v (want host:port, e.g. %s, or :9101 for every interface)", m.Addr, err, DefaultMetricsAddr)
+	}
+	p.nonNegative("metrics.readiness_grace", m.ReadinessGrace)
+
+	cl := &c.Cluster
+	if cl.RedisURL != "" {
+		if err := checkRedisURL(cl.RedisURL); err != nil {
+			p.bad("cluster.redis_url", "%v (want redis://host:6379/0 or rediss://host:6380 for TLS)", err)
+		}
+	}
+	if cl.Name != "" && !validName(cl.Name) {
+		p.bad("cluster.name", "%q is not a valid name (want 1 to 64 letters, digits, '.', '_' or '-')", cl.Name)
+	}
+	if cl.MaxSegments < 0 {
+		p.bad("cluster.max_segments", "%d is negative (want 0 to run no shares of other runners' tests, or e.g. %d)", cl.MaxSegments, DefaultClusterMaxSegment)
+	}
+	return errors.Join(p.errs...)
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("is not host:port")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("has port %q, which is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// checkRedisURL checks a Redis URL without ever echoing it: it may hold a
+// password.
+func checkRedisURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("the URL does not parse")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("scheme %q is not redis or rediss", u.Scheme)
+	}
+	if u.Host == "" {
+		return errors.New("the URL has no host")
+	}
+	if err := checkHostPort(u.Host); err != nil && strings.Contains(u.Host, ":") && !strings.HasPrefix(u.Host, "[") {
+		return fmt.Errorf("the host %v", err)
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
