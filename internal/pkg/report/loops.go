@@ -1,0 +1,467 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+)
+
+// LostRowText is the content of the placeholder rows sent in place of rows
+// the forge acknowledged and later lost (its ack_index went backwards). The
+// placeholders keep every later row, and every step's log_index, in place.
+const LostRowText = "[forgeload] this log row was lost by the forge after it had acknowledged it"
+
+// backoff is a capped exponential delay.
+type backoff struct{ min, max, cur time.Duration }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// sleep waits for d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// logLoop sends buffered rows: at once when a batch is full or a step
+// changed, otherwise no later than LogInterval after the oldest unsent row
+// was appended. After a failure it retries with a capped exponential backoff.
+func (r *Reporter) logLoop(ctx context.Context) {
+	bo := backoff{min: max(r.o.LogInterval/5, 10*time.Millisecond), max: 3 * r.o.LogInterval}
+	var retryAt time.Time
+	fails := 0
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		r.mu.Lock()
+		pending := r.store.end - r.sendFrom
+		dueAt := r.firstPendingAt.Add(r.o.LogInterval)
+		due := pending > 0 && (r.flushNow || pending >= int64(r.o.BatchRows) || !now.Before(dueAt))
+		if pending == 0 {
+			r.flushNow = false
+		}
+		r.mu.Unlock()
+
+		wait := time.Duration(-1)
+		switch {
+		case pending == 0:
+		case due && now.Before(retryAt):
+			wait = retryAt.Sub(now)
+		case due:
+			_, progress, err := r.sendLog(ctx, false)
+			r.observeBuffer()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil || !progress {
+				fails++
+				d := bo.next()
+				retryAt = time.Now().Add(d)
+				if fails == 1 && err != nil {
+					r.log.WithError(err).Warnf("report: sending log rows failed; retrying with backoff up to %s", bo.max)
+				}
+				continue
+			}
+			if fails > 0 {
+				r.log.Infof("report: sending log rows works again after %d failed attempts", fails)
+			}
+			fails = 0
+			bo.reset()
+			retryAt = time.Time{}
+			continue
+		default:
+			wait = dueAt.Sub(now)
+		}
+
+		var tc <-chan time.Time
+		if wait >= 0 {
+			timer.Reset(wait)
+			tc = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.logKick:
+		case <-tc:
+		}
+		if tc != nil && !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (r *Reporter) observeBuffer() {
+	if r.o.Observer == nil {
+		return
+	}
+	r.mu.Lock()
+	n := r.store.end - r.sendFrom
+	r.mu.Unlock()
+	r.o.Observer.BufferRows(int(n))
+}
+
+// sendLog sends one UpdateLog from the first unacknowledged row. With
+// noMore, the request that carries the last buffered row says no_more. It
+// reports whether a no_more request was fully acknowledged, and whether the
+// ack moved forward.
+func (r *Reporter) sendLog(ctx context.Context, noMore bool) (finished, progress bool, err error) {
+	r.mu.Lock()
+	index, rows, rerr := r.batchLocked()
+	if rerr != nil {
+		r.log.WithError(rerr).Error("report: reading buffered log rows failed")
+	}
+	if len(rows) == 0 {
+		r.mu.Unlock()
+		return false, false, rerr
+	}
+	builtAt := time.Now()
+	end := index + int64(len(rows))
+	last := end == r.store.end
+	hadFlush := r.flushNow
+	if last {
+		r.flushNow = false
+	}
+	r.mu.Unlock()
+
+	req := &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index, Rows: rows, NoMore: noMore && last}
+	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
+	resp, err := r.c.UpdateLog(cctx, connect.NewRequest(req))
+	cancel()
+	if r.o.Observer != nil {
+		r.o.Observer.LogSent(err == nil)
+	}
+	if err != nil {
+		if last && hadFlush {
+			r.mu.Lock()
+			r.flushNow = true
+			r.mu.Unlock()
+		}
+		return false, false, fmt.Errorf("update log of task %d at row %d (%d rows): %w", r.taskID, index, len(rows), err)
+	}
+	ack := resp.Msg.GetAckIndex()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	progress = r.ackLocked(index, len(rows), ack)
+	if r.store.end > r.sendFrom {
+		if r.sendFrom < end || len(rows) >= r.o.BatchRows {
+			// Not all of the batch was taken, or more is queued behind a
+			// full batch: go again at once.
+			r.firstPendingAt = time.Time{}
+		} else {
+			// Every row still pending was appended after the batch was built.
+			r.firstPendingAt = builtAt
+		}
+	}
+	return req.NoMore && r.sendFrom >= end, progress, nil
+}
+
+// batchLocked returns the next UpdateLog batch: placeholders for rows the
+// forge lost, then stored rows. r.mu must be held.
+func (r *Reporter) batchLocked() (int64, []*runnerv1.LogRow, error) {
+	var rows []*runnerv1.LogRow
+	if gap := r.store.base - r.sendFrom; gap > 0 {
+		now := ts(r.o.Now())
+		for range min(gap, int64(r.o.BatchRows)) {
+			rows = append(rows, &runnerv1.LogRow{Time: now, Content: LostRowText})
+		}
+	}
+	stored, err := r.store.read(r.o.BatchRows-len(rows), maxBatchBytes)
+	for _, s := range stored {
+		rows = append(rows, &runnerv1.LogRow{Time: ts(s.t), Content: s.s})
+	}
+	return r.sendFrom, rows, err
+}
+
+// ackLocked applies the forge's ack_index for a batch of n rows sent at
+// index, and reports whether the ack moved forward. r.mu must be held.
+func (r *Reporter) ackLocked(index int64, n int, ack int64) bool {
+	end := index + int64(n)
+	if ack > end {
+		r.log.Warnf("report: the forge acknowledged log rows up to %d but only %d were sent; continuing from %d", ack, end, end)
+		ack = end
+	}
+	if ack < r.store.base {
+		r.log.Errorf("report: logs lost: the forge had acknowledged %d log rows and now reports only %d; rows %d to %d are gone and are resent as placeholder rows",
+			r.store.base, ack, ack, r.store.base-1)
+		progress := false
+		if ack > r.sendFrom {
+			progress = true
+		}
+		r.sendFrom = ack
+		return progress
+	}
+	progress := ack > r.sendFrom
+	r.sendFrom = ack
+	if err := r.store.drop(ack); err != nil {
+		r.log.WithError(err).Error("report: dropping acknowledged log rows failed")
+	}
+	return progress
+}
+
+// stateLoop sends an UpdateTask heartbeat every Interval, and at once after
+// a step change or new outputs.
+func (r *Reporter) stateLoop(ctx context.Context) {
+	t := time.NewTicker(r.o.Interval)
+	defer t.Stop()
+	fails := 0
+	for {
+		_, err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			fails++
+			if fails == 1 {
+				r.log.WithError(err).Warnf("report: state heartbeat failed; retrying every %s", r.o.Interval)
+			}
+		case fails > 0:
+			r.log.Infof("report: state heartbeat works again after %d failed attempts", fails)
+			fails = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.stateKick:
+			t.Reset(r.o.Interval)
+		}
+	}
+}
+
+// sendState sends one UpdateTask with the current steps and unacknowledged
+// outputs. A non-UNSPECIFIED result in the response to a progress report
+// (result UNSPECIFIED) means the forge stopped the task.
+func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppedAt time.Time) (*runnerv1.UpdateTaskResponse, error) {
+	r.mu.Lock()
+	req := &runnerv1.UpdateTaskRequest{State: r.taskStateLocked(result, stoppedAt)}
+	if len(r.outputs) > 0 {
+		req.Outputs = make(map[string]string, len(r.outputs))
+		for k, v := range r.outputs {
+			req.Outputs[k] = v
+		}
+	}
+	r.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
+	resp, err := r.c.UpdateTask(cctx, connect.NewRequest(req))
+	cancel()
+	if r.o.Observer != nil {
+		r.o.Observer.StateSent(err == nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update state of task %d: %w", r.taskID, err)
+	}
+	msg := resp.Msg
+	r.mu.Lock()
+	for _, k := range msg.GetSentOutputs() {
+		delete(r.outputs, k)
+		r.sentOutputs[k] = true
+	}
+	stop := result == runnerv1.Result_RESULT_UNSPECIFIED &&
+		msg.GetState().GetResult() != runnerv1.Result_RESULT_UNSPECIFIED &&
+		r.serverResult == runnerv1.Result_RESULT_UNSPECIFIED
+	if stop {
+		r.serverResult = msg.GetState().GetResult()
+	}
+	cancelJob := r.jobCancel
+	r.mu.Unlock()
+	if stop {
+		r.log.Infof("report: the forge stopped the task with result %s; cancelling the job", msg.GetState().GetResult())
+		r.cancelOne.Do(func() { close(r.cancelled) })
+		if cancelJob != nil {
+			cancelJob()
+		}
+	}
+	return msg, nil
+}
+
+// permanent reports whether retrying err cannot help.
+func permanent(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated, connect.CodePermissionDenied, connect.CodeInvalidArgument, connect.CodeUnimplemented:
+		return true
+	}
+	return false
+}
+
+// Close finishes the task on the forge, in this order:
+//
+//  1. The final result is chosen: the forge's result if it stopped the task,
+//     else CANCELLED if the job context was cancelled, else result (FAILURE if
+//     result is UNSPECIFIED).
+//  2. Unfinished lines of every Writer are flushed; later writes are discarded.
+//  3. Steps without a result are marked CANCELLED (started ones get stopped_at).
+//  4. The Reporter's goroutines are stopped and waited for.
+//  5. An empty row is added if no row is unsent, so the last UpdateLog has one.
+//  6. UpdateLog is sent until the forge acknowledges every row, the last
+//     request with no_more=true (AlreadyExists means the log is already
+//     archived, which ends this phase).
+//  7. The final UpdateTask (result, stopped_at, steps, outputs) is sent.
+//
+// Steps 6 and 7 retry with capped exponential backoff on a context detached
+// from the job and bounded by CloseTimeout. If the forge does not take
+// everything in time, Close returns an error saying what was not delivered.
+// Close then cancels the job context and removes the spill file. Close is
+// idempotent: later calls return the first call's error.
+func (r *Reporter) Close(result runnerv1.Result) error {
+	r.closeOnce.Do(func() { r.closeErr = r.close(result) })
+	return r.closeErr
+}
+
+func (r *Reporter) close(result runnerv1.Result) error {
+	r.mu.Lock()
+	r.closing = true
+	final := result
+	switch {
+	case r.serverResult != runnerv1.Result_RESULT_UNSPECIFIED:
+		final = r.serverResult
+	case r.jobCtx.Err() != nil:
+		final = runnerv1.Result_RESULT_CANCELLED
+	case final == runnerv1.Result_RESULT_UNSPECIFIED:
+		final = runnerv1.Result_RESULT_FAILURE
+	}
+	ws := append([]*lineWriter(nil), r.writers...)
+	r.mu.Unlock()
+
+	for _, w := range ws {
+		w.flush()
+	}
+
+	r.mu.Lock()
+	r.sealed = true
+	now := r.o.Now()
+	for i := range r.steps {
+		s := &r.steps[i]
+		if s.result == runnerv1.Result_RESULT_UNSPECIFIED {
+			s.result = runnerv1.Result_RESULT_CANCELLED
+			if !s.started.IsZero() && s.stopped.IsZero() {
+				s.stopped = now
+			}
+		}
+		s.ended = true
+	}
+	if r.startedAt.IsZero() {
+		r.startedAt = now
+	}
+	started, stop, jobCancel := r.started, r.loopStop, r.jobCancel
+	r.mu.Unlock()
+
+	if started {
+		stop()
+		r.wg.Wait()
+	}
+	defer func() {
+		if jobCancel != nil {
+			jobCancel()
+		}
+	}()
+
+	r.mu.Lock()
+	if r.store.end == r.sendFrom {
+		_ = r.store.append(row{t: now, s: ""})
+	}
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), r.o.CloseTimeout)
+	defer cancel()
+	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
+
+	var logErr error
+	for {
+		finished, progress, err := r.sendLog(ctx, true)
+		if err == nil && finished {
+			logErr = nil
+			break
+		}
+		if connect.CodeOf(err) == connect.CodeAlreadyExists {
+			r.mu.Lock()
+			left := r.store.end - r.sendFrom
+			r.mu.Unlock()
+			if left > 1 {
+				r.log.Errorf("report: the forge has already archived the log of task %d; %d rows were not delivered", r.taskID, left)
+			}
+			logErr = nil
+			break
+		}
+		if err != nil {
+			logErr = err
+		}
+		if permanent(err) {
+			break
+		}
+		if err == nil && progress {
+			bo.reset()
+			continue
+		}
+		if !sleep(ctx, bo.next()) {
+			if logErr == nil {
+				logErr = ctx.Err()
+			}
+			break
+		}
+	}
+
+	var stateErr error
+	bo.reset()
+	for {
+		_, err := r.sendState(ctx, final, now)
+		if err == nil {
+			stateErr = nil
+			break
+		}
+		stateErr = err
+		if permanent(err) || !sleep(ctx, bo.next()) {
+			break
+		}
+	}
+
+	r.mu.Lock()
+	left := r.store.end - r.sendFrom
+	from := r.sendFrom
+	dropped := r.dropped
+	if err := r.store.close(); err != nil {
+		r.log.WithError(err).Warn("report: removing the log spill file failed")
+	}
+	r.mu.Unlock()
+	if r.o.Observer != nil {
+		r.o.Observer.BufferRows(0)
+	}
+	if dropped > 0 {
+		r.log.Warnf("report: %d log rows written after Close began were discarded", dropped)
+	}
+
+	var errs []error
+	if logErr != nil {
+		errs = append(errs, fmt.Errorf("%d log rows (from row %d) were not acknowledged: %w", left, from, logErr))
+	}
+	if stateErr != nil {
+		errs = append(errs, fmt.Errorf("the final state (result %s) was not delivered: %w", final, stateErr))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("report: close task %d within %s: %w; check that the forge is reachable and the runner is still registered",
+		r.taskID, r.o.CloseTimeout, errors.Join(errs...))
+}

@@ -1,0 +1,255 @@
+package report
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// row is one log line as the reporter keeps it: the time it was written and its
+// final (masked, valid UTF-8) content.
+type row struct {
+	t time.Time
+	s string
+}
+
+// rowCost is the memory a row is charged with against the byte bound.
+func rowCost(r row) int { return len(r.s) + 32 }
+
+// rowStore holds the task's unacknowledged log rows in order. Rows
+// [base, base+diskRows) live in a spill file; rows [base+diskRows, end) live in
+// memory. When memory grows past its row or byte bound, the oldest in-memory
+// rows are appended to the spill file, so order is kept and memory stays
+// bounded. A rowStore is not safe for concurrent use; the Reporter guards it.
+type rowStore struct {
+	dir      string
+	pattern  string
+	memRows  int
+	memBytes int
+
+	base int64 // absolute index of the first stored row
+	end  int64 // absolute index one past the last stored row
+
+	f        *os.File
+	path     string
+	diskRows int64
+	readOff  int64 // byte offset of row base in f
+	writeOff int64 // byte offset one past the last spilled row
+
+	mem     []row
+	memSize int
+
+	spillFailed bool
+	encBuf      []byte
+}
+
+func newRowStore(dir, pattern string, memRows, memBytes int) *rowStore {
+	return &rowStore{dir: dir, pattern: pattern, memRows: memRows, memBytes: memBytes}
+}
+
+// append stores r as row number s.end. It never drops a row: if spilling to
+// disk fails, the row stays in memory and the error is returned once so the
+// caller can report it.
+func (s *rowStore) append(r row) error {
+	s.mem = append(s.mem, r)
+	s.memSize += rowCost(r)
+	s.end++
+	if s.spillFailed || (len(s.mem) <= s.memRows && s.memSize <= s.memBytes) {
+		return nil
+	}
+	if err := s.spill(); err != nil {
+		s.spillFailed = true
+		return err
+	}
+	return nil
+}
+
+// spill moves the oldest in-memory rows to the spill file, keeping the newest
+// half of the row bound in memory.
+func (s *rowStore) spill() error {
+	// Keep the newest rows that fit in half of each bound; spill the rest.
+	i, keptBytes := len(s.mem), 0
+	for i > 0 && len(s.mem)-i < s.memRows/2 {
+		c := rowCost(s.mem[i-1])
+		if keptBytes+c > s.memBytes/2 {
+			break
+		}
+		keptBytes += c
+		i--
+	}
+	n := i
+	if s.f == nil {
+		f, err := os.CreateTemp(s.dir, s.pattern)
+		if err != nil {
+			return fmt.Errorf("create log spill file in %q: %w (set a writable SpillDir)", s.dir, err)
+		}
+		s.f, s.path = f, f.Name()
+		// Unlink at once where the OS allows it, so a crash leaves nothing behind.
+		if os.Remove(s.path) == nil {
+			s.path = ""
+		}
+	}
+	buf := s.encBuf[:0]
+	for _, r := range s.mem[:n] {
+		buf = binary.AppendUvarint(buf, uint64(len(r.s)))
+		buf = binary.AppendVarint(buf, r.t.UnixNano())
+		buf = append(buf, r.s...)
+	}
+	if _, err := s.f.WriteAt(buf, s.writeOff); err != nil {
+		return fmt.Errorf("write log spill file: %w (free disk space in SpillDir)", err)
+	}
+	if cap(buf) <= 1<<20 {
+		s.encBuf = buf
+	}
+	s.writeOff += int64(len(buf))
+	s.diskRows += int64(n)
+	for _, r := range s.mem[:n] {
+		s.memSize -= rowCost(r)
+	}
+	clear(s.mem[:n])
+	s.mem = s.mem[n:]
+	if len(s.mem) == 0 {
+		s.mem = nil
+	}
+	return nil
+}
+
+// read returns up to max rows starting at row base, stopping before the
+// encoded contents would exceed maxBytes (but always returning at least one
+// row when any is stored).
+func (s *rowStore) read(max, maxBytes int) ([]row, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	var out []row
+	size := 0
+	if s.diskRows > 0 {
+		br := bufio.NewReaderSize(io.NewSectionReader(s.f, s.readOff, s.writeOff-s.readOff), 64<<10)
+		for i := int64(0); i < s.diskRows && len(out) < max; i++ {
+			r, err := decodeRow(br)
+			if err != nil {
+				return out, fmt.Errorf("read log spill file at row %d: %w", s.base+i, err)
+			}
+			if len(out) > 0 && size+len(r.s) > maxBytes {
+				return out, nil
+			}
+			size += len(r.s)
+			out = append(out, r)
+		}
+	}
+	for _, r := range s.mem {
+		if len(out) >= max || (len(out) > 0 && size+len(r.s) > maxBytes) {
+			break
+		}
+		size += len(r.s)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// drop forgets every row below index to (rows the forge has acknowledged).
+func (s *rowStore) drop(to int64) error {
+	if to > s.end {
+		to = s.end
+	}
+	k := to - s.base
+	if k <= 0 {
+		return nil
+	}
+	var err error
+	if s.diskRows > 0 {
+		if k >= s.diskRows {
+			k -= s.diskRows
+			s.base += s.diskRows
+			s.diskRows, s.readOff, s.writeOff = 0, 0, 0
+			if terr := s.f.Truncate(0); terr != nil {
+				err = fmt.Errorf("truncate log spill file: %w", terr)
+			}
+		} else {
+			br := bufio.NewReaderSize(io.NewSectionReader(s.f, s.readOff, s.writeOff-s.readOff), 64<<10)
+			var skipped int64
+			for i := int64(0); i < k; i++ {
+				n, serr := skipRow(br)
+				if serr != nil {
+					return fmt.Errorf("skip acknowledged rows in log spill file: %w", serr)
+				}
+				skipped += n
+			}
+			s.readOff += skipped
+			s.diskRows -= k
+			s.base += k
+			return nil
+		}
+	}
+	for _, r := range s.mem[:k] {
+		s.memSize -= rowCost(r)
+	}
+	clear(s.mem[:k])
+	s.mem = s.mem[k:]
+	if len(s.mem) == 0 {
+		s.mem = nil
+	}
+	s.base += k
+	return err
+}
+
+// close releases the spill file.
+func (s *rowStore) close() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	if s.path != "" {
+		err = errors.Join(err, os.Remove(s.path))
+	}
+	s.f = nil
+	return err
+}
+
+func decodeRow(br *bufio.Reader) (row, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return row{}, err
+	}
+	ns, err := binary.ReadVarint(br)
+	if err != nil {
+		return row{}, err
+	}
+	if n > maxRowBytes*4 {
+		return row{}, fmt.Errorf("corrupt row length %d", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return row{}, err
+	}
+	return row{t: time.Unix(0, ns), s: string(b)}, nil
+}
+
+func skipRow(br *bufio.Reader) (int64, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return 0, err
+	}
+	ns, err := binary.ReadVarint(br)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := br.Discard(int(n)); err != nil {
+		return 0, err
+	}
+	return int64(uvarintLen(n) + varintLen(ns) + int(n)), nil
+}
+
+func uvarintLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
+}
+
+func varintLen(v int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], v)
+}
