@@ -308,7 +308,11 @@ func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
 				case <-tm.C:
 				case <-ctx.Done():
 					tm.Stop()
-					return nil, connect.NewError(connect.CodeCanceled, fmt.Errorf("fault latency: %w", ctx.Err()))
+					code := connect.CodeCanceled
+					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+						code = connect.CodeDeadlineExceeded
+					}
+					return nil, connect.NewError(code, fmt.Errorf("fault latency: %w", ctx.Err()))
 				}
 			}
 			if fl.Code != 0 {

@@ -1,0 +1,236 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	pingv1 "gitea.dev/actions-proto-go/ping/v1"
+	"gitea.dev/actions-proto-go/ping/v1/pingv1connect"
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+	"gitea.dev/actions-proto-go/runner/v1/runnerv1connect"
+)
+
+// DefaultTimeout is the per-RPC timeout used when Options.Timeout is 0.
+const DefaultTimeout = 60 * time.Second
+
+// DefaultPingInterval is the wait between attempts of [Client.PingUntil]
+// when its interval is 0 or less.
+const DefaultPingInterval = 2 * time.Second
+
+// Header names of the runner protocol.
+const (
+	// HeaderRunnerUUID carries the runner's uuid on authenticated calls.
+	HeaderRunnerUUID = "x-runner-uuid"
+	// HeaderRunnerToken carries the runner's secret token on authenticated calls.
+	HeaderRunnerToken = "x-runner-token"
+	// HeaderCapabilities is the Declare response header listing the forge's
+	// capabilities, comma-separated (e.g. "job-summary").
+	HeaderCapabilities = "X-Gitea-Actions-Capabilities"
+)
+
+// apiPath is where the forge mounts the Connect services.
+const apiPath = "/api/actions"
+
+// Options configures [New]. Only Address is required.
+type Options struct {
+	// Address is the forge instance URL, e.g. https://gitea.example.com.
+	// A trailing "/" is removed and "/api/actions" appended.
+	Address string
+	// UUID and Token are the runner credentials from Register, sent on
+	// every call except Ping and Register. Leave both empty to register.
+	UUID, Token string
+	// Insecure skips TLS certificate verification (runner.insecure).
+	Insecure bool
+	// Timeout bounds each RPC unless the caller's context has an earlier
+	// deadline. 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Version is sent as User-Agent: forgeload/<Version>; empty sends
+	// "forgeload".
+	Version string
+}
+
+// String formats o for logs with the token redacted.
+func (o Options) String() string {
+	tok := ""
+	if o.Token != "" {
+		tok = "[REDACTED]"
+	}
+	return fmt.Sprintf("{Address:%s UUID:%s Token:%s Insecure:%t Timeout:%s Version:%s}",
+		o.Address, o.UUID, tok, o.Insecure, o.Timeout, o.Version)
+}
+
+// Client talks to one forge. It is safe for concurrent use. Its RPC
+// methods have exactly the signatures of the generated
+// runnerv1connect.RunnerServiceClient and pingv1connect.PingServiceClient;
+// errors are connect errors (use connect.CodeOf or [IsUnauthenticated])
+// wrapped with the method and the forge address.
+type Client struct {
+	address  string // normalised, as given
+	redacted string // for error messages
+	hc       *http.Client
+	runner   runnerv1connect.RunnerServiceClient
+	ping     pingv1connect.PingServiceClient
+}
+
+var (
+	_ runnerv1connect.RunnerServiceClient = (*Client)(nil)
+	_ pingv1connect.PingServiceClient     = (*Client)(nil)
+)
+
+// New validates o and builds a Client. It does not contact the forge.
+func New(o Options) (*Client, error) {
+	addr := strings.TrimRight(strings.TrimSpace(o.Address), "/")
+	if addr == "" {
+		return nil, errors.New("forge client: address is empty: set the forge instance URL, e.g. https://gitea.example.com")
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("forge client: parse address %q: %w: use a URL such as https://gitea.example.com", addr, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("forge client: address %q: scheme must be http or https, e.g. https://gitea.example.com", u.Redacted())
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("forge client: address %q has no host: use a URL such as https://gitea.example.com", u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("forge client: address %q: remove the query or fragment", u.Redacted())
+	}
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("forge client: timeout %s is negative: use 0 for the default %s or a positive duration", o.Timeout, DefaultTimeout)
+	}
+	if (o.UUID == "") != (o.Token == "") {
+		return nil, errors.New("forge client: runner uuid and token must be set together: register the runner again to get both")
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ua := "forgeload"
+	if o.Version != "" {
+		ua += "/" + o.Version
+	}
+
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig: &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			InsecureSkipVerify: o.Insecure, //nolint:gosec // runner.insecure is an explicit admin choice
+		},
+	}
+	c := &Client{address: addr, redacted: u.Redacted(), hc: &http.Client{Transport: tr}}
+	opts := connect.WithInterceptors(interceptor(ua, o.UUID, o.Token, timeout, c.redacted))
+	c.runner = runnerv1connect.NewRunnerServiceClient(c.hc, addr+apiPath, opts)
+	c.ping = pingv1connect.NewPingServiceClient(c.hc, addr+apiPath, opts)
+	return c, nil
+}
+
+// interceptor sets the headers and the per-RPC timeout, and wraps errors
+// with the method and address. The token is never put in an error.
+func interceptor(ua, uuid, token string, timeout time.Duration, addr string) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			proc := req.Spec().Procedure
+			req.Header().Set("User-Agent", ua)
+			if proc != runnerv1connect.RunnerServiceRegisterProcedure && proc != pingv1connect.PingServicePingProcedure && uuid != "" {
+				req.Header().Set(HeaderRunnerUUID, uuid)
+				req.Header().Set(HeaderRunnerToken, token)
+			}
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			res, err := next(ctx, req)
+			if err != nil {
+				return nil, fmt.Errorf("forge %s at %s: %w", proc[strings.LastIndexByte(proc, '/')+1:], addr, err)
+			}
+			return res, nil
+		}
+	}
+}
+
+// Address returns the forge instance URL without the trailing "/".
+func (c *Client) Address() string { return c.address }
+
+// CloseIdleConnections closes idle keep-alive connections, e.g. at
+// shutdown. The Client stays usable.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
+// Ping calls ping.v1.PingService/Ping; it needs no credentials.
+func (c *Client) Ping(ctx context.Context, req *connect.Request[pingv1.PingRequest]) (*connect.Response[pingv1.PingResponse], error) {
+	return c.ping.Ping(ctx, req)
+}
+
+// Register calls RunnerService/Register with a registration token in the
+// request; it sends no runner credentials.
+func (c *Client) Register(ctx context.Context, req *connect.Request[runnerv1.RegisterRequest]) (*connect.Response[runnerv1.RegisterResponse], error) {
+	return c.runner.Register(ctx, req)
+}
+
+// Declare calls RunnerService/Declare. The forge's capabilities are in the
+// response header [HeaderCapabilities].
+func (c *Client) Declare(ctx context.Context, req *connect.Request[runnerv1.DeclareRequest]) (*connect.Response[runnerv1.DeclareResponse], error) {
+	return c.runner.Declare(ctx, req)
+}
+
+// FetchTask calls RunnerService/FetchTask.
+func (c *Client) FetchTask(ctx context.Context, req *connect.Request[runnerv1.FetchTaskRequest]) (*connect.Response[runnerv1.FetchTaskResponse], error) {
+	return c.runner.FetchTask(ctx, req)
+}
+
+// UpdateTask calls RunnerService/UpdateTask.
+func (c *Client) UpdateTask(ctx context.Context, req *connect.Request[runnerv1.UpdateTaskRequest]) (*connect.Response[runnerv1.UpdateTaskResponse], error) {
+	return c.runner.UpdateTask(ctx, req)
+}
+
+// UpdateLog calls RunnerService/UpdateLog.
+func (c *Client) UpdateLog(ctx context.Context, req *connect.Request[runnerv1.UpdateLogRequest]) (*connect.Response[runnerv1.UpdateLogResponse], error) {
+	return c.runner.UpdateLog(ctx, req)
+}
+
+// PingUntil pings the forge with data name until it answers or ctx ends,
+// waiting every between attempts (DefaultPingInterval when every <= 0).
+// On failure the error names the address and the last failure, and wraps
+// both it and ctx.Err().
+func (c *Client) PingUntil(ctx context.Context, name string, every time.Duration) error {
+	if every <= 0 {
+		every = DefaultPingInterval
+	}
+	var last error
+	for attempt := 1; ; attempt++ {
+		_, err := c.Ping(ctx, connect.NewRequest(&pingv1.PingRequest{Data: name}))
+		if err == nil {
+			return nil
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err // keep the real cause rather than the final ctx expiry
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("ping forge at %s: no answer after %d attempts: %w; last failure: %w", c.redacted, attempt, ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}
+
+// IsUnauthenticated reports whether err (or an error it wraps) is a
+// connect Unauthenticated error: the forge does not know the runner's
+// uuid/token, so the runner must register again.
+func IsUnauthenticated(err error) bool {
+	return err != nil && connect.CodeOf(err) == connect.CodeUnauthenticated
+}
