@@ -509,7 +509,7 @@ func unknownKey(k *yaml.Node, path, name string, set []string) error {
 	if s := suggest(name, set); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	msg += "; allowed: " + strings.Join(set, ", ")
+	msg = withSep(msg) + " allowed: " + strings.Join(set, ", ")
 	return perr(k, path, "%s", msg)
 }
 

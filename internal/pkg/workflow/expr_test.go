@@ -1,0 +1,478 @@
+package workflow
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func testContext() *Context {
+	return &Context{
+		Github: map[string]any{
+			"ref":           "refs/heads/main",
+			"event_name":    "push",
+			"run_id":        "42",
+			"repositoryUrl": "https://forge/o/r",
+			"event": map[string]any{
+				"commits": []any{
+					map[string]any{"id": "a1", "author": map[string]any{"name": "ann"}},
+					map[string]any{"id": "b2", "author": map[string]any{"name": "bob"}},
+					"not an object",
+				},
+				"labels": map[string]any{"x": map[string]any{"name": "perf"}, "y": map[string]any{"name": "ci"}},
+				"number": 7,
+			},
+		},
+		Env:     map[string]string{"RATE": "500", "Empty": ""},
+		Vars:    map[string]string{"TARGET": "http://127.0.0.1:8080"},
+		Secrets: map[string]string{"TOKEN": "s3cret"},
+		Steps: map[string]StepResult{
+			"api": {Outputs: map[string]string{"p99_ms": "12.5"}, Outcome: "failure", Conclusion: "success"},
+		},
+		Needs:    map[string]NeedResult{"build": {Outputs: map[string]string{"version": "1.2"}, Result: "success"}},
+		Runner:   map[string]any{"os": "Linux", "arch": "X64", "name": "r1", "temp": "/tmp/r"},
+		Matrix:   map[string]any{"n": 3, "os": "linux"},
+		Inputs:   map[string]any{"debug": true, "rate": 100.0},
+		Strategy: map[string]any{"job-index": 0},
+	}
+}
+
+func TestEval(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		expr string
+		want any
+	}{
+		// Literals.
+		{"null", nil},
+		{"true", true},
+		{"false", false},
+		{"42", 42.0},
+		{"-1.5", -1.5},
+		{"0xff", 255.0},
+		{"1e3", 1000.0},
+		{"'it''s'", "it's"},
+		// Contexts, case-insensitive names and properties.
+		{"github.ref", "refs/heads/main"},
+		{"GITHUB.REF", "refs/heads/main"},
+		{"gitea.event_name", "push"},
+		{"forgejo.run_id", "42"},
+		{"github.repositoryurl", "https://forge/o/r"},
+		{"github['repositoryUrl']", "https://forge/o/r"},
+		{"github.event.number", 7.0},
+		{"github.nope", nil},
+		{"github.nope.deeper", nil},
+		{"env.RATE", "500"},
+		{"env.rate", "500"},
+		{"env['RATE']", "500"},
+		{"vars.TARGET", "http://127.0.0.1:8080"},
+		{"secrets.TOKEN", "s3cret"},
+		{"steps.api.outputs.p99_ms", "12.5"},
+		{"steps.API.outcome", "failure"},
+		{"steps.api.conclusion", "success"},
+		{"steps.missing.outputs.x", nil},
+		{"needs.build.outputs.version", "1.2"},
+		{"needs.build.result", "success"},
+		{"job.status", "success"},
+		{"runner.os", "Linux"},
+		{"runner.arch", "X64"},
+		{"runner.name", "r1"},
+		{"runner.temp", "/tmp/r"},
+		{"matrix.n", 3.0},
+		{"matrix.os", "linux"},
+		{"inputs.debug", true},
+		{"strategy.job-index", 0.0},
+		// Index access.
+		{"github.event.commits[1].id", "b2"},
+		{"github.event.commits['1'].id", "b2"},
+		{"github.event.commits[5]", nil},
+		{"github.event.commits[-1]", nil},
+		{"github.event.commits[0.5]", nil},
+		{"github['event']['commits'][0]['ID']", "a1"},
+		{"env[1]", nil},
+		{"null[0]", nil},
+		// Object filters.
+		{"github.event.commits.*.id", []any{"a1", "b2"}},
+		{"github.event.commits.*.author.name", []any{"ann", "bob"}},
+		{"github.event.labels.*.name", []any{"perf", "ci"}},
+		{"github.event.commits.*.nope", []any{}},
+		{"env.*", []any{"", "500"}},
+		{"github.event.commits.*['id']", []any{"a1", "b2"}},
+		// Operators and coercion.
+		{"!true", false},
+		{"!''", true},
+		{"!!'x'", true},
+		{"!0", true},
+		{"1 == 1.0", true},
+		{"'a' == 'A'", true},
+		{"'abc' != 'ABC'", false},
+		{"1 == '1'", true},
+		{"1 == ' 1 '", true},
+		{"0 == ''", true},
+		{"null == 0", true},
+		{"null == ''", true},
+		{"null == false", true},
+		{"null == null", true},
+		{"true == 1", true},
+		{"true == '1'", true},
+		{"false == 'false'", false}, // 'false' is NaN as a number
+		{"'abc' == 0", false},
+		{"'0x10' == 16", true},
+		{"'1e2' == 100", true},
+		{"github.event == github.event", true},
+		{"fromJSON('{}') == fromJSON('{}')", false},
+		{"github.event == 1", false},
+		{"'NaN' == 'NaN'", true}, // both strings: compared as text
+		{"'x' == 1", false},
+		{"1 < 2", true},
+		{"2 <= 2", true},
+		{"3 > 2", true},
+		{"2 >= 3", false},
+		{"'a' < 'B'", true},
+		{"'B' > 'a'", true},
+		{"'10' > 9", true},
+		{"'x' < 1", false},
+		{"'x' >= 1", false},
+		{"null < 1", true},
+		{"false < true", true},
+		{"github.event > 1", false},
+		// && and || return operand values and short-circuit.
+		{"'a' && 'b'", "b"},
+		{"'' && 'b'", ""},
+		{"0 || 'x'", "x"},
+		{"'x' || 'y'", "x"},
+		{"null || false", false},
+		{"github.nope || 'default'", "default"},
+		{"env.RATE == '500' && 'fast' || 'slow'", "fast"},
+		{"false && fromJSON('not json')", false},
+		{"(1 == 1) && (2 > 1)", true},
+		// Functions.
+		{"contains('Hello World', 'WORLD')", true},
+		{"contains('abc', 'd')", false},
+		{"contains(github.event.commits.*.id, 'B2')", true},
+		{"contains(fromJSON('[1, 2]'), '2')", true},
+		{"contains(fromJSON('[1, 2]'), 3)", false},
+		{"contains(123, 2)", true},
+		{"startsWith(github.ref, 'REFS/heads')", true},
+		{"startsWith('abc', 'b')", false},
+		{"endsWith(github.ref, '/MAIN')", true},
+		{"endsWith('abc', 'b')", false},
+		{"format('{0} is {1}', 'p99', 12)", "p99 is 12"},
+		{"format('{{0}} {0}{0}', 'x')", "{0} xx"},
+		{"format('}}{{')", "}{"},
+		{"format('{0}', null)", ""},
+		{"format('{0}', true)", "true"},
+		{"format('{0}', 0.5)", "0.5"},
+		{"format('{1}{0}', 'a', 'b')", "ba"},
+		{"join(github.event.commits.*.id)", "a1,b2"},
+		{"join(github.event.commits.*.id, ' | ')", "a1 | b2"},
+		{"join('single', '-')", "single"},
+		{"join(fromJSON('[1, true, null]'), '')", "1true"},
+		{"toJSON('a')", `"a"`},
+		{"toJSON(null)", "null"},
+		{"toJSON(1.5)", "1.5"},
+		{"toJSON(fromJSON('{\"b\":[1,2],\"a\":\"<x>\"}'))", "{\n  \"a\": \"<x>\",\n  \"b\": [\n    1,\n    2\n  ]\n}"},
+		{"toJSON(env)", "{\n  \"Empty\": \"\",\n  \"RATE\": \"500\"\n}"},
+		{"fromJSON('{\"a\": {\"b\": [10, 20]}}').a.b[1]", 20.0},
+		{"fromJSON('true')", true},
+		{"fromJSON('null')", nil},
+		{"fromJSON(' 3 ')", 3.0},
+		{"fromJSON(env.RATE) > 100", true},
+		{"success()", true},
+		{"failure()", false},
+		{"cancelled()", false},
+		{"always()", true},
+		{"SUCCESS()", true},
+		{"toJson(1)", "1"},
+	}
+	c := testContext()
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.Eval(tt.expr)
+			if err != nil {
+				t.Fatalf("Eval(%q) error = %v", tt.expr, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Eval(%q) = %#v, want %#v", tt.expr, got, tt.want)
+			}
+		})
+	}
+}
+
+// Comparisons with NaN are always false, including NaN != NaN being true.
+func TestEvalNaN(t *testing.T) {
+	t.Parallel()
+	c := &Context{}
+	for expr, want := range map[string]bool{
+		"'abc' == 'x' || 1 < 'abc'": false,
+		"'abc' > 0":                 false,
+		"'abc' <= 0":                false,
+		"'a' != 1":                  true,
+		"fromJSON('[]') < 1":        false,
+	} {
+		got, err := c.Eval(expr)
+		if err != nil || got != want {
+			t.Errorf("Eval(%q) = %v, %v; want %v", expr, got, err, want)
+		}
+	}
+}
+
+func TestEvalStatusFunctions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		status                              JobStatus
+		success, failure, cancelled, always bool
+		jobStatus                           string
+	}{
+		{"", true, false, false, true, "success"},
+		{StatusSuccess, true, false, false, true, "success"},
+		{StatusFailure, false, true, false, true, "failure"},
+		{StatusCancelled, false, false, true, true, "cancelled"},
+	}
+	for _, tt := range tests {
+		c := &Context{Status: tt.status}
+		for fn, want := range map[string]any{
+			"success()": tt.success, "failure()": tt.failure, "cancelled()": tt.cancelled,
+			"always()": tt.always, "job.status": tt.jobStatus,
+		} {
+			got, err := c.Eval(fn)
+			if err != nil || got != want {
+				t.Errorf("status %q: Eval(%q) = %v, %v; want %v", tt.status, fn, got, err, want)
+			}
+		}
+	}
+}
+
+func TestEvalIf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status JobStatus
+		cond   string
+		want   bool
+	}{
+		{"empty is success()", "", "", true},
+		{"empty after failure", StatusFailure, "", false},
+		{"plain true", "", "true", true},
+		{"wrapped", "", "${{ github.ref == 'refs/heads/main' }}", true},
+		{"wrapped with spaces", "", "  ${{ false }}  ", false},
+		{"implicit success() after failure", StatusFailure, "true", false},
+		{"implicit success() after cancel", StatusCancelled, "github.ref != ''", false},
+		{"always() after failure", StatusFailure, "always()", true},
+		{"failure() after failure", StatusFailure, "${{ failure() }}", true},
+		{"failure() on success", "", "failure()", false},
+		{"cancelled()", StatusCancelled, "cancelled()", true},
+		{"status func nested", StatusFailure, "!cancelled() && env.RATE == '500'", true},
+		{"steps outcome", "", "steps.api.outcome == 'failure'", true},
+		{"truthy string", "", "env.RATE", true},
+		{"falsy empty", "", "env.Empty", false},
+		{"mixed template is a non-empty string", "", "${{ false }} text", true},
+		{"expression with }} in a string", "", "${{ '}}' == '}}' }}", true},
+	}
+	base := testContext()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := *base
+			c.Status = tt.status
+			got, err := c.EvalIf(tt.cond)
+			if err != nil {
+				t.Fatalf("EvalIf(%q) error = %v", tt.cond, err)
+			}
+			if got != tt.want {
+				t.Errorf("EvalIf(%q) with status %q = %v, want %v", tt.cond, tt.status, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestInterpolate(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"no expressions", "no expressions"},
+		{"p99 was ${{ steps.api.outputs.p99_ms }} ms", "p99 was 12.5 ms"},
+		{"${{ env.RATE }}/${{ matrix.n }}/${{inputs.debug}}", "500/3/true"},
+		{"[${{ null }}]", "[]"},
+		{"${{ 1.0 }} ${{ 0.5 }} ${{ 1e20 }} ${{ -0 }}", "1 0.5 1e+20 0"},
+		{"${{ fromJSON('[1,2]') }}", "[\n  1,\n  2\n]"},
+		{"${{ github.event.commits.*.id }}", "[\n  \"a1\",\n  \"b2\"\n]"},
+		{"${{ '${{ not nested }}' }}", "${{ not nested }}"},
+		{"a ${{ '}}' }} b", "a }} b"},
+		{"$${{ 'x' }}$", "$x$"},
+		{"multi\nline ${{ runner.os }}\n", "multi\nline Linux\n"},
+	}
+	c := testContext()
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.Interpolate(tt.in)
+			if err != nil {
+				t.Fatalf("Interpolate(%q) error = %v", tt.in, err)
+			}
+			if got != tt.want {
+				t.Errorf("Interpolate(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		expr string
+		want string // the whole error text
+	}{
+		{"contain(github.ref, 'main')",
+			`unknown function "contain" in ${{ contain(github.ref, 'main') }}; did you mean "contains"? known: contains, startsWith, endsWith, format, join, toJSON, fromJSON, success, failure, always, cancelled, hashFiles`},
+		{"frobnicate()",
+			`unknown function "frobnicate" in ${{ frobnicate() }}; known: contains, startsWith, endsWith, format, join, toJSON, fromJSON, success, failure, always, cancelled, hashFiles`},
+		{"secret.TOKEN",
+			`unknown context "secret" in ${{ secret.TOKEN }}; did you mean "secrets"? known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy`},
+		// Unknown names are errors even where evaluation would not reach.
+		{"false && nope.x",
+			`unknown context "nope" in ${{ false && nope.x }}; known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy`},
+		{"contains('a')", "contains takes 2 argument(s), got 1 in ${{ contains('a') }}"},
+		{"join()", "join takes 1 or 2 argument(s), got 0 in ${{ join() }}"},
+		{"format()", "format takes at least 1 argument(s), got 0 in ${{ format() }}"},
+		{"success(1)", "success takes 0 argument(s), got 1 in ${{ success(1) }}"},
+		{"hashFiles('**/go.sum')", "hashFiles is not supported by forgeload yet in ${{ hashFiles('**/go.sum') }}; compute the hash in a run: step and write it to $GITHUB_OUTPUT"},
+		{"format('{0} {1}', 'a')", "format in ${{ format('{0} {1}', 'a') }}: {1} refers to argument 1, but only 1 argument(s) follow the format string"},
+		{"format('{x}', 'a')", `format in ${{ format('{x}', 'a') }}: "{x}" at position 0 is not {N}; write {N} for argument N, or {{ for a literal brace`},
+		{"format('{0', 'a')", "format in ${{ format('{0', 'a') }}: unclosed { at position 0; write {N} for argument N, or {{ for a literal brace"},
+		{"format('a}b')", "format in ${{ format('a}b') }}: lone } at position 1; write }} for a literal brace"},
+		{"fromJSON('{')", "fromJSON in ${{ fromJSON('{') }}: the argument is not valid JSON: unexpected end of JSON input"},
+		{"fromJSON('')", "fromJSON in ${{ fromJSON('') }}: the argument is empty, not JSON"},
+		{"", "empty expression ${{ }}; write an expression between the braces"},
+		{"a }} b", "invalid expression ${{ a }} b }}: unexpected }} at byte 2; an expression ends at the first }} outside a string"},
+	}
+	c := testContext()
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.Eval(tt.expr)
+			if err == nil {
+				t.Fatalf("Eval(%q) = %#v, want error %q", tt.expr, got, tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("Eval(%q) error =\n  %s\nwant\n  %s", tt.expr, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvalSyntaxErrors(t *testing.T) {
+	t.Parallel()
+	c := &Context{}
+	for _, expr := range []string{"1 +", "(1", "github.", "'open", "a[", "1 2", "&&", "github.*.", strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200), strings.Repeat("x", MaxExprBytes+1)} {
+		if _, err := c.Eval(expr); err == nil || !strings.Contains(err.Error(), "expression") {
+			t.Errorf("Eval(%.40q) error = %v, want an error naming the expression", expr, err)
+		}
+	}
+	for _, s := range []string{"a ${{ env.X", "${{ '}} }}"} {
+		if _, err := c.Interpolate(s); err == nil || !strings.Contains(err.Error(), "unterminated") {
+			t.Errorf("Interpolate(%q) error = %v, want unterminated", s, err)
+		}
+	}
+	if _, err := c.Interpolate("x ${{ nope }}"); err == nil || !strings.Contains(err.Error(), `unknown context "nope"`) {
+		t.Errorf("Interpolate(unknown context) error = %v", err)
+	}
+	if _, err := c.EvalIf("${{ contain('a', 'b') }}"); err == nil || !strings.Contains(err.Error(), `unknown function "contain"`) {
+		t.Errorf("EvalIf(unknown function) error = %v", err)
+	}
+}
+
+func TestNumberRendering(t *testing.T) {
+	t.Parallel()
+	for f, want := range map[float64]string{
+		0: "0", 1: "1", -3: "-3", 0.1 + 0.2: "0.3", 1.5e-7: "1.5e-07", 123456789012345: "123456789012345",
+		1e15: "1e+15", math.NaN(): "NaN", math.Inf(1): "Infinity", math.Inf(-1): "-Infinity",
+	} {
+		if got := formatNumber(f); got != want {
+			t.Errorf("formatNumber(%v) = %q, want %q", f, got, want)
+		}
+	}
+	for s, want := range map[string]float64{"": 0, " 12 ": 12, "-1.5": -1.5, "1e3": 1000, "0x1A": 26, ".5": 0.5, "+2": 2, "Infinity": math.Inf(1)} {
+		if got := parseNumber(s); got != want {
+			t.Errorf("parseNumber(%q) = %v, want %v", s, got, want)
+		}
+	}
+	for _, s := range []string{"abc", "1_000", "inf", "NaN", "0x", "1e", "--1", "1.2.3"} {
+		if got := parseNumber(s); !math.IsNaN(got) {
+			t.Errorf("parseNumber(%q) = %v, want NaN", s, got)
+		}
+	}
+}
+
+// A Context is read-only during evaluation, so parallel use is safe.
+func TestEvalConcurrent(t *testing.T) {
+	t.Parallel()
+	c := testContext()
+	done := make(chan error)
+	for range 8 {
+		go func() {
+			var err error
+			for range 100 {
+				var v any
+				if v, err = c.Eval("toJSON(github.event.commits.*.id) != '' && steps.api.outputs.p99_ms"); err == nil && v != "12.5" {
+					err = errTest
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+var errTest = errorString("unexpected value")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func FuzzEval(f *testing.F) {
+	for _, s := range []string{
+		"github.event.commits.*.id", "contains(env.RATE, '5') && format('{0}{{', 1) || toJSON(matrix)",
+		"fromJSON('[[[[1]]]]')[0][0]", "!!!!!!!!!!!!!(1 < 'a')", "join(github.*.*.*, '')", "a }} b",
+		"fromJSON(format('[{0}]', env.RATE))[0] >= 0x10", "steps.*.outputs['p99_ms']",
+		strings.Repeat("(", 150) + "1" + strings.Repeat(")", 150),
+		strings.Repeat("!", 500) + "1", strings.Repeat("a.", 2000) + "b", strings.Repeat("1 == ", 1000) + "1",
+	} {
+		f.Add(s)
+	}
+	c := testContext()
+	f.Fuzz(func(t *testing.T, expr string) {
+		v, err := c.Eval(expr)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		_ = render(v)
+		if _, err := c.EvalIf(expr); err != nil {
+			t.Fatalf("Eval(%q) succeeded but EvalIf failed: %v", expr, err)
+		}
+	})
+}
+
+func FuzzInterpolate(f *testing.F) {
+	for _, s := range []string{
+		"p99 ${{ steps.api.outputs.p99_ms }} ms", "${{", "${{ '}}", "}}${{}}", "${{ '' }}${{ null }}",
+		"$${{${{ 1 }}}}", "${{ toJSON(github) }}", "${{ format('{0}', '${{') }}",
+	} {
+		f.Add(s)
+	}
+	c := testContext()
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := c.Interpolate(s)
+		if err == nil && !strings.Contains(s, "${{") && out != s {
+			t.Fatalf("Interpolate(%q) = %q changed text without ${{ }}", s, out)
+		}
+	})
+}

@@ -1,0 +1,390 @@
+package workflow
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The DESIGN.md section 4 example, as the forge sends it.
+const designJob = `name: perf
+on: push
+run-name: perf for ${{ github.ref }}
+env:
+  GLOBAL: one
+  N: 3
+defaults:
+  run:
+    shell: bash
+    working-directory: src
+jobs:
+  perf:
+    runs-on: forgeload
+    timeout-minutes: 30
+    env:
+      JOB: two
+    outputs:
+      p99: ${{ steps.api.outputs.p99_ms }}
+    steps:
+      - uses: actions/checkout@v4
+      - id: api
+        uses: forgeload/load@v1
+        with:
+          config: perf/api.yaml
+          rate: 500
+          duration: 1m
+          thresholds: |
+            http_req_duration:p99 < 300ms
+            http_req_failed:rate < 1%
+      - run: |
+          echo "p99 was ${{ steps.api.outputs.p99_ms }} ms"
+          echo done
+        if: always()
+        continue-on-error: true
+        env:
+          STEP: three
+`
+
+func TestParseDesignExample(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(designJob))
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	if w.Name != "perf" || w.RunName != "perf for ${{ github.ref }}" || w.JobID != "perf" {
+		t.Errorf("Parse() = name %q run-name %q job %q", w.Name, w.RunName, w.JobID)
+	}
+	if want := map[string]string{"GLOBAL": "one", "N": "3"}; !reflect.DeepEqual(w.Env, want) {
+		t.Errorf("Env = %v, want %v", w.Env, want)
+	}
+	if want := (Defaults{Shell: "bash", WorkingDirectory: "src"}); w.Defaults != want {
+		t.Errorf("Defaults = %+v, want %+v", w.Defaults, want)
+	}
+	j := w.Job
+	if !reflect.DeepEqual(j.RunsOn, []string{"forgeload"}) || j.TimeoutMinutes != "30" || j.Env["JOB"] != "two" {
+		t.Errorf("Job = %+v", j)
+	}
+	if j.Outputs["p99"] != "${{ steps.api.outputs.p99_ms }}" {
+		t.Errorf("Outputs = %v", j.Outputs)
+	}
+	if len(j.Steps) != 3 {
+		t.Fatalf("len(Steps) = %d, want 3", len(j.Steps))
+	}
+	for i, s := range j.Steps {
+		if s.Index != i {
+			t.Errorf("Steps[%d].Index = %d", i, s.Index)
+		}
+	}
+	load := j.Steps[1]
+	wantWith := map[string]string{
+		"config": "perf/api.yaml", "rate": "500", "duration": "1m",
+		"thresholds": "http_req_duration:p99 < 300ms\nhttp_req_failed:rate < 1%\n",
+	}
+	if load.ID != "api" || load.Uses != "forgeload/load@v1" || !reflect.DeepEqual(load.With, wantWith) {
+		t.Errorf("Steps[1] = %+v, want with %v", load, wantWith)
+	}
+	run := j.Steps[2]
+	if run.If != "always()" || run.ContinueOnError != "true" || run.Env["STEP"] != "three" || !strings.HasPrefix(run.Run, "echo \"p99") {
+		t.Errorf("Steps[2] = %+v", run)
+	}
+	if got := w.StepShell(run); got != "bash" {
+		t.Errorf("StepShell = %q, want bash", got)
+	}
+	if got := w.StepWorkingDirectory(run); got != "src" {
+		t.Errorf("StepWorkingDirectory = %q, want src", got)
+	}
+}
+
+// job wraps steps (indented by 6) in a one-job workflow. Its first step
+// is on line 5.
+func job(steps string) string {
+	return "on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n" + steps
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		payload string
+		want    string // the whole error text
+	}{
+		{"two jobs", "jobs:\n  perf:\n    runs-on: x\n    steps: [{run: a}]\n  build:\n    runs-on: x\n    steps: [{run: a}]\n",
+			"workflow has 2 jobs (build, perf); a forge task must carry exactly one"},
+		{"zero jobs", "on: push\njobs: {}\n", "workflow line 2: jobs: workflow has no jobs; a forge task must carry exactly one"},
+		{"null jobs", "on: push\njobs:\n", "workflow line 2: jobs: workflow has no jobs; a forge task must carry exactly one"},
+		{"no jobs key", "on: push\n", "workflow has no jobs: key; a forge task must carry exactly one job"},
+		{"empty", "", "workflow is empty; a forge task must carry a workflow with one job"},
+		{"not a mapping", "- a\n", `workflow line 1: workflow must be a mapping with a jobs: key, got a list`},
+		{"neither run nor uses", job("      - name: x\n"), "workflow line 6: steps[0]: a step needs either run: or uses:"},
+		{"both run and uses", job("      - run: a\n      - run: b\n        uses: c@v1\n"), "workflow line 7: steps[1]: both run: and uses: are set; keep one"},
+		{"unknown step key", job("      - run: a\n        shel: sh\n"),
+			`workflow line 7: steps[0]: unknown key "shel"; did you mean "shell"? allowed: continue-on-error, env, id, if, name, run, shell, timeout-minutes, uses, with, working-directory`},
+		{"unknown job key", "jobs:\n  perf:\n    runs_on: x\n    steps: [{run: a}]\n",
+			`workflow line 3: jobs.perf: unknown key "runs_on"; did you mean "runs-on"? allowed: concurrency, container, continue-on-error, defaults, env, environment, if, name, needs, outputs, permissions, runs-on, secrets, services, snapshot, steps, strategy, timeout-minutes, uses, with`},
+		{"unknown top key", "jobz: {}\n",
+			`workflow line 1: unknown key "jobz"; did you mean "jobs"? allowed: concurrency, defaults, env, jobs, name, on, permissions, run-name`},
+		{"services", "jobs:\n  perf:\n    runs-on: x\n    services:\n      redis: {image: redis}\n    steps: [{run: a}]\n",
+			"workflow line 4: jobs.perf.services: services are not supported yet; start the service from a run: step or point the test at an existing host"},
+		{"container", "jobs:\n  perf:\n    runs-on: x\n    container: node:20\n    steps: [{run: a}]\n",
+			"workflow line 4: jobs.perf.container: job containers are not supported yet; forgeload runs steps on the host, so remove container:"},
+		{"reusable workflow", "jobs:\n  perf:\n    uses: o/r/.github/workflows/x.yml@v1\n",
+			"workflow line 3: jobs.perf.uses: calling a reusable workflow is not supported yet; copy its steps into this job"},
+		{"no steps", "jobs:\n  perf:\n    runs-on: x\n", "workflow line 3: jobs.perf: a job needs steps:"},
+		{"empty steps", "jobs:\n  perf:\n    runs-on: x\n    steps: []\n", "workflow line 4: steps: a job needs at least one step"},
+		{"step not mapping", job("      - echo hi\n"), `workflow line 6: steps[0]: a step must be a mapping with run: or uses:, got "echo hi"`},
+		{"with not scalar", job("      - uses: a@v1\n        with:\n          x: [1, 2]\n"), "workflow line 8: steps[0].with.x: must be a string, number or boolean, got a list"},
+		{"with on run step", job("      - run: a\n        with: {x: 1}\n"), "workflow line 7: steps[0].with: only applies to uses: steps; pass values to a run: step with env:"},
+		{"shell on uses step", job("      - uses: a@v1\n        shell: bash\n"), "workflow line 7: steps[0].shell: only applies to run: steps; remove it from this uses: step"},
+		{"bad step id", job("      - id: 1st\n        run: a\n"), `workflow line 6: steps[0].id: step id "1st" must start with a letter or _ and contain only letters, digits, - and _`},
+		{"duplicate step id", job("      - id: a\n        run: a\n      - id: A\n        run: b\n"), `workflow line 8: steps[1].id: id "A" is already used by steps[0]; step ids must be unique`},
+		{"duplicate key", job("      - run: a\n        run: b\n"), "workflow line 7: steps[0].run: key is set twice (first on line 6); keep one"},
+		{"bad timeout", job("      - run: a\n        timeout-minutes: soon\n"), `workflow line 7: steps[0].timeout-minutes: "soon" is not a positive number of minutes or a ${{ }} expression`},
+		{"bad continue-on-error", job("      - run: a\n        continue-on-error: maybe\n"), `workflow line 7: steps[0].continue-on-error: "maybe" must be true, false or a ${{ }} expression`},
+		{"env not mapping", job("      - run: a\n        env: [A]\n"), "workflow line 7: steps[0].env: must be a mapping of names to values, got a list"},
+		{"empty run", job("      - run: ''\n"), "workflow line 6: steps[0].run: run: is empty; give the commands to run"},
+		{"unknown defaults key", "defaults:\n  run:\n    shel: sh\njobs: {perf: {runs-on: x, steps: [{run: a}]}}\n",
+			`workflow line 3: defaults.run: unknown key "shel"; did you mean "shell"? allowed: shell, working-directory`},
+		{"bad job id", "jobs:\n  1perf: {runs-on: x, steps: [{run: a}]}\n", `workflow line 2: jobs: job id "1perf" must start with a letter or _ and contain only letters, digits, - and _`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w, err := Parse([]byte(tt.payload))
+			if err == nil {
+				t.Fatalf("Parse() = %+v, want error %q", w, tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("Parse() error =\n  %s\nwant\n  %s", err, tt.want)
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Errorf("Parse() error %T is not a *ParseError", err)
+			}
+		})
+	}
+}
+
+func TestParseYAMLSyntaxError(t *testing.T) {
+	t.Parallel()
+	_, err := Parse([]byte("jobs:\n  perf:\n    steps: [\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "parse workflow yaml: yaml: line") {
+		t.Errorf("Parse(broken yaml) error = %v, want a yaml error with its line", err)
+	}
+}
+
+func TestParseJobFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		jobYA string // the job's keys other than steps, indented by 4
+		check func(t *testing.T, j *Job)
+	}{
+		{"runs-on string", "    runs-on: forgeload\n", func(t *testing.T, j *Job) {
+			if !reflect.DeepEqual(j.RunsOn, []string{"forgeload"}) {
+				t.Errorf("RunsOn = %q", j.RunsOn)
+			}
+		}},
+		{"runs-on list", "    runs-on: [forgeload, linux]\n", func(t *testing.T, j *Job) {
+			if !reflect.DeepEqual(j.RunsOn, []string{"forgeload", "linux"}) {
+				t.Errorf("RunsOn = %q", j.RunsOn)
+			}
+		}},
+		{"runs-on group", "    runs-on:\n      group: perf\n      labels: forgeload\n", func(t *testing.T, j *Job) {
+			if !reflect.DeepEqual(j.RunsOn, []string{"forgeload"}) {
+				t.Errorf("RunsOn = %q", j.RunsOn)
+			}
+		}},
+		{"matrix expanded by the forge", "    runs-on: x\n    strategy:\n      fail-fast: false\n      matrix:\n        os: [linux]\n        n: [2]\n        cfg: [{a: 1}]\n        many: [1, 2]\n        include: [{os: mac}]\n", func(t *testing.T, j *Job) {
+			want := map[string]any{"os": "linux", "n": 2, "cfg": map[string]any{"a": 1}, "many": []any{1, 2}}
+			if !reflect.DeepEqual(j.Matrix, want) {
+				t.Errorf("Matrix = %#v, want %#v", j.Matrix, want)
+			}
+		}},
+		{"matrix expression", "    runs-on: x\n    strategy:\n      matrix: ${{ fromJSON(needs.a.outputs.m) }}\n", func(t *testing.T, j *Job) {
+			if j.Matrix != nil {
+				t.Errorf("Matrix = %v, want nil", j.Matrix)
+			}
+		}},
+		{"expressions kept", "    runs-on: x\n    if: ${{ github.ref == 'main' }}\n    timeout-minutes: ${{ inputs.t }}\n    continue-on-error: ${{ matrix.x }}\n", func(t *testing.T, j *Job) {
+			if j.If != "${{ github.ref == 'main' }}" || j.TimeoutMinutes != "${{ inputs.t }}" || j.ContinueOnError != "${{ matrix.x }}" {
+				t.Errorf("Job = %+v", j)
+			}
+		}},
+		{"schema keys accepted", "    runs-on: x\n    name: Perf\n    permissions: read-all\n    environment: prod\n    concurrency: perf\n    needs: build\n    snapshot: img\n    defaults: {run: {shell: sh}}\n", func(t *testing.T, j *Job) {
+			if j.Name != "Perf" || !reflect.DeepEqual(j.Needs, []string{"build"}) || j.Defaults.Shell != "sh" {
+				t.Errorf("Job = %+v", j)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w, err := Parse([]byte("jobs:\n  perf:\n" + tt.jobYA + "    steps: [{run: a}]\n"))
+			if err != nil {
+				t.Fatalf("Parse() error = %v", err)
+			}
+			tt.check(t, w.Job)
+		})
+	}
+}
+
+// with: scalars render as GitHub renders them.
+func TestParseScalarRendering(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ yaml, want string }{
+		{"500", "500"},
+		{"1.50", "1.5"},
+		{"1.0", "1"},
+		{"3.10", "3.1"},
+		{"1e3", "1000"},
+		{"0x1F", "31"},
+		{"true", "true"},
+		{"True", "true"},
+		{"no", "no"}, // a string in YAML 1.2
+		{"~", ""},
+		{"null", ""},
+		{"'007'", "007"},
+		{"1m", "1m"},
+		{"\"a: b\"", "a: b"},
+		{"2024-01-02", "2024-01-02"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.yaml, func(t *testing.T) {
+			t.Parallel()
+			w, err := Parse([]byte(job("      - uses: a@v1\n        with:\n          k: " + tt.yaml + "\n")))
+			if err != nil {
+				t.Fatalf("Parse() error = %v", err)
+			}
+			if got := w.Job.Steps[0].With["k"]; got != tt.want {
+				t.Errorf("with k: %s = %q, want %q", tt.yaml, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDefaultsPrecedence(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`defaults: {run: {shell: sh, working-directory: top}}
+jobs:
+  perf:
+    runs-on: x
+    defaults: {run: {working-directory: job}}
+    steps:
+      - run: a
+      - run: b
+        shell: python
+        working-directory: step
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0, s1 := w.Job.Steps[0], w.Job.Steps[1]
+	if got := w.StepShell(s0); got != "sh" {
+		t.Errorf("StepShell(steps[0]) = %q, want sh (workflow default)", got)
+	}
+	if got := w.StepWorkingDirectory(s0); got != "job" {
+		t.Errorf("StepWorkingDirectory(steps[0]) = %q, want job (job default)", got)
+	}
+	if got := w.StepShell(s1); got != "python" {
+		t.Errorf("StepShell(steps[1]) = %q, want python", got)
+	}
+	if got := w.StepWorkingDirectory(s1); got != "step" {
+		t.Errorf("StepWorkingDirectory(steps[1]) = %q, want step", got)
+	}
+}
+
+func TestParseAnchors(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`env: &e {A: "1"}
+jobs:
+  perf:
+    runs-on: x
+    env: *e
+    steps: [{run: a, env: *e}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Job.Env["A"] != "1" || w.Job.Steps[0].Env["A"] != "1" {
+		t.Errorf("aliases not resolved: job env %v, step env %v", w.Job.Env, w.Job.Steps[0].Env)
+	}
+}
+
+func TestParseJobs(t *testing.T) {
+	t.Parallel()
+	ws, err := ParseJobs([]byte(`name: ci
+jobs:
+  build: {runs-on: x, steps: [{run: make}]}
+  perf: {runs-on: x, needs: [build], steps: [{run: load}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 2 || ws[0].JobID != "build" || ws[1].JobID != "perf" || ws[1].Name != "ci" {
+		t.Fatalf("ParseJobs() = %+v", ws)
+	}
+	if !reflect.DeepEqual(ws[1].Job.Needs, []string{"build"}) {
+		t.Errorf("perf needs = %v", ws[1].Job.Needs)
+	}
+}
+
+func TestStepDisplayName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		step Step
+		want string
+	}{
+		{Step{Name: "Load", Uses: "forgeload/load@v1"}, "Load"},
+		{Step{Run: "\n  echo hi\necho there"}, "Run echo hi"},
+		{Step{Uses: "actions/checkout@v4"}, "Run actions/checkout@v4"},
+	}
+	for _, tt := range tests {
+		if got := tt.step.DisplayName(); got != tt.want {
+			t.Errorf("%+v.DisplayName() = %q, want %q", tt.step, got, tt.want)
+		}
+	}
+}
+
+func TestUsesRef(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ uses, action, ref string }{
+		{"actions/checkout@v4", "actions/checkout", "v4"},
+		{"forgeload/load@main", "forgeload/load", "main"},
+		{"https://gitea.com/actions/checkout@v4", "https://gitea.com/actions/checkout", "v4"},
+		{"o/r/path@a@b", "o/r/path@a", "b"},
+		{"./local", "./local", ""},
+		{"docker://alpine@sha256:abc", "docker://alpine@sha256:abc", ""},
+	}
+	for _, tt := range tests {
+		a, r := UsesRef(tt.uses)
+		if a != tt.action || r != tt.ref {
+			t.Errorf("UsesRef(%q) = %q, %q; want %q, %q", tt.uses, a, r, tt.action, tt.ref)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(designJob))
+	f.Add([]byte(job("      - run: a\n")))
+	f.Add([]byte("jobs:\n  a: &x {runs-on: *x, steps: [*x]}\n"))
+	f.Add([]byte("a: &a [*a, *a]\n"))
+	f.Add([]byte("jobs: {a: {runs-on: x, strategy: {matrix: {x: [[[1]]]}}, steps: [{uses: a, with: {b: !!binary aGk=}}]}}"))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		w, err := Parse(payload)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if w.Job == nil || len(w.Job.Steps) == 0 {
+			t.Fatalf("Parse() = %+v without a job or steps and no error", w)
+		}
+		for i, s := range w.Job.Steps {
+			if s.Index != i || (s.Run == "") == (s.Uses == "") {
+				t.Fatalf("steps[%d] = %+v: bad index, or not exactly one of run/uses", i, s)
+			}
+		}
+	})
+}
