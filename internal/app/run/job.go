@@ -1,0 +1,451 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/report"
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
+)
+
+// job is one task being run.
+type job struct {
+	r    *Runner
+	task *runnerv1.Task
+	rep  *report.Reporter
+
+	wf       *workflow.Workflow
+	parseErr error
+
+	github  map[string]any
+	dir     string // task directory: workspace, temp, env files
+	ws      string // GITHUB_WORKSPACE
+	env     map[string]string
+	path    []string // GITHUB_PATH additions, newest first
+	steps   map[string]workflow.StepResult
+	summary strings.Builder // concatenated GITHUB_STEP_SUMMARY
+
+	mu    sync.Mutex
+	pgids []int // process groups of run: steps, killed at job end
+}
+
+func newJob(r *Runner, task *runnerv1.Task) *job {
+	j := &job{r: r, task: task, steps: map[string]workflow.StepResult{}}
+	j.wf, j.parseErr = parseTask(task)
+	j.github = workflow.GithubContext(task.GetContext())
+	return j
+}
+
+func (j *job) stepCount() int {
+	if j.wf == nil {
+		return 0
+	}
+	return len(j.wf.Job.Steps)
+}
+
+// masks are every secret value plus the task and runtime tokens.
+func (j *job) masks() []string {
+	var m []string
+	for _, v := range j.task.GetSecrets() {
+		m = append(m, v)
+	}
+	for _, k := range []string{"token", "gitea_runtime_token", "forgejo_runtime_token", "actions_id_token_request_token"} {
+		if v, ok := j.task.GetContext().GetFields()[k]; ok && v.GetStringValue() != "" {
+			m = append(m, v.GetStringValue())
+		}
+	}
+	return m
+}
+
+func (j *job) ctxString(key string) string {
+	if v, ok := j.github[key].(string); ok {
+		return v
+	}
+	return ""
+}
+
+// runtimeToken is the token for the artifact and summary APIs.
+func (j *job) runtimeToken() string {
+	for _, k := range []string{"gitea_runtime_token", "forgejo_runtime_token", "token"} {
+		if v := j.task.GetContext().GetFields()[k].GetStringValue(); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// run runs the job and returns its result. jobCtx ends on cancel (server or
+// daemon); outer is the task context, to tell a cancel from a timeout.
+func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
+	if j.parseErr != nil {
+		j.rep.Logf(-1, "::error::%v", j.parseErr)
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	if err := j.prepare(); err != nil {
+		j.rep.Logf(-1, "::error::prepare the job: %v", err)
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.r.o.Version, j.wf.JobID, j.r.o.Name)
+
+	status := workflow.StatusSuccess
+	ec := j.exprContext(status)
+	if j.wf.Job.If != "" {
+		ok, err := ec.EvalIf(j.wf.Job.If)
+		if err != nil {
+			j.rep.Logf(-1, "::error::job if: %v", err)
+			return runnerv1.Result_RESULT_FAILURE
+		}
+		if !ok {
+			j.rep.Logf(-1, "job skipped: if: %s is false", j.wf.Job.If)
+			for i := range j.wf.Job.Steps {
+				j.rep.StepStart(i)
+				j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
+			}
+			return runnerv1.Result_RESULT_SKIPPED
+		}
+	}
+
+	for i, st := range j.wf.Job.Steps {
+		cancelled := jobCtx.Err() != nil
+		if cancelled {
+			status = workflow.StatusCancelled
+		}
+		ec := j.exprContext(status)
+		cond := st.If
+		run, err := ec.EvalIf(cond)
+		j.rep.StepStart(i)
+		if err != nil {
+			j.rep.Logf(i, "::error::step %q: if: %v", st.DisplayName(), err)
+			j.finishStep(st, i, runnerv1.Result_RESULT_FAILURE, false)
+			status = workflow.StatusFailure
+			continue
+		}
+		if !run {
+			j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
+			j.recordStep(st, "skipped", "skipped", nil)
+			continue
+		}
+		stepCtx := jobCtx
+		if cancelled {
+			// A cancelled job still runs always()/cancelled() steps, on a
+			// context detached from the cancel but bounded.
+			if !j.r.o.Cancelling && j.r.o.Instance != "" {
+				j.rep.StepEnd(i, runnerv1.Result_RESULT_CANCELLED)
+				continue
+			}
+			var cancel context.CancelFunc
+			stepCtx, cancel = context.WithTimeout(context.WithoutCancel(outer), DefaultCleanupTimeout)
+			defer cancel()
+		}
+		res, outputs := j.runStep(stepCtx, ec, st, i)
+		coe := j.continueOnError(ec, st)
+		outcome := resultWord(res)
+		conclusion := outcome
+		if res == runnerv1.Result_RESULT_FAILURE && coe {
+			conclusion = "success"
+			j.rep.Logf(i, "step failed, continuing: continue-on-error is set")
+		}
+		j.recordStep(st, outcome, conclusion, outputs)
+		j.rep.StepEnd(i, res)
+		if res == runnerv1.Result_RESULT_FAILURE && !coe && status == workflow.StatusSuccess {
+			status = workflow.StatusFailure
+		}
+		if res == runnerv1.Result_RESULT_CANCELLED {
+			status = workflow.StatusCancelled
+		}
+	}
+	if jobCtx.Err() != nil {
+		status = workflow.StatusCancelled
+	}
+	j.jobOutputs(j.exprContext(status))
+	j.uploadSummary()
+	switch status {
+	case workflow.StatusFailure:
+		return runnerv1.Result_RESULT_FAILURE
+	case workflow.StatusCancelled:
+		return runnerv1.Result_RESULT_CANCELLED
+	}
+	return runnerv1.Result_RESULT_SUCCESS
+}
+
+func resultWord(r runnerv1.Result) string {
+	return strings.ToLower(strings.TrimPrefix(r.String(), "RESULT_"))
+}
+
+func (j *job) finishStep(st workflow.Step, i int, res runnerv1.Result, coe bool) {
+	w := resultWord(res)
+	j.recordStep(st, w, w, nil)
+	j.rep.StepEnd(i, res)
+}
+
+func (j *job) recordStep(st workflow.Step, outcome, conclusion string, outputs map[string]string) {
+	if st.ID == "" {
+		return
+	}
+	if outputs == nil {
+		outputs = map[string]string{}
+	}
+	j.steps[st.ID] = workflow.StepResult{Outcome: outcome, Conclusion: conclusion, Outputs: outputs}
+}
+
+func (j *job) continueOnError(ec *workflow.Context, st workflow.Step) bool {
+	return evalBool(ec, st.ContinueOnError)
+}
+
+func evalBool(ec *workflow.Context, s string) bool {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	}
+	v, err := ec.Interpolate("${{ " + stripExpr(s) + " }}")
+	if err != nil {
+		return false
+	}
+	return v == "true"
+}
+
+func stripExpr(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "${{") && strings.HasSuffix(s, "}}") {
+		return strings.TrimSpace(s[3 : len(s)-2])
+	}
+	return s
+}
+
+// prepare makes the task directory and the job-wide env.
+func (j *job) prepare() error {
+	if err := os.MkdirAll(j.r.o.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.r.o.WorkDir, err)
+	}
+	dir, err := os.MkdirTemp(j.r.o.WorkDir, fmt.Sprintf("task-%d-", j.task.GetId()))
+	if err != nil {
+		return fmt.Errorf("create task dir in %s: %w", j.r.o.WorkDir, err)
+	}
+	j.dir = dir
+	j.ws = filepath.Join(dir, "workspace")
+	for _, d := range []string{j.ws, filepath.Join(dir, "temp"), filepath.Join(dir, "files")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	j.github["workspace"] = j.ws
+	if ev, ok := j.github["event"]; ok {
+		data, _ := json.Marshal(ev)
+		p := filepath.Join(dir, "files", "event.json")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return fmt.Errorf("write event file: %w", err)
+		}
+		j.github["event_path"] = p
+	}
+	j.env = map[string]string{}
+	for k, v := range j.r.o.Envs {
+		j.env[k] = v
+	}
+	ec := j.exprContext(workflow.StatusSuccess)
+	for _, m := range []map[string]string{j.wf.Env, j.wf.Job.Env} {
+		for _, k := range sortedKeys(m) {
+			v, err := ec.Interpolate(m[k])
+			if err != nil {
+				return fmt.Errorf("env %s: %w", k, err)
+			}
+			j.env[k] = v
+			ec = j.exprContext(workflow.StatusSuccess)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (j *job) cleanup() {
+	j.killGroups()
+	if j.dir != "" {
+		_ = os.RemoveAll(j.dir)
+	}
+}
+
+// exprContext builds the ${{ }} context for the current point of the job.
+func (j *job) exprContext(status workflow.JobStatus) *workflow.Context {
+	env := map[string]string{}
+	for k, v := range j.env {
+		env[k] = v
+	}
+	secrets := map[string]string{}
+	for k, v := range j.task.GetSecrets() {
+		secrets[k] = v
+	}
+	return &workflow.Context{
+		Github:  j.github,
+		Env:     env,
+		Vars:    j.task.GetVars(),
+		Secrets: secrets,
+		Steps:   j.steps,
+		Needs:   workflow.NeedsFromTask(j.task.GetNeeds()),
+		Runner:  j.runnerContext(),
+		Matrix:  j.matrix(),
+		Inputs:  j.inputs(),
+		Status:  status,
+	}
+}
+
+func (j *job) matrix() map[string]any {
+	if j.wf != nil && j.wf.Job.Matrix != nil {
+		return j.wf.Job.Matrix
+	}
+	return map[string]any{}
+}
+
+func (j *job) inputs() map[string]any {
+	if ev, ok := j.github["event"].(map[string]any); ok {
+		if in, ok := ev["inputs"].(map[string]any); ok {
+			return in
+		}
+	}
+	return map[string]any{}
+}
+
+func (j *job) runnerContext() map[string]any {
+	temp := ""
+	if j.dir != "" {
+		temp = filepath.Join(j.dir, "temp")
+	}
+	return map[string]any{
+		"name":        j.r.o.Name,
+		"os":          runnerOS(),
+		"arch":        runnerArch(),
+		"temp":        temp,
+		"tool_cache":  filepath.Join(j.r.o.WorkDir, "toolcache"),
+		"debug":       debugFlag(j.task),
+		"environment": "self-hosted",
+	}
+}
+
+func debugFlag(task *runnerv1.Task) string {
+	if task.GetSecrets()["ACTIONS_STEP_DEBUG"] == "true" || task.GetVars()["ACTIONS_STEP_DEBUG"] == "true" {
+		return "1"
+	}
+	return ""
+}
+
+func runnerOS() string {
+	switch runtime.GOOS {
+	case "linux":
+		return "Linux"
+	case "darwin":
+		return "macOS"
+	case "windows":
+		return "Windows"
+	}
+	return runtime.GOOS
+}
+
+func runnerArch() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "X64"
+	case "386":
+		return "X86"
+	case "arm64":
+		return "ARM64"
+	case "arm":
+		return "ARM"
+	}
+	return runtime.GOARCH
+}
+
+// runStep runs one step and returns its result and outputs.
+func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
+	name, err := ec.Interpolate(st.DisplayName())
+	if err != nil {
+		name = st.DisplayName()
+	}
+	j.rep.Logf(i, "::group::%s", name)
+	j.rep.Logf(i, "::endgroup::")
+	if t := strings.TrimSpace(st.TimeoutMinutes); t != "" {
+		v, err := ec.Interpolate(t)
+		if err != nil {
+			j.rep.Logf(i, "::error::step %q: timeout-minutes: %v", name, err)
+			return runnerv1.Result_RESULT_FAILURE, nil
+		}
+		mins, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			j.rep.Logf(i, "::error::step %q: timeout-minutes %q is not a number of minutes", name, v)
+			return runnerv1.Result_RESULT_FAILURE, nil
+		}
+		if mins > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(mins*float64(time.Minute)), errStepTimeout)
+			defer cancel()
+		}
+	}
+	var res runnerv1.Result
+	var outputs map[string]string
+	switch {
+	case st.Run != "":
+		res, outputs = j.runShell(ctx, ec, st, i)
+	default:
+		action, _ := workflow.UsesRef(st.Uses)
+		switch strings.ToLower(action) {
+		case "actions/checkout":
+			res = j.checkout(ctx, ec, st, i)
+		case "forgeload/load":
+			res, outputs = j.loadStep(ctx, ec, st, i)
+		default:
+			j.rep.Logf(i, "::error::step %q uses %q, which this runner does not support. forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>; replace this step with one of those or a run: script.", name, st.Uses)
+			res = runnerv1.Result_RESULT_FAILURE
+		}
+	}
+	if errors.Is(context.Cause(ctx), errStepTimeout) {
+		j.rep.Logf(i, "::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)
+		res = runnerv1.Result_RESULT_FAILURE
+	} else if ctx.Err() != nil && res != runnerv1.Result_RESULT_SUCCESS {
+		res = runnerv1.Result_RESULT_CANCELLED
+	}
+	return res, outputs
+}
+
+var errStepTimeout = errors.New("step timeout")
+
+// AddMask implements commandSink for the reporter.
+func (j *job) AddMask(v string) {
+	j.rep.AddMask(v)
+}
+
+// jobOutputs evaluates the job's outputs: and hands them to the reporter.
+func (j *job) jobOutputs(ec *workflow.Context) {
+	if len(j.wf.Job.Outputs) == 0 {
+		return
+	}
+	out := map[string]string{}
+	for _, k := range sortedKeys(j.wf.Job.Outputs) {
+		v, err := ec.Interpolate(j.wf.Job.Outputs[k])
+		if err != nil {
+			j.rep.Logf(-1, "::warning::job output %s: %v", k, err)
+			continue
+		}
+		out[k] = v
+	}
+	j.rep.SetOutputs(out)
+}

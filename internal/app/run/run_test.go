@@ -1,0 +1,253 @@
+package run
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
+)
+
+func TestRunStepsOutputsAndEnvFiles(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run(`
+name: ci
+on: push
+env:
+  GREETING: hello
+jobs:
+  build:
+    runs-on: forgeload
+    outputs:
+      answer: ${{ steps.one.outputs.answer }}
+      who: ${{ steps.two.outputs.who }}
+    steps:
+      - id: one
+        run: |
+          echo "step one says $GREETING"
+          echo "answer=42" >> "$GITHUB_OUTPUT"
+          echo "FROM_ONE=carried" >> "$GITHUB_ENV"
+          printf 'multi<<EOF\nline1\nline2\nEOF\n' >> "$GITHUB_OUTPUT"
+      - id: two
+        name: Second ${{ steps.one.outputs.answer }}
+        env:
+          DOUBLE: ${{ steps.one.outputs.answer }}${{ steps.one.outputs.answer }}
+        run: |
+          echo "env from one: $FROM_ONE double=$DOUBLE"
+          echo "who=$(whoami | tr -d '\n' | wc -c)" >> "$GITHUB_OUTPUT"
+          echo "${{ steps.one.outputs.multi }}"
+      - if: failure()
+        run: echo never
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result = %v, want SUCCESS; log:\n%s", v.Result, logText(v))
+	}
+	one := strings.Join(stepLog(t, v, 0), "\n")
+	wantContains(t, "step 0 log", one, "step one says hello")
+	two := strings.Join(stepLog(t, v, 1), "\n")
+	wantContains(t, "step 1 log", two, "env from one: carried double=4242")
+	wantContains(t, "step 1 log", two, "line1")
+	wantContains(t, "step 1 log", two, "::group::Second 42")
+	if v.Steps[2].Result != runnerv1.Result_RESULT_SKIPPED {
+		t.Fatalf("step 2 (if: failure()) result = %v, want SKIPPED", v.Steps[2].Result)
+	}
+	if v.Outputs["answer"] != "42" {
+		t.Fatalf("job output answer = %q, want 42 (outputs %v)", v.Outputs["answer"], v.Outputs)
+	}
+	// Step rows never overlap and appear in order.
+	var last int64
+	for i, s := range v.Steps[:2] {
+		if s.LogIndex < last || s.LogLength == 0 {
+			t.Fatalf("step %d: log_index %d, log_length %d after row %d", i, s.LogIndex, s.LogLength, last)
+		}
+		last = s.LogIndex + s.LogLength
+	}
+}
+
+func TestRunFailureContinueAndAlways(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  j:
+    runs-on: forgeload
+    steps:
+      - id: soft
+        continue-on-error: true
+        run: exit 3
+      - run: echo "soft outcome=${{ steps.soft.outcome }} conclusion=${{ steps.soft.conclusion }}"
+      - run: exit 7
+      - run: echo "must not run"
+      - if: always()
+        run: echo "cleanup ran, status=${{ job.status }}"
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want FAILURE", v.Result)
+	}
+	want := []runnerv1.Result{
+		runnerv1.Result_RESULT_FAILURE, runnerv1.Result_RESULT_SUCCESS, runnerv1.Result_RESULT_FAILURE,
+		runnerv1.Result_RESULT_SKIPPED, runnerv1.Result_RESULT_SUCCESS,
+	}
+	for i, w := range want {
+		if v.Steps[i].Result != w {
+			t.Errorf("step %d result = %v, want %v", i, v.Steps[i].Result, w)
+		}
+	}
+	log := logText(v)
+	wantContains(t, "log", log, "soft outcome=failure conclusion=success")
+	wantContains(t, "log", log, "Process completed with exit code 7.")
+	wantContains(t, "log", log, "cleanup ran, status=failure")
+	if strings.Contains(log, "must not run\n") || strings.Contains(strings.Join(stepLog(t, v, 3), "\n"), "must not run") {
+		t.Fatalf("a step after a failure ran; log:\n%s", log)
+	}
+}
+
+func TestRunBadInputFailsWithMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tests := []struct {
+		name, payload, want string
+	}{
+		{"broken yaml", "jobs: [unclosed", "workflow"},
+		{"two jobs", "on: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n  b:\n    runs-on: x\n    steps: [{run: echo}]\n", "exactly one"},
+		{"unknown uses", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: docker/build-push-action@v5\n", `uses "docker/build-push-action@v5", which this runner does not support`},
+		{"bad expression", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo ${{ contain('a', 'b') }}\n", `unknown function`},
+		{"services", "on: push\njobs:\n  a:\n    runs-on: x\n    services:\n      db:\n        image: postgres\n    steps:\n      - run: echo\n", "not supported yet"},
+	}
+	for _, tt := range tests {
+		v := h.run(tt.payload, Options{})
+		if v.Result != runnerv1.Result_RESULT_FAILURE {
+			t.Errorf("%s: result = %v, want FAILURE", tt.name, v.Result)
+		}
+		if log := logText(v); !strings.Contains(log, tt.want) {
+			t.Errorf("%s: log does not contain %q:\n%s", tt.name, tt.want, log)
+		}
+	}
+	// The same runner still runs a good job afterwards.
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo fine\n", Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("good job after bad ones: %v\n%s", v.Result, logText(v))
+	}
+}
+
+func TestRunMasksSecretsSplitAcrossWrites(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: x
+    steps:
+      - run: |
+          printf 'token is s3cr'
+          sleep 0.2
+          printf 'et-value!\n'
+          echo "direct ${{ secrets.API_KEY }}"
+          echo "::add-mask::runtime-hidden-42"
+          echo "later runtime-hidden-42"
+`, Options{}, func(j *forgetest.Job) { j.Secrets = map[string]string{"API_KEY": "s3cret-value"} })
+	log := logText(v)
+	for _, leak := range []string{"s3cret-value", "s3cr\n", "runtime-hidden-42"} {
+		if strings.Contains(log, leak) {
+			t.Fatalf("log leaks %q:\n%s", leak, log)
+		}
+	}
+	wantContains(t, "log", log, "token is ***!")
+	wantContains(t, "log", log, "later ***")
+}
+
+func TestRunCancelRunsAlwaysSteps(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	task := h.fetch(forgetest.Job{Payload: []byte(`
+on: push
+jobs:
+  a:
+    runs-on: x
+    steps:
+      - run: echo started; sleep 60
+      - run: echo not this
+      - if: always()
+        run: echo "always after cancel, cancelled=${{ cancelled() }}"
+`)})
+	done := make(chan error, 1)
+	go func() { done <- h.runner(Options{ReportInterval: 200 * time.Millisecond}).Run(context.Background(), task) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
+		return strings.Contains(logText(v), "started")
+	}); err != nil {
+		t.Fatalf("step never started: %v", err)
+	}
+	cancelAt := time.Now()
+	h.forge.Cancel(task.GetId())
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after cancel")
+	}
+	if took := time.Since(cancelAt); took > 10*time.Second {
+		t.Fatalf("cancel took %s", took)
+	}
+	v := h.forge.Task(task.GetId())
+	if v.Result != runnerv1.Result_RESULT_CANCELLED {
+		t.Fatalf("result = %v, want CANCELLED", v.Result)
+	}
+	wantContains(t, "log", logText(v), "always after cancel, cancelled=true")
+	if strings.Contains(logText(v), "not this") {
+		t.Fatalf("a normal step ran after cancel:\n%s", logText(v))
+	}
+}
+
+func TestRunJobTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n", Options{Timeout: 500 * time.Millisecond})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "exceeded runner.timeout")
+}
+
+func TestRunStepTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n        timeout-minutes: 0.01\n      - run: echo next\n", Options{})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "exceeded timeout-minutes")
+}
+
+func TestRunPanicFailsOnlyThatJob(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r := h.runner(Options{})
+	r.load = func(context.Context, *job, *workflow.Context, workflow.Step, int) (runnerv1.Result, map[string]string) {
+		panic("boom")
+	}
+	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: forgeload/load@v1\n")})
+	if err := r.Run(context.Background(), task); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	v := h.forge.Task(task.GetId())
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "a panic: boom")
+	// The runner still runs the next job.
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo ok\n", Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("next job = %v", v.Result)
+	}
+}
