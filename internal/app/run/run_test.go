@@ -178,7 +178,9 @@ jobs:
         run: echo "always after cancel, cancelled=${{ cancelled() }}"
 `)})
 	done := make(chan error, 1)
-	go func() { done <- h.runner(Options{ReportInterval: 200 * time.Millisecond}).Run(context.Background(), task) }()
+	go func() {
+		done <- h.runner(Options{ReportInterval: 200 * time.Millisecond}).Run(context.Background(), task)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {

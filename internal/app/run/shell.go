@@ -199,7 +199,7 @@ type stepOutput struct {
 	outputs map[string]string
 }
 
-func (s *stepOutput) AddMask(v string)              { s.j.rep.AddMask(v) }
+func (s *stepOutput) AddMask(v string)             { s.j.rep.AddMask(v) }
 func (s *stepOutput) SetOutput(name, value string) { s.outputs[name] = value }
 
 // workdir resolves a step's working directory against the workspace.
