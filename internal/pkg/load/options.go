@@ -1,0 +1,257 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults used where an [Options] field is zero.
+const (
+	// DefaultConcurrency is the number of workers (open model) or users
+	// (closed model without VUs).
+	DefaultConcurrency = 1
+	// DefaultMaxLateness is how late a worker may pick up an arrival before
+	// the arrival counts as dropped. It is long enough that a target stalling
+	// for a few seconds shows up in the latencies (each late arrival is
+	// measured from its intended time) rather than as missing samples.
+	DefaultMaxLateness = 5 * time.Second
+	// LateTolerance is the lateness above which a sent arrival counts as late.
+	LateTolerance = time.Millisecond
+	// DefaultGrace is how long in-flight requests may finish after arrivals
+	// stop before they are cancelled.
+	DefaultGrace = time.Second
+	// DefaultProgressInterval is how often Options.Progress is called.
+	DefaultProgressInterval = 5 * time.Second
+	// vuEvalInterval is how often the closed model re-evaluates its VU target.
+	vuEvalInterval = 100 * time.Millisecond
+)
+
+// VUStage is one segment of the closed-model VU ramp: the number of active
+// virtual users moves linearly from the previous target (Options.VUs for the
+// first stage) to Target over Duration, and holds the last target afterwards.
+type VUStage struct {
+	// Duration is how long the stage lasts; it must be positive.
+	Duration time.Duration
+	// Target is the VU count at the end of the stage; it must be >= 0.
+	Target int
+}
+
+// Options configures one run of [Run]. Only Requester is required; every
+// other zero field has a documented default. The run uses the open model
+// (arrivals at a rate) when Rate > 0 or Stages is non-empty, and the closed
+// model (users looping as fast as they can, or with ThinkTime) otherwise.
+type Options struct {
+	// Requester performs one request. Required. If it also implements
+	// [SampleRequester], the engine records endpoint, status, bytes and
+	// error class from it.
+	Requester Requester
+
+	// Concurrency is the number of workers. In the open model it is the
+	// maximum number of requests in flight; in the closed model without VUs
+	// it is the number of looping users. Default DefaultConcurrency.
+	Concurrency int
+	// Total caps the number of requests. In the open model it caps the
+	// global arrival index, so hosts striped with Owns together send
+	// exactly Total. 0 means no cap.
+	Total uint64
+	// Duration caps the plan time. 0 means no cap: the run ends with the
+	// plan, Total or the context.
+	Duration time.Duration
+
+	// Rate is the constant arrival rate in requests per second, after any
+	// Stages. 0 with no Stages selects the closed model; 0 after Stages ends
+	// the run with the last stage.
+	Rate float64
+	// Arrival spaces arrivals: Uniform (the zero value) or Poisson.
+	Arrival ArrivalModel
+	// Seed seeds the Poisson arrival source.
+	Seed uint64
+	// Stages are the load patterns (ramp, step, spike), back to back from
+	// plan time 0.
+	Stages []Stage
+	// MaxLateness is how long after its intended time an arrival may wait
+	// for a free worker. An arrival is never silently delayed: one sent more
+	// than LateTolerance late is counted as late and its latency includes
+	// the wait (no coordinated omission); one that found every worker busy
+	// for longer than MaxLateness is dropped and counted. A small value
+	// (k6-style) drops instead of queueing; a negative value never drops
+	// (wrk2-style). Default DefaultMaxLateness.
+	MaxLateness time.Duration
+
+	// VUs is the number of closed-model virtual users at the start; with
+	// VUStages it is the ramp's starting point. 0 means Concurrency.
+	VUs int
+	// VUStages ramps the number of active virtual users.
+	VUStages []VUStage
+	// ThinkTime is the pause of a virtual user after each request.
+	ThinkTime time.Duration
+	// ScaleVUs maps the plan's VU target to this host's share at every ramp
+	// evaluation; nil means identity. A multi-host run sets it to its
+	// segment's exact split.
+	ScaleVUs func(v int) int
+
+	// Owns reports whether this host fires global arrival k (striping);
+	// nil means every arrival. It is called from one goroutine at a time.
+	Owns func(k uint64) bool
+	// StartAt is the wall-clock instant at which plan time Offset begins;
+	// zero means now. A future StartAt makes Run wait.
+	StartAt time.Time
+	// Offset is the plan position at which this run starts, for a segment
+	// taken over mid-run: arrivals before it are skipped and VU ramps are
+	// evaluated from it. Duration stays measured from plan time 0.
+	Offset time.Duration
+
+	// Endpoints names the endpoints a SampleRequester reports by index;
+	// empty means one endpoint named "default".
+	Endpoints []string
+
+	// Grace is how long in-flight requests may finish after arrivals stop
+	// (end of plan, or the context is done) before their context is
+	// cancelled. Default DefaultGrace; negative cancels at once.
+	Grace time.Duration
+
+	// Progress, if set, is called every ProgressInterval from the
+	// collector goroutine (never on the request path).
+	Progress func(Progress)
+	// ProgressInterval is rounded up to whole seconds. Default
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
+	// OnSecond, if set, is called once per elapsed plan second with that
+	// second's mergeable snapshot; the callee may keep it.
+	OnSecond func(*Snapshot)
+}
+
+// open reports whether o selects the open model.
+func (o *Options) open() bool { return o.Rate > 0 || len(o.Stages) > 0 }
+
+// Validate checks o and returns an error naming the first bad field and
+// how to fix it.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Requester == nil {
+		bad("load options: requester is nil: set Options.Requester to a driver such as httpload")
+	}
+	if o.Concurrency < 0 {
+		bad("load options: concurrency %d is negative: use a count >= 1 (0 means %d)", o.Concurrency, DefaultConcurrency)
+	}
+	if o.Duration < 0 {
+		bad("load options: duration %s is negative: use a positive duration or 0 for none", o.Duration)
+	}
+	if o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) {
+		bad("load options: rate %v is invalid: use requests per second >= 0", o.Rate)
+	}
+	if o.Arrival > Poisson {
+		bad("load options: arrival model %d is unknown: use uniform or poisson", o.Arrival)
+	}
+	for i, s := range o.Stages {
+		if s.Duration <= 0 {
+			bad("load options: load pattern stage %d: duration %s must be positive", i+1, s.Duration)
+		}
+		if s.From < 0 || s.To < 0 || math.IsNaN(s.From+s.To) || math.IsInf(s.From+s.To, 0) {
+			bad("load options: load pattern stage %d: rates %v→%v must be finite and >= 0", i+1, s.From, s.To)
+		}
+	}
+	if o.VUs < 0 {
+		bad("load options: vus %d is negative: use a count >= 0", o.VUs)
+	}
+	for i, s := range o.VUStages {
+		if s.Duration <= 0 {
+			bad("load options: vu stage %d: duration %s must be positive", i+1, s.Duration)
+		}
+		if s.Target < 0 {
+			bad("load options: vu stage %d: target %d must be >= 0", i+1, s.Target)
+		}
+	}
+	if o.open() && (o.VUs > 0 || len(o.VUStages) > 0) {
+		bad("load options: both a rate and vus are set: choose the open model (rate, load patterns) or the closed model (vus)")
+	}
+	if o.ThinkTime < 0 {
+		bad("load options: think time %s is negative", o.ThinkTime)
+	}
+	if o.Offset < 0 {
+		bad("load options: offset %s is negative", o.Offset)
+	}
+	if o.Duration > 0 && o.Offset >= o.Duration {
+		bad("load options: offset %s is not before duration %s: nothing would run", o.Offset, o.Duration)
+	}
+	if o.ProgressInterval < 0 {
+		bad("load options: progress interval %s is negative", o.ProgressInterval)
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) concurrency() int {
+	if o.Concurrency > 0 {
+		return o.Concurrency
+	}
+	return DefaultConcurrency
+}
+
+func (o *Options) maxLateness() time.Duration {
+	switch {
+	case o.MaxLateness < 0:
+		return time.Duration(math.MaxInt64)
+	case o.MaxLateness == 0:
+		return DefaultMaxLateness
+	}
+	return o.MaxLateness
+}
+
+func (o *Options) grace() time.Duration {
+	switch {
+	case o.Grace < 0:
+		return 0
+	case o.Grace == 0:
+		return DefaultGrace
+	}
+	return o.Grace
+}
+
+func (o *Options) progressEvery() int {
+	d := o.ProgressInterval
+	if d == 0 {
+		d = DefaultProgressInterval
+	}
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
+func (o *Options) endpointNames() []string {
+	if len(o.Endpoints) == 0 {
+		return []string{"default"}
+	}
+	return o.Endpoints
+}
+
+// vuTarget returns the planned number of active VUs at plan time t (before
+// ScaleVUs).
+func (o *Options) vuTarget(t time.Duration) int {
+	prev := o.VUs
+	if prev == 0 && len(o.VUStages) == 0 {
+		return o.concurrency()
+	}
+	var at time.Duration
+	for _, s := range o.VUStages {
+		if t < at+s.Duration {
+			frac := float64(t-at) / float64(s.Duration)
+			return int(math.Round(float64(prev) + float64(s.Target-prev)*frac))
+		}
+		at += s.Duration
+		prev = s.Target
+	}
+	return prev
+}
+
+// maxVUs returns the most VUs the plan ever asks for (before ScaleVUs).
+func (o *Options) maxVUs() int {
+	m := o.VUs
+	if m == 0 && len(o.VUStages) == 0 {
+		return o.concurrency()
+	}
+	for _, s := range o.VUStages {
+		m = max(m, s.Target)
+	}
+	return m
+}

@@ -1,0 +1,355 @@
+package spec
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+)
+
+// Validate checks c as a whole: that it describes one runnable load model
+// with an end, that URLs, weights and pattern fields make sense, that
+// thresholds parse and name known endpoints, and that the blocks forgeload
+// does not support yet (auth, feeder, har_file, extractors and protocols
+// other than http) are absent. It returns every problem found, each an
+// [*Error] naming the file:line (or "inline") and the key, joined.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.protocol()
+	v.unsupported()
+	v.request()
+	v.endpoints()
+	v.loadModel()
+	v.patterns()
+	v.closedModel()
+	v.thresholds()
+	v.distributed()
+	return v.errs.err()
+}
+
+type validator struct {
+	c    *Config
+	errs errorList
+}
+
+func (v *validator) fail(key, format string, args ...any) {
+	v.errs.add(v.c.errAt(key, format, args...))
+}
+
+func notSupported(key string) string {
+	return fmt.Sprintf("%s is not supported yet by forgeload (planned); remove it or use protocol: http", key)
+}
+
+func (v *validator) protocol() {
+	switch p := v.c.Protocol; p {
+	case ProtocolHTTP, "":
+	case ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
+		v.fail("protocol", "%s", notSupported("protocol "+string(p)))
+	default:
+		v.fail("protocol", "%q is not a protocol (want http; websocket, sse and grpc are planned)", string(p))
+	}
+}
+
+func (v *validator) unsupported() {
+	c := v.c
+	if c.Auth != nil {
+		v.fail("auth", "%s", notSupported("auth"))
+	}
+	if c.Feeder != nil {
+		v.fail("feeder", "%s", notSupported("feeder"))
+	}
+	if c.HARFile != "" {
+		v.fail("har_file", "%s", notSupported("har_file"))
+	}
+	for i, ep := range c.Endpoints {
+		if len(ep.Extractors) > 0 {
+			v.fail(fmt.Sprintf("endpoints[%d].extractors", i), "%s", notSupported("extractors (request chaining)"))
+		}
+	}
+}
+
+// checkURL checks an absolute http(s) URL.
+func (v *validator) checkURL(key, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		v.fail(key, "%q is not an absolute http or https URL (want e.g. https://api.example.com/users)", raw)
+	}
+}
+
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for _, r := range m {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`()<>@,;:\"/[]?={}`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) checkHeaders(key string, h map[string]string) {
+	for _, k := range sortedKeys(h) {
+		if !validMethod(k) { // header names are HTTP tokens, like methods
+			v.fail(key, "%q is not a valid header name (letters, digits and -, e.g. X-Request-Id)", k)
+		}
+		if strings.ContainsAny(h[k], "\r\n") {
+			v.fail(key, "the value of %s contains a line break; headers must be one line", k)
+		}
+	}
+}
+
+func (v *validator) request() {
+	c := v.c
+	if c.Target != "" {
+		v.checkURL("target", c.Target)
+	} else if len(c.Endpoints) == 0 {
+		v.fail("target", "target is required: set it to an absolute URL (e.g. https://api.example.com/users), or give every endpoint a url")
+	}
+	if !validMethod(c.Method) {
+		v.fail("method", "%q is not an HTTP method (want e.g. GET or POST)", c.Method)
+	}
+	v.checkHeaders("headers", c.Headers)
+	if c.Body != "" && c.BodyFile != "" {
+		v.fail("body_file", "body and body_file are both set; keep one")
+	}
+	if c.Timeout < 0 {
+		v.fail("timeout", "%s is negative (want e.g. 30s, or 0 for no timeout)", c.Timeout)
+	}
+	if c.Retries < 0 {
+		v.fail("retries", "%d is negative (want 0 for no retries, or e.g. 3)", c.Retries)
+	}
+}
+
+func (v *validator) endpoints() {
+	c := v.c
+	names := map[string]int{}
+	for i, ep := range c.Endpoints {
+		key := fmt.Sprintf("endpoints[%d]", i)
+		if ep.Weight <= 0 {
+			v.fail(key+".weight", "%d is not a positive weight (want a whole number ≥ 1; weights are relative)", ep.Weight)
+		}
+		if ep.URL != "" {
+			v.checkURL(key+".url", ep.URL)
+			if ep.Path != "" {
+				v.fail(key+".path", "url and path are both set; give a full url, or a path joined to target")
+			}
+		} else if c.Target == "" {
+			v.fail(key, "has no url and there is no target: set this endpoint's url, or set target and give a path")
+		}
+		if ep.Method != "" && !validMethod(ep.Method) {
+			v.fail(key+".method", "%q is not an HTTP method (want e.g. GET or POST)", ep.Method)
+		}
+		v.checkHeaders(key+".headers", ep.Headers)
+		if ep.Body != "" && ep.BodyFile != "" {
+			v.fail(key+".body_file", "body and body_file are both set; keep one")
+		}
+		if ep.Name != "" {
+			if j, dup := names[strings.ToLower(ep.Name)]; dup {
+				v.fail(key+".name", "%q is also the name of endpoints[%d]; endpoint names must be unique", ep.Name, j)
+			} else {
+				names[strings.ToLower(ep.Name)] = i
+			}
+		}
+	}
+}
+
+func (v *validator) loadModel() {
+	c := v.c
+	if c.Rate < 0 {
+		v.fail("rate", "%g is negative (want requests per second, e.g. 500, or 0 for as fast as the workers go)", c.Rate)
+	}
+	if c.Concurrency < 0 {
+		v.fail("concurrency", "%d is negative (want a whole number of workers, e.g. 50)", c.Concurrency)
+	}
+	if c.Total < 0 {
+		v.fail("total", "%d is negative (want a number of requests, or 0 for no cap)", c.Total)
+	}
+	if c.Duration < 0 {
+		v.fail("duration", "%s is negative (want e.g. 1m, or 0 for no cap)", c.Duration)
+	}
+	vus := c.Has("vus")
+	if c.Rate > 0 && len(c.Patterns) > 0 {
+		v.fail("rate", "rate and load_patterns are both set: load_patterns defines the rate over time; remove rate, or add a constant pattern")
+	}
+	if vus && c.Rate > 0 {
+		v.fail("vus", "vus and rate are both set: rate is the open model (arrivals per second), vus the closed model (users that loop); remove one")
+	}
+	if vus && len(c.Patterns) > 0 {
+		v.fail("vus", "vus and load_patterns are both set: load_patterns shape an arrival rate (open model), vus run a closed model; remove one")
+	}
+	if vus && c.Concurrency > 0 {
+		v.fail("concurrency", "concurrency and vus are both set: in the closed model vus is the number of users; remove concurrency")
+	}
+	if c.Arrival.Model != ArrivalUniform && c.Arrival.Model != ArrivalPoisson {
+		key := "arrival.model"
+		if c.Has("arrival_model") {
+			key = "arrival_model"
+		}
+		v.fail(key, "%q is not an arrival model (want uniform or poisson)", string(c.Arrival.Model))
+	} else if c.Arrival.Model == ArrivalPoisson && c.Rate <= 0 && len(c.Patterns) == 0 {
+		v.fail("arrival.model", "poisson spaces arrivals under a rate, but there is none: set rate or load_patterns, or use uniform")
+	}
+	if c.Has("arrival") && c.Has("arrival_model") {
+		v.fail("arrival_model", "arrival and arrival_model are both set; keep arrival: {model: ...}")
+	}
+	if c.Duration <= 0 && c.Total <= 0 && len(c.Patterns) == 0 && len(c.VUs.Stages) == 0 {
+		v.fail("duration", "the run has no end: set duration (e.g. 1m), total (a number of requests), load_patterns or vus.stages")
+	}
+}
+
+func (v *validator) patterns() {
+	for i, p := range v.c.Patterns {
+		key := fmt.Sprintf("load_patterns[%d]", i)
+		has := func(k string) bool { return v.c.Has(key + "." + k) }
+		unused := func(keys ...string) {
+			for _, k := range keys {
+				if has(k) {
+					v.fail(key+"."+k, "%s is not used by a %s pattern; remove it", k, p.Type)
+				}
+			}
+		}
+		positive := func(k string, x float64) {
+			if x < 0 {
+				v.fail(key+"."+k, "%g is negative (want requests per second, e.g. 200)", x)
+			}
+		}
+		needDuration := func() {
+			if p.Duration <= 0 {
+				v.fail(key+".duration", "a %s pattern needs a positive duration (want e.g. 5m)", p.Type)
+			}
+		}
+		switch p.Type {
+		case PatternRamp:
+			if !has("from_rps") && !has("to_rps") {
+				v.fail(key, "a ramp pattern needs from_rps and to_rps (e.g. from_rps: 10, to_rps: 200)")
+			}
+			positive("from_rps", p.FromRPS)
+			positive("to_rps", p.ToRPS)
+			if p.FromRPS == 0 && p.ToRPS == 0 && (has("from_rps") || has("to_rps")) {
+				v.fail(key+".to_rps", "a ramp from 0 to 0 requests per second sends nothing; set to_rps (e.g. 200)")
+			}
+			needDuration()
+			unused("rps", "steps")
+		case PatternStep:
+			if len(p.Steps) == 0 {
+				v.fail(key+".steps", "a step pattern needs steps (e.g. steps: [{rps: 100, duration: 1m}])")
+			}
+			for j, s := range p.Steps {
+				sk := fmt.Sprintf("%s.steps[%d]", key, j)
+				if !v.c.Has(sk + ".rps") {
+					v.fail(sk, "a step needs rps (e.g. rps: 100)")
+				} else if s.RPS < 0 {
+					v.fail(sk+".rps", "%g is negative (want requests per second, e.g. 100)", s.RPS)
+				}
+				if s.Duration <= 0 {
+					v.fail(sk+".duration", "a step needs a positive duration (want e.g. 1m)")
+				}
+			}
+			unused("from_rps", "to_rps", "rps", "duration")
+		case PatternSpike, PatternConstant:
+			if p.RPS <= 0 {
+				v.fail(key+".rps", "a %s pattern needs rps above 0 (want e.g. 800)", p.Type)
+			}
+			needDuration()
+			unused("from_rps", "to_rps", "steps")
+		case "":
+			v.fail(key+".type", "type is required (want ramp, step or spike)")
+		default:
+			v.fail(key+".type", "%q is not a pattern type (want ramp, step, spike or constant)", string(p.Type))
+		}
+	}
+}
+
+func (v *validator) closedModel() {
+	c := v.c
+	if c.Has("vus") {
+		vu := c.VUs
+		if len(vu.Stages) == 0 && vu.Count <= 0 {
+			v.fail("vus", "%d is not a positive number of virtual users (want e.g. 50, or {stages: [...]})", vu.Count)
+		}
+		if vu.Start < 0 {
+			v.fail("vus.start", "%d is negative (want e.g. 0)", vu.Start)
+		}
+		for i, s := range vu.Stages {
+			sk := fmt.Sprintf("vus.stages[%d]", i)
+			if s.Duration <= 0 {
+				v.fail(sk+".duration", "a stage needs a positive duration (want e.g. 30s)")
+			}
+			if !c.Has(sk + ".target") {
+				v.fail(sk, "a stage needs target, the number of virtual users at its end (e.g. target: 50)")
+			} else if s.Target < 0 {
+				v.fail(sk+".target", "%d is negative (want a number of virtual users, e.g. 50)", s.Target)
+			}
+		}
+		if len(vu.Stages) > 0 && vu.Count <= 0 {
+			v.fail("vus.stages", "no stage has a target above 0, so no virtual user would run")
+		}
+	}
+	tt := c.ThinkTime
+	if tt.Min < 0 || tt.Max < 0 {
+		v.fail("think_time", "a think time cannot be negative (want e.g. 1s, or {min: 500ms, max: 2s})")
+	} else if tt.Max < tt.Min {
+		v.fail("think_time.max", "max %s is below min %s", tt.Max, tt.Min)
+	}
+	if (tt.Min > 0 || tt.Max > 0) && (c.Rate > 0 || len(c.Patterns) > 0) {
+		v.fail("think_time", "think_time applies to the closed model (vus, or concurrency without a rate); under rate or load_patterns arrivals are paced by the rate, so remove it")
+	}
+}
+
+func (v *validator) thresholds() {
+	c := v.c
+	known := map[string]bool{}
+	var names []string
+	for _, ep := range c.Endpoints {
+		if ep.Name != "" {
+			known[ep.Name] = true
+			names = append(names, ep.Name)
+		}
+	}
+	for _, line := range c.Thresholds {
+		key := "thresholds"
+		t, err := threshold.Parse(line)
+		if err != nil {
+			v.fail(key, "%v", err)
+			continue
+		}
+		if t.Endpoint != "" && !known[t.Endpoint] {
+			if len(names) == 0 {
+				v.fail(key, "threshold %q selects endpoint %q, but the config has no named endpoints", line, t.Endpoint)
+			} else {
+				v.fail(key, "threshold %q selects endpoint %q, which is not in endpoints (names: %s)", line, t.Endpoint, strings.Join(names, ", "))
+			}
+		}
+	}
+}
+
+func (v *validator) distributed() {
+	ds := v.c.Distributed
+	if ds == nil {
+		return
+	}
+	if ds.Workers < 1 {
+		v.fail("distributed.workers", "distributed needs workers, the number of forgeload daemons to run the test (want e.g. 4)")
+	}
+	if v.c.Has("distributed.min_workers") && (ds.MinWorkers < 1 || ds.MinWorkers > ds.Workers) {
+		v.fail("distributed.min_workers", "%d is not between 1 and workers (%d)", ds.MinWorkers, ds.Workers)
+	}
+	if ds.JoinTimeout <= 0 {
+		v.fail("distributed.join_timeout", "%s is not a positive duration (want e.g. 60s)", ds.JoinTimeout)
+	}
+	switch ds.OnWorkerLoss {
+	case LossReassign, LossContinue, LossAbort:
+	default:
+		v.fail("distributed.on_worker_loss", "%q is not a policy (want reassign, continue or abort)", string(ds.OnWorkerLoss))
+	}
+}
+
+// Min returns MinWorkers, or Workers when MinWorkers was not given.
+func (d *Distributed) Min() int {
+	if d.MinWorkers > 0 {
+		return d.MinWorkers
+	}
+	return d.Workers
+}
