@@ -130,7 +130,6 @@ func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.St
 		if err := git(append(fetch, "origin")...); err != nil {
 			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
 		}
-		want = "FETCH_HEAD"
 	} else if err := git(append(fetch, "origin", want)...); err != nil {
 		if sha == "" || ref == "" {
 			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
@@ -140,7 +139,12 @@ func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.St
 			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
 		}
 	}
-	if err := git("checkout", "-q", "--force", "--detach", want); err != nil {
+	// A commit id checks out as itself; a ref as what the fetch brought.
+	target := sha
+	if target == "" {
+		target = "FETCH_HEAD"
+	}
+	if err := git("checkout", "-q", "--force", "--detach", target); err != nil {
 		return fail("%v", err)
 	}
 	if with["clean"] != "false" {

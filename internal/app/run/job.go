@@ -381,8 +381,6 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	if err != nil {
 		name = st.DisplayName()
 	}
-	j.rep.Logf(i, "::group::%s", name)
-	j.rep.Logf(i, "::endgroup::")
 	if t := strings.TrimSpace(st.TimeoutMinutes); t != "" {
 		v, err := ec.Interpolate(t)
 		if err != nil {
