@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 )
@@ -220,4 +221,23 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// String prints the cluster section with any password in RedisURL
+// redacted, so that logging a Config with %v or %+v never leaks it.
+func (c Cluster) String() string {
+	return fmt.Sprintf("{RedisURL:%s Name:%s MaxSegments:%d}", RedactURL(c.RedisURL), c.Name, c.MaxSegments)
+}
+
+// RedactURL returns s with the password of its user info replaced by
+// "xxxxx"; text that does not parse as a URL is replaced entirely.
+func RedactURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "[unparsable URL redacted]"
+	}
+	return u.Redacted()
 }

@@ -535,3 +535,25 @@ func TestLockHelperProcess(t *testing.T) {
 	_ = unlock()
 	os.Exit(0)
 }
+
+func TestSecretsNotPrinted(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse("f.yaml", []byte("cluster:\n  redis_url: redis://user:hunter2@r:6379/0\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", *cfg), fmt.Sprint(cfg.Cluster)} {
+		if strings.Contains(s, "hunter2") || !strings.Contains(s, "redis://user:xxxxx@r:6379/0") {
+			t.Errorf("printed config %q: want the Redis password redacted", s)
+		}
+	}
+	if got := RedactURL("redis://%zz"); strings.Contains(got, "zz") {
+		t.Errorf("RedactURL(unparsable) = %q, want it hidden", got)
+	}
+	reg := &Registration{UUID: "u", Token: "hunter2", Address: "https://f"}
+	for _, s := range []string{fmt.Sprintf("%v", reg), fmt.Sprintf("%+v", *reg), fmt.Sprint(reg)} {
+		if strings.Contains(s, "hunter2") || !strings.Contains(s, "Token:[redacted]") {
+			t.Errorf("printed registration %q: want the token redacted", s)
+		}
+	}
+}

@@ -113,3 +113,13 @@ func SaveRegistration(path string, r *Registration) (err error) {
 	}
 	return nil
 }
+
+// String describes r for logs with the token redacted, so that printing a
+// Registration with %v or %+v never leaks the credential.
+func (r Registration) String() string {
+	tok := ""
+	if r.Token != "" {
+		tok = "[redacted]"
+	}
+	return fmt.Sprintf("{ID:%d UUID:%s Name:%s Token:%s Address:%s Labels:%v Ephemeral:%t}", r.ID, r.UUID, r.Name, tok, r.Address, r.Labels, r.Ephemeral)
+}
