@@ -104,7 +104,7 @@ func deref(n *yaml.Node) *yaml.Node {
 }
 
 func isNull(n *yaml.Node) bool {
-	return n == nil || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+	return n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
 func kindName(n *yaml.Node) string {
@@ -383,7 +383,7 @@ func (d *decoder) stringMap(n *yaml.Node, path string, canon bool, dst *map[stri
 		seen[key] = true
 		if !isNull(v) && v.Kind != yaml.ScalarNode {
 			// Never echo values: headers often carry tokens.
-			d.fail(v, path+"."+key, "want a string value, got %s", strings.TrimPrefix(kindName(v), "an "))
+			d.fail(v, path+"."+key, "want a string value, got %s", kindName(v))
 			continue
 		}
 		val := ""

@@ -104,17 +104,7 @@ func (c *Config) override(kv map[string]any) error {
 			}
 		}
 	}
-	if c.Distributed != nil {
-		if _, ok := c.origin["distributed.join_timeout"]; !ok && c.Distributed.JoinTimeout == 0 {
-			c.Distributed.JoinTimeout = DefaultJoinTimeout
-		}
-		if c.Distributed.OnWorkerLoss == "" {
-			c.Distributed.OnWorkerLoss = LossReassign
-		}
-	}
-	if c.Method == "" {
-		c.Method = DefaultMethod
-	}
+	c.applyDefaults()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,7 +42,7 @@ func Parse(name string, data []byte) (*Config, error) {
 
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlError(name, err)
 	}
 	var extra yaml.Node
@@ -203,12 +204,26 @@ func (c *Config) Has(key string) bool {
 // errAt builds an Error for key at the place it was set.
 func (c *Config) errAt(key, format string, args ...any) *Error {
 	e := &Error{Source: c.source, Key: key, Msg: fmt.Sprintf(format, args...)}
-	if o, ok := c.origin[key]; ok {
-		if o.inline {
-			e.Source = "inline"
-		} else {
-			e.Line = o.line
+	// A key that was left out is reported at its closest parent that was
+	// set: load_patterns[0].duration at load_patterns[0].
+	for p := key; p != ""; p = parentPath(p) {
+		if o, ok := c.origin[p]; ok {
+			if o.inline {
+				e.Source = "inline"
+			} else {
+				e.Line = o.line
+			}
+			break
 		}
 	}
 	return e
+}
+
+// parentPath drops the last ".key" or "[i]" of a key path.
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i < 0 {
+		return ""
+	}
+	return p[:i]
 }

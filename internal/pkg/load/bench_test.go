@@ -1,0 +1,85 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// noop is a SampleRequester that reports a 200 with a few bytes.
+type noop struct{}
+
+func (noop) Do(context.Context) error { return nil }
+func (noop) DoSample(_ context.Context, s *Sample) error {
+	s.Status, s.BytesIn, s.BytesOut = 200, 100, 50
+	return nil
+}
+
+// TestHotPathDoesNotAllocate pins the 0-allocations-per-request promise of
+// the scheduler and recording path. It is not parallel: AllocsPerRun
+// refuses to run beside other tests.
+func TestHotPathDoesNotAllocate(t *testing.T) { //nolint:paralleltest // AllocsPerRun
+	for _, model := range []ArrivalModel{Uniform, Poisson} {
+		o := &Options{Requester: noop{}, Rate: 1e6, Arrival: model, Stages: []Stage{Ramp(1, 1e6, time.Hour)}}
+		e := newEngine(o)
+		e.base = time.Now()
+		e.reqCtx = t.Context()
+		w := e.workers[0]
+		allocs := testing.AllocsPerRun(1000, func() {
+			e.schedMu.Lock()
+			_, at, _ := e.sched.Next()
+			e.schedMu.Unlock()
+			e.do(w, e.base.Add(at), false)
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per request, want 0", model, allocs)
+		}
+	}
+}
+
+func BenchmarkScheduleNext(b *testing.B) {
+	for _, model := range []ArrivalModel{Uniform, Poisson} {
+		b.Run(model.String(), func(b *testing.B) {
+			s := NewSchedule(&Options{Stages: []Stage{Ramp(1, 1e9, time.Hour)}, Arrival: model})
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Next()
+			}
+		})
+	}
+}
+
+func BenchmarkRecord(b *testing.B) {
+	e := newEngine(&Options{Requester: noop{}})
+	w := e.workers[0]
+	s := Sample{Status: 200, BytesIn: 10}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.record(0, 1234*time.Microsecond, &s, nil, false)
+	}
+}
+
+// BenchmarkRunOpen drives the whole engine (schedule, workers, recording,
+// collector) at a rate far above what it can reach, with a no-op requester.
+func BenchmarkRunOpen(b *testing.B) {
+	b.ReportAllocs()
+	res, err := Run(b.Context(), Options{Requester: noop{}, Concurrency: 4, Rate: 1e9, Total: uint64(b.N), MaxLateness: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Requests != int64(b.N) {
+		b.Fatalf("requests = %d, want %d", res.Requests, b.N)
+	}
+}
+
+// BenchmarkRunClosed drives the closed model with a no-op requester.
+func BenchmarkRunClosed(b *testing.B) {
+	b.ReportAllocs()
+	res, err := Run(b.Context(), Options{Requester: noop{}, Concurrency: 4, Total: uint64(b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Requests != int64(b.N) {
+		b.Fatalf("requests = %d, want %d", res.Requests, b.N)
+	}
+}
