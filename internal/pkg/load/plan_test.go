@@ -80,7 +80,7 @@ func TestSchedulePatterns(t *testing.T) {
 		},
 		{
 			name:   "spike between base rates",
-			o:      Options{Stages: []Stage{Step(100, sec), Spike(1000, sec / 2), Step(100, sec)}},
+			o:      Options{Stages: []Stage{Step(100, sec), Spike(1000, sec/2), Step(100, sec)}},
 			total:  100 + 500 + 100,
 			window: [][3]int{{0, 1, 100}, {1, 2, 500 + 50}},
 		},
@@ -93,7 +93,7 @@ func TestSchedulePatterns(t *testing.T) {
 		},
 		{
 			name:  "duration caps stages",
-			o:     Options{Stages: []Stage{Step(100, 10 * sec)}, Duration: 3 * sec},
+			o:     Options{Stages: []Stage{Step(100, 10*sec)}, Duration: 3 * sec},
 			total: 300,
 		},
 		{
@@ -139,7 +139,7 @@ func TestScheduleRampIsExact(t *testing.T) {
 func TestScheduleStripingMatchesSingleHost(t *testing.T) {
 	t.Parallel()
 	for _, model := range []ArrivalModel{Uniform, Poisson} {
-		base := Options{Stages: []Stage{Ramp(0, 500, 2 * time.Second)}, Rate: 300, Duration: 4 * time.Second, Arrival: model, Seed: 7}
+		base := Options{Stages: []Stage{Ramp(0, 500, 2*time.Second)}, Rate: 300, Duration: 4 * time.Second, Arrival: model, Seed: 7}
 		single := arrivals(t, &base)
 		const hosts = 3
 		var union []time.Duration
