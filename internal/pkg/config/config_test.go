@@ -157,6 +157,8 @@ func TestParseErrors(t *testing.T) {
 			`f.yaml:2: runner.capacity: "abc" is not a whole number (want e.g. 2)`},
 		{"float for int", "runner:\n  capacity: 1.5\n", nil,
 			`f.yaml:2: runner.capacity: "1.5" is not a whole number (want e.g. 2)`},
+		{"int out of range", "runner:\n  capacity: 99999999999\n", nil,
+			`f.yaml:2: runner.capacity: "99999999999" is out of range (want at most 2147483647)`},
 		{"bad bool", "metrics:\n  enabled: maybe\n", nil,
 			`f.yaml:2: metrics.enabled: "maybe" is not true or false`},
 		{"bad duration", "runner:\n  timeout: soon\n", nil,
@@ -449,6 +451,9 @@ func TestLoadRegistrationErrors(t *testing.T) {
 	writeRegistration(t, bad, "{not json")
 	if _, err := LoadRegistration(bad); err == nil || !strings.Contains(err.Error(), "damaged: delete it and run `forgeload register` again") {
 		t.Errorf("LoadRegistration(malformed) = %v, want a damaged-file error", err)
+	}
+	if err := SaveRegistration(filepath.Join(dir, "no", "such", ".runner"), &Registration{}); err == nil || !strings.Contains(err.Error(), "check that the directory exists") {
+		t.Errorf("SaveRegistration(missing dir) = %v, want an error saying to check the directory", err)
 	}
 	partial := filepath.Join(dir, "partial")
 	writeRegistration(t, partial, `{"uuid": "u"}`)

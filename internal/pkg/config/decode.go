@@ -290,7 +290,11 @@ func setScalar(v reflect.Value, text string) string {
 		v.SetString(text)
 	case reflect.Int:
 		i, err := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(text), "_", ""), 10, 64)
-		if err != nil || i < math.MinInt32 || i > math.MaxInt32 {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) || err == nil && (i < math.MinInt32 || i > math.MaxInt32) {
+			return fmt.Sprintf("%q is out of range (want at most %d)", text, math.MaxInt32)
+		}
+		if err != nil {
 			return fmt.Sprintf("%q is not a whole number (want e.g. 2)", text)
 		}
 		v.SetInt(i)
