@@ -1,0 +1,1063 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
+	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+)
+
+// Defaults for [Plan] and [CoordOptions].
+const (
+	DefaultJoinTimeout    = 60 * time.Second
+	DefaultBarrierTimeout = 120 * time.Second
+	DefaultStartLead      = 2 * time.Second
+	DefaultSweepInterval  = time.Second
+	DefaultStopTimeout    = 10 * time.Second
+	DefaultSecondGrace    = 3 * time.Second
+	DefaultMaxSegments    = 2
+	coordLease            = 10 * time.Second
+	coordRenew            = 2 * time.Second
+	claimTTL              = 30 * time.Second
+)
+
+// DroppedKey is the counter key a [SegmentRunner] uses for arrivals it
+// could not start (no free VU); it is summed into [WorkerRow.Dropped].
+const DroppedKey = "dropped_iterations"
+
+// Plan is one distributed load test as the coordinator runs it.
+type Plan struct {
+	// Spec is the load spec (opaque JSON) handed to every SegmentRunner.
+	Spec []byte
+	// Duration is the plan's timeline length including graceful stop.
+	Duration time.Duration
+	// Workers is the number of segments and of workers wanted (required, ≥ 1).
+	Workers int
+	// MinWorkers is the fewest workers the run starts with; default Workers.
+	MinWorkers int
+	// Spares is how many extra runners join without a segment, ready to take
+	// over a lost one at once; default 0.
+	Spares int
+	// JoinTimeout bounds recruitment; default 60s.
+	JoinTimeout time.Duration
+	// OnWorkerLoss is the loss policy; default [LossReassign].
+	OnWorkerLoss LossPolicy
+	// Labels are required on every recruited runner.
+	Labels []string
+	// Weighted sizes segments by the workers' advertised capacity instead
+	// of equally.
+	Weighted bool
+	// MaxSegments is how many segments one worker may hold after taking
+	// over; default 2.
+	MaxSegments int
+	// Resources seeds named resource pools: pool name → payloads; ids are
+	// "0", "1", ….
+	Resources map[string][]string
+}
+
+// CoordOptions tunes [Coordinate]. Zero fields take the documented defaults.
+type CoordOptions struct {
+	// RunID names the run; default a new unique id.
+	RunID string
+	// Coordinator is this runner's id, recorded in the coordinator lease;
+	// default "coordinator".
+	Coordinator string
+	// StartLead is the least time between the barrier and start_at; the
+	// lead is max(StartLead, 5 × the largest worker RTT). Default 2s.
+	StartLead time.Duration
+	// BarrierTimeout bounds the wait for every worker to prepare; default 120s.
+	BarrierTimeout time.Duration
+	// SweepInterval is how often dead workers are looked for; default 1s.
+	SweepInterval time.Duration
+	// StopTimeout bounds the wait for final metrics after the plan ends; default 10s.
+	StopTimeout time.Duration
+	// SecondGrace is how long a run second waits for late workers before it
+	// is closed for live progress; default 3s. Late data still counts in totals.
+	SecondGrace time.Duration
+	// Observer receives cluster metrics; nil means none.
+	Observer Observer
+	// Logf receives progress lines (joins, start time, reassignments); nil discards.
+	Logf func(format string, args ...any)
+	// OnSecond receives each closed run second, merged across workers, for
+	// live progress. It is called from Coordinate's goroutine.
+	OnSecond func(*snapshot.Snapshot)
+}
+
+// Outcome is the merged result of a distributed run.
+type Outcome struct {
+	RunID string
+	// StartAt is start_at on Redis's clock.
+	StartAt time.Time
+	// Seconds holds one merged snapshot per run second, in order.
+	Seconds []*snapshot.Snapshot
+	// Total is the cumulative merge of every worker's every second.
+	Total *snapshot.Snapshot
+	// Workers has one row per worker that joined.
+	Workers []WorkerRow
+	// Reassignments counts segments moved to a new owner.
+	Reassignments int
+	// Degraded is true when some segment was left without an owner.
+	Degraded bool
+	// DuplicateMetrics counts metric entries dropped as duplicates.
+	DuplicateMetrics int
+}
+
+// WorkerRow is one worker's line in the summary.
+type WorkerRow struct {
+	ID, Host string
+	// Segments lists every segment index the worker held.
+	Segments []int
+	// Samples is the number of histogram samples it recorded; Rate is
+	// Samples per second of plan.
+	Samples int64
+	Rate    float64
+	// Dropped sums its [DroppedKey] counter.
+	Dropped int64
+	// CPUPct is its last reported process CPU (100 = one core).
+	CPUPct float64
+	// ClockOffset is its measured offset to Redis's clock.
+	ClockOffset time.Duration
+	// Lost is set when it died or abandoned before the end.
+	Lost   bool
+	Reason string
+	// Total is the merge of everything it shipped.
+	Total *snapshot.Snapshot
+}
+
+type workerInfo struct {
+	id       string
+	host     string
+	capacity int
+	segs     map[int]bool
+	everSegs map[int]bool
+	lost     bool
+	reason   string
+	stopped  bool
+	final    bool
+}
+
+type coordinator struct {
+	rdb     *redis.Client
+	reader  *redis.Client
+	plan    Plan
+	o       CoordOptions
+	run     string
+	k       runKeys
+	term    int64
+	ttl     time.Duration
+	redisID string
+
+	workers  map[string]*workerInfo
+	order    []string
+	owners   map[int]string // seg → "wid:gen"
+	seq      *segment.Sequence
+	startAt  int64
+	out      *Outcome
+	mg       *merger
+	claimed  []string
+	evCursor string
+	mtCursor string
+	nextSec  int
+	secSeen  map[int]time.Time
+	leaseErr chan error
+}
+
+// Coordinate runs plan as one distributed test: it creates the run,
+// recruits runners from the pool, splits the plan into segments, starts
+// every worker at one start_at on Redis's clock, reaps and reassigns lost
+// workers, merges their metrics and finalizes. It returns the merged
+// outcome, or an error naming what failed (too few workers joined, Redis
+// restarted, a worker lost under on_worker_loss abort, ctx cancelled), in
+// which case the run is marked ABORTED so every worker stops.
+func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOptions) (*Outcome, error) {
+	if err := validatePlan(&plan); err != nil {
+		return nil, err
+	}
+	if o.RunID == "" {
+		o.RunID = newRunID()
+	}
+	if strings.ContainsAny(o.RunID, "{}") {
+		return nil, fmt.Errorf("coordinate: run id %q must not contain braces", o.RunID)
+	}
+	if o.Coordinator == "" {
+		o.Coordinator = "coordinator"
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.StartLead, DefaultStartLead)
+	def(&o.BarrierTimeout, DefaultBarrierTimeout)
+	def(&o.SweepInterval, DefaultSweepInterval)
+	def(&o.StopTimeout, DefaultStopTimeout)
+	def(&o.SecondGrace, DefaultSecondGrace)
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	opt := *rdb.Options()
+	opt.ContextTimeoutEnabled = true
+	opt.PoolSize = 4
+	c := &coordinator{
+		rdb: redis.NewClient(&opt), plan: plan, o: o, run: o.RunID, k: runKeys(o.RunID), term: 1,
+		ttl:     plan.Duration + defaultRunTTLPad*time.Second,
+		workers: map[string]*workerInfo{}, owners: map[int]string{}, mg: newMerger(),
+		evCursor: "0", mtCursor: "0", secSeen: map[int]time.Time{}, leaseErr: make(chan error, 1),
+		out: &Outcome{RunID: o.RunID},
+	}
+	ropt := opt
+	ropt.PoolSize = 2
+	c.reader = redis.NewClient(&ropt)
+	defer c.rdb.Close()
+	defer c.reader.Close()
+
+	if err := c.create(ctx); err != nil {
+		return nil, err
+	}
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); c.renewLease(leaseCtx) }()
+	defer func() { stopLease(); wg.Wait() }()
+
+	out, err := c.drive(ctx)
+	if err != nil {
+		c.abort(ctx, err)
+		return nil, err
+	}
+	return out, nil
+}
+
+func validatePlan(p *Plan) error {
+	if p.Workers < 1 {
+		return fmt.Errorf("coordinate: distributed.workers = %d, want at least 1", p.Workers)
+	}
+	if p.MinWorkers == 0 {
+		p.MinWorkers = p.Workers
+	}
+	if p.MinWorkers < 1 || p.MinWorkers > p.Workers {
+		return fmt.Errorf("coordinate: distributed.min_workers = %d, want 1..workers (%d)", p.MinWorkers, p.Workers)
+	}
+	if p.Duration <= 0 {
+		return fmt.Errorf("coordinate: plan duration %s, want > 0; set duration in the load config", p.Duration)
+	}
+	if p.JoinTimeout <= 0 {
+		p.JoinTimeout = DefaultJoinTimeout
+	}
+	if p.MaxSegments <= 0 {
+		p.MaxSegments = DefaultMaxSegments
+	}
+	switch p.OnWorkerLoss {
+	case "":
+		p.OnWorkerLoss = LossReassign
+	case LossReassign, LossContinue, LossAbort:
+	default:
+		return fmt.Errorf("coordinate: distributed.on_worker_loss = %q, want reassign, continue or abort", p.OnWorkerLoss)
+	}
+	if p.Spares < 0 {
+		return fmt.Errorf("coordinate: spares = %d, want >= 0", p.Spares)
+	}
+	return nil
+}
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(time.Now().UnixMilli(), 36) + hex.EncodeToString(b[:])
+}
+
+func (c *coordinator) logf(format string, args ...any) {
+	c.o.Logf("cluster run %s: "+format, append([]any{c.run}, args...)...)
+}
+
+func redisRunID(ctx context.Context, rdb redis.Cmdable) (string, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("read redis INFO server: %w", err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v, nil
+		}
+	}
+	return "", errors.New("read redis INFO server: no run_id field")
+}
+
+func (c *coordinator) create(ctx context.Context) error {
+	rid, err := redisRunID(ctx, c.rdb)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", c.run, err)
+	}
+	c.redisID = rid
+	ttlSec := int64(c.ttl / time.Second)
+	args := []any{ownerValue(c.o.Coordinator, c.term), coordLease.Milliseconds(), ttlSec,
+		"plan", string(c.plan.Spec), "duration_ms", c.plan.Duration.Milliseconds(),
+		"expected_workers", c.plan.Workers, "min_workers", c.plan.MinWorkers,
+		"redis_run_id", rid, "ttl", ttlSec, "coordinator", c.o.Coordinator,
+		"on_worker_loss", string(c.plan.OnWorkerLoss), "term", c.term,
+	}
+	if _, err := createRunScript.Run(ctx, c.rdb, []string{c.k.state(), c.k.coord(), c.k.gen(), c.k.meta()}, args...).Int64(); err != nil {
+		return scriptErr("create run "+c.run, err)
+	}
+	if len(c.plan.Resources) > 0 {
+		_, err := c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			for name, payloads := range c.plan.Resources {
+				for i, p := range payloads {
+					id := strconv.Itoa(i)
+					pipe.HSet(ctx, c.k.resData(name), id, p)
+					pipe.SAdd(ctx, c.k.resFree(name), id)
+				}
+				pipe.HSet(ctx, c.k.res(), name, len(payloads))
+				for _, key := range []string{c.k.resData(name), c.k.resFree(name)} {
+					pipe.ExpireNX(ctx, key, c.ttl)
+				}
+			}
+			pipe.ExpireNX(ctx, c.k.res(), c.ttl)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("create run %s: seed resource pools: %w", c.run, err)
+		}
+	}
+	return nil
+}
+
+func (c *coordinator) renewLease(ctx context.Context) {
+	t := time.NewTicker(coordRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, coordRenew)
+			n, err := renewLeaseScript.Run(cctx, c.rdb, []string{c.k.coord()}, ownerValue(c.o.Coordinator, c.term), coordLease.Milliseconds()).Int()
+			cancel()
+			if err == nil && n == 0 {
+				select {
+				case c.leaseErr <- fmt.Errorf("%w: the coordinator lease lt:{%s}:coord is gone (redis restarted or the lease expired)", ErrStateLost, c.run):
+				default:
+				}
+				return
+			}
+		}
+	}
+}
+
+func (c *coordinator) drive(ctx context.Context) (*Outcome, error) {
+	if err := c.recruit(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.runLoop(ctx); err != nil {
+		return nil, err
+	}
+	return c.finalize(ctx)
+}
+
+// recruit offers the run to idle runners and waits for joins.
+func (c *coordinator) recruit(ctx context.Context) error {
+	need := c.plan.Workers + c.plan.Spares
+	deadline := time.Now().Add(c.plan.JoinTimeout)
+	offered := map[string]bool{}
+	var available []string
+	nextScan := time.Time{}
+	for {
+		if time.Now().After(nextScan) {
+			var err error
+			if available, err = c.offer(ctx, offered, need); err != nil {
+				return err
+			}
+			nextScan = time.Now().Add(time.Second)
+		}
+		joined, err := c.rdb.HGetAll(ctx, c.k.workers()).Result()
+		if err != nil {
+			return fmt.Errorf("run %s: read joined workers: %w", c.run, err)
+		}
+		if len(joined) >= need || time.Now().After(deadline) {
+			if len(joined) < c.plan.MinWorkers {
+				if len(available) == 0 {
+					available = []string{"none"}
+				}
+				return fmt.Errorf("only %d of %d workers joined within %s (min_workers %d); available runners: %s",
+					len(joined), c.plan.Workers, fmtDur(c.plan.JoinTimeout), c.plan.MinWorkers, strings.Join(available, ", "))
+			}
+			for id, info := range joined {
+				var wi struct {
+					Host     string `json:"host"`
+					Capacity int    `json:"capacity"`
+				}
+				_ = json.Unmarshal([]byte(info), &wi)
+				c.workers[id] = &workerInfo{id: id, host: wi.Host, capacity: max(wi.Capacity, 1), segs: map[int]bool{}, everSegs: map[int]bool{}}
+			}
+			c.order = slices.SortedFunc(maps.Keys(c.workers), func(a, b string) int {
+				if d := c.workers[b].capacity - c.workers[a].capacity; d != 0 {
+					return d
+				}
+				return strings.Compare(a, b)
+			})
+			c.logf("%d workers joined: %s", len(c.order), strings.Join(c.order, ", "))
+			c.o.Observer.SetWorkers(len(c.order))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run %s: recruiting workers: %w", c.run, ctx.Err())
+		case <-time.After(100 * time.Millisecond): // poll joins
+		}
+	}
+}
+
+func fmtDur(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+// offer claims and invites idle runners until need offers are out. It
+// returns the ids of all present runners, for error messages.
+func (c *coordinator) offer(ctx context.Context, offered map[string]bool, need int) ([]string, error) {
+	ids, err := c.rdb.SMembers(ctx, runnersKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: list runners (%s): %w", c.run, runnersKey, err)
+	}
+	slices.Sort(ids)
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, presenceKey(id))
+	}
+	_, _ = pipe.Exec(ctx)
+	type cand struct {
+		id  string
+		cap int
+	}
+	var cands []cand
+	var present []string
+	for i, id := range ids {
+		h := cmds[i].Val()
+		if len(h) == 0 {
+			c.rdb.SRem(ctx, runnersKey, id) // prune a stale index entry
+			continue
+		}
+		present = append(present, id)
+		if offered[id] || !hasLabels(h["labels"], c.plan.Labels) {
+			continue
+		}
+		capacity, _ := strconv.Atoi(h["capacity"])
+		busy := 0
+		if h["busy_run"] != "" {
+			busy = len(strings.Split(h["busy_run"], ","))
+		}
+		if busy >= max(capacity, 1) {
+			continue
+		}
+		cands = append(cands, cand{id, capacity})
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return b.cap - a.cap })
+	for _, cd := range cands {
+		if len(offered) >= need {
+			break
+		}
+		ok, err := c.rdb.SetNX(ctx, claimKey(cd.id), c.run, claimTTL).Result()
+		if err != nil || !ok {
+			continue
+		}
+		offered[cd.id] = true
+		c.claimed = append(c.claimed, cd.id)
+		c.rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey(cd.id), MaxLen: streamCap, Approx: true,
+			Values: map[string]any{"type": "join", "run": c.run, "coord": c.o.Coordinator, "term": c.term}})
+	}
+	return present, nil
+}
+
+func hasLabels(have string, want []string) bool {
+	hs := strings.Split(have, ",")
+	for _, w := range want {
+		if !slices.Contains(hs, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare plans segments, tells every worker, and waits at the barrier.
+func (c *coordinator) prepare(ctx context.Context) error {
+	n := min(len(c.order), c.plan.Workers)
+	owners := c.order[:n]
+	var err error
+	if c.plan.Weighted {
+		w := make([]int, n)
+		for i, id := range owners {
+			w[i] = c.workers[id].capacity
+		}
+		c.seq, err = segment.Weighted(w)
+	} else {
+		c.seq, err = segment.Equal(n)
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: plan segments: %w", c.run, err)
+	}
+	gen, err := c.rdb.Incr(ctx, c.k.gen()).Result()
+	if err != nil {
+		return fmt.Errorf("run %s: bump generation: %w", c.run, err)
+	}
+	segHash := map[string]any{}
+	for i, id := range owners {
+		c.workers[id].segs[i] = true
+		c.workers[id].everSegs[i] = true
+		c.owners[i] = ownerValue(id, gen)
+		segHash[strconv.Itoa(i)] = c.seq.Segment(i).String()
+	}
+	_, err = c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.HSet(ctx, c.k.seg(), segHash)
+		pipe.ExpireNX(ctx, c.k.seg(), c.ttl)
+		for i, ov := range c.owners {
+			pipe.HSet(ctx, c.k.segOwner(), strconv.Itoa(i), ov)
+		}
+		pipe.ExpireNX(ctx, c.k.segOwner(), c.ttl)
+		for _, id := range c.order {
+			c.sendDesired(ctx, pipe, id, cmdPrepare, desired{Gen: gen, Term: c.term, Phase: phasePrepare, Segments: c.segsOf(id), Seq: c.seq.Bounds()})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("run %s: write segment plan: %w", c.run, err)
+	}
+	for i := range n {
+		c.logf("segment %d %s → %s", i, c.seq.Segment(i), owners[i])
+	}
+	// Barrier: every worker has prepared for gen.
+	deadline := time.Now().Add(c.o.BarrierTimeout)
+	for {
+		ready, err := c.rdb.HGetAll(ctx, c.k.ready()).Result()
+		if err != nil {
+			return fmt.Errorf("run %s: read barrier: %w", c.run, err)
+		}
+		var missing []string
+		for _, id := range c.order {
+			if g, _ := strconv.ParseInt(ready[id], 10, 64); g < gen {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run %s: workers %s did not prepare within %s (barrier_timeout)", c.run, strings.Join(missing, ", "), c.o.BarrierTimeout)
+		}
+		if err := c.checkRedis(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("run %s: waiting at the barrier: %w", c.run, ctx.Err())
+		case <-time.After(50 * time.Millisecond): // poll the barrier
+		}
+	}
+}
+
+func (c *coordinator) segsOf(id string) []int {
+	return slices.Sorted(maps.Keys(c.workers[id].segs))
+}
+
+// sendDesired writes desired first, then the command (notification).
+func (c *coordinator) sendDesired(ctx context.Context, pipe redis.Pipeliner, id, typ string, d desired) {
+	pipe.Del(ctx, c.k.desired(id))
+	pipe.HSet(ctx, c.k.desired(id), d.hash())
+	pipe.Expire(ctx, c.k.desired(id), c.ttl)
+	e, _ := json.Marshal(envelope{Type: typ, CmdID: newRunID(), Run: c.run, Term: d.Term, Gen: d.Gen, SentAtMs: time.Now().UnixMilli(), Payload: &d})
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: c.k.cmd(id), MaxLen: streamCap, Approx: true, Values: map[string]any{"e": string(e)}})
+	pipe.ExpireNX(ctx, c.k.cmd(id), c.ttl)
+}
+
+func (c *coordinator) bcast(ctx context.Context, pipe redis.Cmdable, typ string, gen int64) {
+	e, _ := json.Marshal(envelope{Type: typ, CmdID: newRunID(), Run: c.run, Term: c.term, Gen: gen, SentAtMs: time.Now().UnixMilli()})
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: c.k.bcast(), MaxLen: streamCap, Approx: true, Values: map[string]any{"e": string(e)}})
+	pipe.ExpireNX(ctx, c.k.bcast(), c.ttl)
+}
+
+// start computes start_at on Redis's clock and releases everyone.
+func (c *coordinator) start(ctx context.Context) error {
+	pipe := c.rdb.Pipeline()
+	st := make([]*redis.StringCmd, len(c.order))
+	for i, id := range c.order {
+		st[i] = pipe.HGet(ctx, c.k.status(id), "rtt_us")
+	}
+	_, _ = pipe.Exec(ctx)
+	maxRTT := time.Duration(0)
+	for _, s := range st {
+		if us, err := strconv.ParseInt(s.Val(), 10, 64); err == nil {
+			maxRTT = max(maxRTT, time.Duration(us)*time.Microsecond)
+		}
+	}
+	cl, err := measureClock(ctx, c.rdb)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", c.run, err)
+	}
+	lead := max(c.o.StartLead, 5*maxRTT)
+	c.startAt = cl.redisNow().Add(lead).UnixMilli()
+	c.out.StartAt = time.UnixMilli(c.startAt)
+	ok, err := casState(ctx, c.rdb, c.k, StateRunning, StatePreparing)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.lostOr(ctx, fmt.Errorf("run %s: state is not PREPARING at start", c.run))
+	}
+	gen, err := c.rdb.Incr(ctx, c.k.gen()).Result()
+	if err != nil {
+		return fmt.Errorf("run %s: bump generation: %w", c.run, err)
+	}
+	_, err = c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, c.k.startAt(), c.startAt, c.ttl)
+		for _, id := range c.order {
+			c.sendDesired(ctx, pipe, id, cmdStart, desired{Gen: gen, Term: c.term, Phase: phaseRun, Segments: c.segsOf(id), Seq: c.seq.Bounds(), StartAtMs: c.startAt})
+		}
+		c.bcast(ctx, pipe, cmdStart, gen)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("run %s: release workers: %w", c.run, err)
+	}
+	c.logf("start_at %s (Redis clock, lead %s)", c.out.StartAt.UTC().Format(time.RFC3339Nano), lead)
+	return nil
+}
+
+// lostOr returns the state-lost error if Redis restarted, else err.
+func (c *coordinator) lostOr(ctx context.Context, err error) error {
+	if lerr := c.checkRedis(ctx); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// checkRedis fails when Redis restarted or the run's state vanished.
+func (c *coordinator) checkRedis(ctx context.Context) error {
+	select {
+	case err := <-c.leaseErr:
+		return err
+	default:
+	}
+	rid, err := redisRunID(ctx, c.rdb)
+	if err != nil {
+		return nil // unreachable for now; a later sweep decides
+	}
+	if rid != c.redisID {
+		return fmt.Errorf("%w: redis restarted (run_id changed)", ErrStateLost)
+	}
+	n, err := c.rdb.Exists(ctx, c.k.state()).Result()
+	if err == nil && n == 0 {
+		return fmt.Errorf("%w: run state key %s is gone", ErrStateLost, c.k.state())
+	}
+	return nil
+}
+
+func (c *coordinator) redisNowMs(ctx context.Context) (int64, error) {
+	t, err := c.rdb.Time(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMilli(), nil
+}
+
+// runLoop watches events and metrics, sweeps for dead workers, and returns
+// once the plan has ended and every live segment owner has stopped.
+func (c *coordinator) runLoop(ctx context.Context) error {
+	endMs := c.startAt + c.plan.Duration.Milliseconds()
+	var stopDeadline time.Time
+	nextSweep := time.Now()
+	for {
+		if err := c.readStreams(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+		if time.Now().After(nextSweep) {
+			nextSweep = time.Now().Add(c.o.SweepInterval)
+			if err := c.checkRedis(ctx); err != nil {
+				return err
+			}
+			now, err := c.redisNowMs(ctx)
+			if err != nil {
+				continue
+			}
+			ended := now >= endMs
+			if err := c.sweep(ctx, ended); err != nil {
+				return err
+			}
+			c.closeSeconds(now)
+			if ended {
+				if stopDeadline.IsZero() {
+					stopDeadline = time.Now().Add(c.o.StopTimeout)
+				}
+				if c.allStopped() || time.Now().After(stopDeadline) {
+					return nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("run %s: %w", c.run, ctx.Err())
+		}
+	}
+}
+
+func (c *coordinator) allStopped() bool {
+	for _, w := range c.workers {
+		if !w.lost && len(w.everSegs) > 0 && (!w.stopped || !w.final) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *coordinator) readStreams(ctx context.Context, block time.Duration) error {
+	res, err := c.reader.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{c.k.events(), c.k.metrics(), c.evCursor, c.mtCursor}, Block: block, Count: 256,
+	}).Result()
+	if errors.Is(err, redis.Nil) || err != nil {
+		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // back off a broken connection
+			}
+		}
+		return nil
+	}
+	for _, s := range res {
+		for _, msg := range s.Messages {
+			if s.Stream == c.k.events() {
+				c.evCursor = msg.ID
+				if err := c.onEvent(ctx, msg.Values); err != nil {
+					return err
+				}
+			} else {
+				c.mtCursor = msg.ID
+				if w, ok := c.mg.add(msg.Values); ok {
+					if wi := c.workers[w]; wi != nil && msg.Values["f"] == "1" {
+						wi.final = true
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
+	w, _ := v["w"].(string)
+	wi := c.workers[w]
+	if wi == nil {
+		return nil
+	}
+	switch v["type"] {
+	case "abandoned":
+		reason, _ := v["reason"].(string)
+		return c.lose(ctx, w, "abandoned: "+reason)
+	case "stopped":
+		wi.stopped = true
+	case "error":
+		wi.stopped = true
+		c.logf("worker %s reported an error and stopped", w)
+	}
+	return nil
+}
+
+// sweep finds workers whose alive lease is gone.
+func (c *coordinator) sweep(ctx context.Context, ended bool) error {
+	pipe := c.rdb.Pipeline()
+	ex := map[string]*redis.IntCmd{}
+	for _, id := range c.order {
+		if !c.workers[id].lost {
+			ex[id] = pipe.Exists(ctx, c.k.alive(id))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil // cannot tell; the next sweep decides
+	}
+	for _, id := range c.order {
+		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 {
+			if ended && c.workers[id].stopped {
+				continue
+			}
+			if err := c.lose(ctx, id, "lease expired"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lose handles a dead or abandoning worker according to the loss policy.
+func (c *coordinator) lose(ctx context.Context, id, why string) error {
+	wi := c.workers[id]
+	if wi.lost {
+		return nil
+	}
+	wi.lost, wi.reason = true, why
+	alive := 0
+	for _, w := range c.workers {
+		if !w.lost {
+			alive++
+		}
+	}
+	c.o.Observer.SetWorkers(alive)
+	c.logf("worker %s lost (%s)", id, why)
+	if c.plan.OnWorkerLoss == LossAbort {
+		return fmt.Errorf("run %s: worker %s lost (%s) and distributed.on_worker_loss is abort", c.run, id, why)
+	}
+	if err := c.reap(ctx, id); err != nil {
+		return err
+	}
+	lostSegs := c.segsOf(id)
+	wi.segs = map[int]bool{}
+	now, _ := c.redisNowMs(ctx)
+	if now >= c.startAt+c.plan.Duration.Milliseconds() {
+		return nil // the plan is over; nothing to hand on
+	}
+	for _, s := range lostSegs {
+		target := ""
+		if c.plan.OnWorkerLoss == LossReassign {
+			target = c.pickTarget(ctx)
+		}
+		gen, err := reassignScript.Run(ctx, c.rdb, []string{c.k.segOwner(), c.k.gen()}, s, c.owners[s], target, int64(c.ttl/time.Second)).Int64()
+		if err != nil {
+			return scriptErr(fmt.Sprintf("reassign segment %d of run %s", s, c.run), err)
+		}
+		if gen == 0 {
+			c.logf("segment %d: owner changed under us; not reassigning", s)
+			continue
+		}
+		if target == "" {
+			delete(c.owners, s)
+			c.out.Degraded = true
+			c.timeline(ctx, gen, "degraded: segment "+strconv.Itoa(s)+" unowned")
+			c.logf("segment %d left unowned: run degraded", s)
+			continue
+		}
+		c.owners[s] = ownerValue(target, gen)
+		tw := c.workers[target]
+		tw.segs[s] = true
+		tw.everSegs[s] = true
+		tw.stopped, tw.final = false, false
+		_, err = c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			c.sendDesired(ctx, pipe, target, cmdAssign, desired{Gen: gen, Term: c.term, Phase: phaseRun, Segments: c.segsOf(target), Seq: c.seq.Bounds(), StartAtMs: c.startAt})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("run %s: assign segment %d to %s: %w", c.run, s, target, err)
+		}
+		c.out.Reassignments++
+		c.o.Observer.SegmentReassigned()
+		c.timeline(ctx, gen, "reassign: segment "+strconv.Itoa(s)+" "+id+" → "+target)
+		c.logf("segment %d reassigned %s → %s (gen %d)", s, id, target, gen)
+	}
+	return nil
+}
+
+// pickTarget: a spare first, then the live owner with the most headroom
+// (cpu < 70%% and fewer than MaxSegments segments); "" when none.
+func (c *coordinator) pickTarget(ctx context.Context) string {
+	best, bestSegs, bestCPU := "", 0, 0.0
+	for _, id := range c.order {
+		w := c.workers[id]
+		if w.lost {
+			continue
+		}
+		if len(w.everSegs) == 0 && len(w.segs) == 0 {
+			return id
+		}
+	}
+	for _, id := range c.order {
+		w := c.workers[id]
+		if w.lost || len(w.segs) >= c.plan.MaxSegments {
+			continue
+		}
+		cpu, _ := c.rdb.HGet(ctx, c.k.status(id), "cpu_pct").Float64()
+		if cpu >= 70 {
+			continue
+		}
+		if best == "" || len(w.segs) < bestSegs || (len(w.segs) == bestSegs && cpu < bestCPU) {
+			best, bestSegs, bestCPU = id, len(w.segs), cpu
+		}
+	}
+	return best
+}
+
+func (c *coordinator) reap(ctx context.Context, id string) error {
+	names, err := c.rdb.HKeys(ctx, c.k.res()).Result()
+	if err != nil {
+		return fmt.Errorf("run %s: list resource pools: %w", c.run, err)
+	}
+	slices.Sort(names)
+	keys := []string{c.k.workers(), c.k.alive(id)}
+	for _, n := range names {
+		keys = append(keys, c.k.resHeld(n), c.k.resFree(n))
+	}
+	if err := reapScript.Run(ctx, c.rdb, keys, id).Err(); err != nil {
+		return scriptErr(fmt.Sprintf("reap worker %s of run %s", id, c.run), err)
+	}
+	return nil
+}
+
+func (c *coordinator) timeline(ctx context.Context, gen int64, source string) {
+	alive := 0
+	for _, w := range c.workers {
+		if !w.lost {
+			alive++
+		}
+	}
+	c.rdb.XAdd(ctx, &redis.XAddArgs{Stream: c.k.timeline(), MaxLen: streamCap, Approx: true,
+		Values: map[string]any{"gen": gen, "workers": alive, "source": source}})
+	c.rdb.ExpireNX(ctx, c.k.timeline(), c.ttl)
+}
+
+// closeSeconds hands finished seconds to OnSecond: a second closes when
+// every live segment owner has shipped it, or SecondGrace after it ended.
+func (c *coordinator) closeSeconds(nowMs int64) {
+	for {
+		sec := c.nextSec
+		endMs := c.startAt + int64(sec+1)*1000
+		if nowMs < endMs || int64(sec)*1000 >= c.plan.Duration.Milliseconds() {
+			return
+		}
+		all := true
+		for _, w := range c.workers {
+			if ls, ok := c.mg.lastSec[w.id]; !w.lost && len(w.segs) > 0 && !w.final && (!ok || ls < sec) {
+				all = false
+			}
+		}
+		if !all && nowMs < endMs+c.o.SecondGrace.Milliseconds() {
+			return
+		}
+		if c.o.OnSecond != nil {
+			s := c.mg.seconds[sec]
+			if s == nil {
+				s = snapshot.New(sec)
+			}
+			c.o.OnSecond(s.Clone())
+		}
+		c.nextSec++
+	}
+}
+
+func (c *coordinator) finalize(ctx context.Context) (*Outcome, error) {
+	// Drain what is left of the metrics stream.
+	for range 100 {
+		before := c.mtCursor
+		if err := c.readStreams(ctx, 0); err != nil {
+			return nil, err
+		}
+		if c.mtCursor == before {
+			break
+		}
+	}
+	if _, err := casState(ctx, c.rdb, c.k, StateDone, StateRunning, StateStopping); err != nil {
+		return nil, err
+	}
+	gen, _ := c.rdb.Incr(ctx, c.k.gen()).Result()
+	c.bcast(ctx, c.rdb, cmdStop, gen)
+	c.buildOutcome(ctx)
+	sum, _ := json.Marshal(summaryOf(c.out))
+	c.rdb.Set(ctx, c.k.summary(), sum, c.ttl)
+	c.cleanup(ctx)
+	c.logf("done: %d workers, %d reassignments, degraded=%v", len(c.order), c.out.Reassignments, c.out.Degraded)
+	return c.out, nil
+}
+
+func (c *coordinator) buildOutcome(ctx context.Context) {
+	secs := slices.Sorted(maps.Keys(c.mg.seconds))
+	for _, s := range secs {
+		c.out.Seconds = append(c.out.Seconds, c.mg.seconds[s])
+	}
+	c.out.Total = c.mg.total
+	c.out.DuplicateMetrics = c.mg.dups
+	planSec := c.plan.Duration.Seconds()
+	for _, id := range c.order {
+		w := c.workers[id]
+		row := WorkerRow{ID: id, Host: w.host, Segments: slices.Sorted(maps.Keys(w.everSegs)), Lost: w.lost, Reason: w.reason, Total: c.mg.perWorker[id]}
+		if row.Total == nil {
+			row.Total = snapshot.New(-1)
+		}
+		for _, h := range row.Total.Hists {
+			row.Samples += h.TotalCount()
+		}
+		row.Rate = float64(row.Samples) / planSec
+		row.Dropped = row.Total.Counters[DroppedKey]
+		st, _ := c.rdb.HGetAll(ctx, c.k.status(id)).Result()
+		row.CPUPct, _ = strconv.ParseFloat(st["cpu_pct"], 64)
+		off, _ := strconv.ParseInt(st["clock_offset_ms"], 10, 64)
+		row.ClockOffset = time.Duration(off) * time.Millisecond
+		c.out.Workers = append(c.out.Workers, row)
+	}
+}
+
+type summaryJSON struct {
+	Run           string                      `json:"run"`
+	StartAtMs     int64                       `json:"start_at"`
+	Counters      map[string]int64            `json:"counters"`
+	Percentiles   map[string]map[string]int64 `json:"percentiles_us"`
+	Reassignments int                         `json:"reassignments"`
+	Degraded      bool                        `json:"degraded"`
+	Workers       []string                    `json:"workers"`
+}
+
+func summaryOf(o *Outcome) summaryJSON {
+	s := summaryJSON{Run: o.RunID, StartAtMs: o.StartAt.UnixMilli(), Counters: o.Total.Counters, Percentiles: map[string]map[string]int64{},
+		Reassignments: o.Reassignments, Degraded: o.Degraded}
+	for k, h := range o.Total.Hists {
+		s.Percentiles[k] = map[string]int64{"p50": h.ValueAtQuantile(50), "p90": h.ValueAtQuantile(90), "p95": h.ValueAtQuantile(95), "p99": h.ValueAtQuantile(99), "max": h.Max()}
+	}
+	for _, w := range o.Workers {
+		s.Workers = append(s.Workers, w.ID)
+	}
+	return s
+}
+
+// cleanup shortens every run key's TTL to an hour and drops the claims.
+func (c *coordinator) cleanup(ctx context.Context) {
+	iter := c.rdb.Scan(ctx, 0, c.k.pattern(), 256).Iterator()
+	pipe := c.rdb.Pipeline()
+	for iter.Next(ctx) {
+		if key := iter.Val(); key != c.k.coord() {
+			pipe.Expire(ctx, key, doneTTLSeconds*time.Second)
+		}
+	}
+	pipe.Del(ctx, c.k.coord())
+	for _, id := range c.claimed {
+		pipe.Del(ctx, claimKey(id))
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+// abort marks the run ABORTED (if its state still exists) so every worker
+// stops, and cleans up. It runs on a detached, bounded context.
+func (c *coordinator) abort(ctx context.Context, cause error) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	c.logf("aborting: %v", cause)
+	_, _ = casState(dctx, c.rdb, c.k, StateAborted, StatePreparing, StateReady, StateRunning, StateStopping)
+	c.bcast(dctx, c.rdb, cmdAbort, 0)
+	c.rdb.HSet(dctx, c.k.meta(), "abort_reason", cause.Error())
+	c.cleanup(dctx)
+}

@@ -1,0 +1,37 @@
+// Package cluster coordinates one load test across several forgeload hosts
+// through a shared Redis, as designed in DISTRIBUTED.md section 5.
+//
+// # Roles
+//
+// Every daemon with cluster.redis_url runs a [Pool]: a presence lease
+// (lt:runner:<id>, PX 5000 renewed every second), an entry in lt:runners
+// and an inbox stream of join offers. It accepts offers within its capacity
+// and runs the segments it is given through a consumer-side
+// [SegmentRunner], which the daemon adapts to the load engine.
+//
+// The runner that got the job calls [Coordinate]: it creates the run
+// (lt:{R}:* keys, each with a run TTL), recruits idle runners, splits the
+// plan into rational segments ([segment.Sequence]), waits at a barrier,
+// sets start_at on Redis's clock, then sweeps for dead workers, reassigns
+// their segments per [LossPolicy], merges the per-second metric stream
+// ([snapshot.Snapshot]) and finalizes. [Status] reads the pool and the
+// runs for `forgeload cluster status`.
+//
+// # Guarantees
+//
+//   - Commands are durable streams plus a level-triggered desired hash per
+//     worker; the worker reconciles from desired on join, on every command
+//     and every heartbeat, ignoring anything with an older term or a gen at
+//     or below its applied_gen. Writing applied_gen to status is the ack.
+//   - A worker that has not renewed its lease for 3.5 s (monotonic clock)
+//     cancels its own load. The coordinator reassigns only after the 5 s
+//     lease expired and a sweep saw it, so no segment has two live owners.
+//   - Abandon (graceful shutdown) hands segments back at once.
+//   - Metrics leave each worker once per second through a single writer
+//     with a non-blocking merge buffer, and are de-duplicated by (w, q).
+//   - A Redis restart (INFO run_id changed) or vanished run state fails the
+//     run with [ErrStateLost]; nothing continues silently.
+//
+// Resource pools are seeded from [Plan.Resources] and used with [Acquire]
+// and [Release], which check owner and generation in Lua.
+package cluster

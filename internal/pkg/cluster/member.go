@@ -1,0 +1,510 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
+)
+
+// member is one runner's participation in one run. Its loop goroutine owns
+// all fields not marked otherwise; the segment goroutines, the command
+// reader and the metric shipper are owned by it and waited for on exit.
+type member struct {
+	p        *Pool
+	run      string
+	k        runKeys
+	spec     []byte
+	duration time.Duration
+	ttl      int
+
+	stop     chan struct{} // closed by shutdown
+	stopOnce sync.Once
+	abandon  atomic.Bool
+
+	clock      clock
+	appliedGen int64
+	maxTerm    int64
+	cur        desired
+	seq        *segment.Sequence
+	segs       map[int]*segRun
+	segDone    chan *segRun
+	quit       chan struct{} // closed when the loop exits; unblocks segment goroutines
+	segWG      sync.WaitGroup
+	hadSegs    bool
+	stopped    bool
+	coordGone  time.Time
+	shipGen    atomic.Int64 // appliedGen, for the shipper goroutine
+	ignored    atomic.Int64 // stale commands or desired states ignored (for tests)
+	cmdCursor  atomic.Value // string
+	ship       *shipper
+	loadCtx    context.Context
+	cancelLoad context.CancelCauseFunc
+
+	fenceMu   sync.Mutex
+	fenceT    *time.Timer
+	fenced    chan struct{}
+	isFenced  bool
+	cpuPrev   time.Duration
+	cpuPrevAt time.Time
+	cpuPct    float64
+}
+
+type segRun struct {
+	idx    int
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	err    error
+}
+
+func newMember(p *Pool, run string, spec []byte, dur time.Duration, ttl int) *member {
+	m := &member{
+		p: p, run: run, k: runKeys(run), spec: spec, duration: dur, ttl: max(ttl, 60),
+		stop: make(chan struct{}), segs: map[int]*segRun{}, segDone: make(chan *segRun),
+		quit: make(chan struct{}), fenced: make(chan struct{}),
+	}
+	m.cmdCursor.Store("0")
+	return m
+}
+
+// shutdown asks the loop to leave; abandon says whether to hand the
+// segments back (graceful) or just vanish (kill -9 simulation).
+func (m *member) shutdown(abandon bool) {
+	m.abandon.Store(abandon)
+	m.stopOnce.Do(func() { close(m.stop) })
+}
+
+func (m *member) logf(format string, args ...any) {
+	m.p.o.Logf("cluster: runner %s run %s: "+format, append([]any{m.p.o.ID, m.run}, args...)...)
+}
+
+// loop runs the membership until the run ends, the runner is fenced, or
+// shutdown is called. It returns nil on a clean end.
+func (m *member) loop(parent context.Context) (err error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer cancel()
+	m.loadCtx, m.cancelLoad = context.WithCancelCause(ctx)
+	m.armFence()
+
+	if m.clock, err = measureClock(ctx, m.p.rdb); err != nil {
+		m.logf("%v", err)
+	}
+	m.ship = newShipper(m)
+	shipCtx, stopShip := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() { defer bg.Done(); m.ship.run(shipCtx) }()
+
+	cmds := make(chan *desired, 16)
+	reader := m.p.readerClient()
+	readCtx, stopRead := context.WithCancel(ctx)
+	go func() { defer bg.Done(); m.readCommands(readCtx, reader, cmds) }()
+
+	defer func() {
+		close(m.quit)
+		m.cancelLoad(errors.New("left the run"))
+		m.segWG.Wait()
+		stopRead()
+		_ = reader.Close()
+		stopShip()
+		bg.Wait()
+		m.fenceMu.Lock()
+		m.fenceT.Stop()
+		m.fenceMu.Unlock()
+	}()
+
+	m.reconcile(ctx)
+	t := time.NewTicker(m.p.o.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			if m.abandon.Load() {
+				m.doAbandon(ctx, "runner shutting down")
+			}
+			return nil
+		case <-m.fenced:
+			m.stopSegments(ErrSelfFenced)
+			m.logf("%v (no renewal for %s)", ErrSelfFenced, m.p.o.FenceAfter)
+			m.doAbandon(ctx, "self-fenced")
+			return ErrSelfFenced
+		case <-t.C:
+			if err := m.heartbeat(ctx); err != nil {
+				m.stopSegments(err)
+				if !errors.Is(err, ErrStateLost) && !errors.Is(err, ErrRemoved) {
+					m.flushAndStopped(ctx, "error")
+				}
+				if !errors.Is(err, ErrStateLost) {
+					m.delAlive(ctx)
+				}
+				return err
+			}
+		case d := <-cmds:
+			if d == nil {
+				m.reconcile(ctx)
+			} else {
+				m.apply(ctx, *d)
+			}
+		case sr := <-m.segDone:
+			if m.segs[sr.idx] == sr {
+				delete(m.segs, sr.idx)
+				if sr.err != nil && m.loadCtx.Err() == nil {
+					m.logf("segment %d: %v", sr.idx, sr.err)
+				}
+			}
+			if len(m.segs) == 0 && m.hadSegs && m.loadCtx.Err() == nil && !m.stopped {
+				m.flushAndStopped(ctx, "stopped")
+			}
+		}
+		if m.stopped && m.cur.Phase == phaseStop {
+			m.delAlive(ctx)
+			return nil
+		}
+	}
+}
+
+// armFence starts the self-fence timer: if no renewal succeeds for
+// FenceAfter, it cancels all load by itself.
+func (m *member) armFence() {
+	m.fenceMu.Lock()
+	defer m.fenceMu.Unlock()
+	m.fenceT = time.AfterFunc(m.p.o.FenceAfter, func() {
+		m.fenceMu.Lock()
+		defer m.fenceMu.Unlock()
+		if m.isFenced {
+			return
+		}
+		m.isFenced = true
+		m.cancelLoad(ErrSelfFenced)
+		close(m.fenced)
+	})
+}
+
+func (m *member) renewed() {
+	m.fenceMu.Lock()
+	defer m.fenceMu.Unlock()
+	if !m.isFenced {
+		m.fenceT.Reset(m.p.o.FenceAfter)
+	}
+}
+
+func (m *member) heartbeat(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, m.p.o.Heartbeat)
+	defer cancel()
+	m.sampleCPU()
+	pipe := m.p.rdb.Pipeline()
+	renew := aliveRenewScript.Eval(cctx, pipe, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.appliedGen, m.p.o.LeaseTTL.Milliseconds())
+	pipe.HSet(cctx, m.k.status(m.p.o.ID), m.statusFields())
+	pipe.Expire(cctx, m.k.status(m.p.o.ID), time.Duration(m.ttl)*time.Second)
+	st := pipe.Get(cctx, m.k.state())
+	co := pipe.Exists(cctx, m.k.coord())
+	des := pipe.HGetAll(cctx, m.k.desired(m.p.o.ID))
+	_, _ = pipe.Exec(cctx)
+	if err := st.Err(); errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: run %s has no state key in redis (redis restarted without persistence, or the run expired)", ErrStateLost, m.run)
+	} else if err != nil {
+		return nil // transient; the fence timer decides when this becomes fatal
+	}
+	switch n, err := renew.Int(); {
+	case err != nil:
+		return nil
+	case n == 1:
+		m.renewed()
+	case n == 0:
+		return fmt.Errorf("%w: its lease expired before it renewed", ErrRemoved)
+	default:
+		return fmt.Errorf("%w: stale generation %d", ErrRemoved, m.appliedGen)
+	}
+	switch st.Val() {
+	case StateAborted:
+		return ErrAborted
+	case StateDone:
+		m.cur.Phase = phaseStop
+		m.stopped = true
+		return nil
+	}
+	if co.Val() == 0 {
+		if m.coordGone.IsZero() {
+			m.coordGone = time.Now()
+		} else if time.Since(m.coordGone) > m.p.o.CoordLostAfter {
+			return fmt.Errorf("%w: lease lt:{%s}:coord missing for over %s", ErrCoordinatorLost, m.run, m.p.o.CoordLostAfter)
+		}
+	} else {
+		m.coordGone = time.Time{}
+	}
+	if d, err := parseDesired(des.Val()); err == nil && d.Gen > 0 {
+		m.apply(ctx, d)
+	}
+	return nil
+}
+
+func (m *member) statusFields() map[string]any {
+	cursor, _ := m.cmdCursor.Load().(string)
+	return map[string]any{
+		"phase": m.cur.Phase, "applied_gen": m.appliedGen, "cmd_cursor": cursor,
+		"target_vus": 0, "active_vus": 0, "cpu_pct": strconv.FormatFloat(m.cpuPct, 'f', 1, 64),
+		"clock_offset_ms": m.clock.offset.Milliseconds(), "rtt_us": m.clock.rtt.Microseconds(),
+		"last_seq": m.ship.lastSeq(), "segments": segList(slices.Sorted(maps.Keys(m.segs))),
+	}
+}
+
+func segList(s []int) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func (m *member) sampleCPU() {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return
+	}
+	used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	now := time.Now()
+	if !m.cpuPrevAt.IsZero() {
+		if wall := now.Sub(m.cpuPrevAt); wall > 0 {
+			m.cpuPct = 100 * float64(used-m.cpuPrev) / float64(wall)
+		}
+	}
+	m.cpuPrev, m.cpuPrevAt = used, now
+}
+
+// reconcile reads desired and applies it if it is newer.
+func (m *member) reconcile(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	h, err := m.p.rdb.HGetAll(cctx, m.k.desired(m.p.o.ID)).Result()
+	if err != nil {
+		return
+	}
+	d, err := parseDesired(h)
+	if err != nil {
+		m.logf("ignore malformed desired state: %v", err)
+		return
+	}
+	if d.Gen > 0 {
+		m.apply(ctx, d)
+	}
+}
+
+// apply converges on d unless it is stale: a lower term than seen, or a
+// gen at or below applied_gen. Writing applied_gen to status is the ack.
+func (m *member) apply(ctx context.Context, d desired) {
+	if d.Term < m.maxTerm || d.Gen <= m.appliedGen {
+		m.ignored.Add(1)
+		return
+	}
+	if m.isFencedNow() {
+		return
+	}
+	m.maxTerm = d.Term
+	if len(d.Seq) > 0 {
+		seq, err := segment.ParseSequence(d.Seq)
+		if err != nil {
+			m.logf("ignore desired gen %d: %v", d.Gen, err)
+			m.ignored.Add(1)
+			return
+		}
+		if m.seq != nil && !slices.Equal(m.seq.Bounds(), seq.Bounds()) {
+			m.stopSegments(errors.New("segment sequence changed"))
+		}
+		m.seq = seq
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	switch d.Phase {
+	case phasePrepare:
+		if c, err := measureClock(cctx, m.p.rdb); err == nil {
+			m.clock = c
+		}
+		_, _ = m.p.rdb.Pipelined(cctx, func(pipe redis.Pipeliner) error {
+			pipe.HSet(cctx, m.k.ready(), m.p.o.ID, d.Gen)
+			pipe.ExpireNX(cctx, m.k.ready(), time.Duration(m.ttl)*time.Second)
+			m.event(cctx, pipe, "prepared", d.Gen, nil)
+			return nil
+		})
+	case phaseRun:
+		want := map[int]bool{}
+		for _, i := range d.Segments {
+			if m.seq != nil && i >= 0 && i < m.seq.Len() {
+				want[i] = true
+			}
+		}
+		for i, sr := range m.segs {
+			if !want[i] {
+				sr.cancel(errors.New("segment reassigned away"))
+				<-sr.done
+				delete(m.segs, i)
+			}
+		}
+		for i := range want {
+			if m.segs[i] == nil {
+				m.startSegment(i, d.StartAtMs)
+			}
+		}
+	case phaseStop:
+		m.stopSegments(errors.New("run stopped by the coordinator"))
+		if !m.stopped && m.hadSegs {
+			m.flushAndStopped(ctx, "stopped")
+		}
+		m.stopped = true
+	}
+	m.appliedGen = d.Gen
+	m.shipGen.Store(d.Gen)
+	m.cur = d
+	m.p.rdb.HSet(cctx, m.k.status(m.p.o.ID), m.statusFields())
+}
+
+func (m *member) isFencedNow() bool {
+	m.fenceMu.Lock()
+	defer m.fenceMu.Unlock()
+	return m.isFenced
+}
+
+func (m *member) startSegment(i int, startAtMs int64) {
+	sctx, cancel := context.WithCancelCause(m.loadCtx)
+	startAt := m.clock.local(startAtMs)
+	off := time.Duration(0)
+	if now := time.Now(); now.After(startAt) {
+		off = now.Sub(startAt)
+	}
+	a := Assignment{
+		Run: m.run, Spec: m.spec, Index: i, Range: m.seq.Segment(i), Sequence: m.seq,
+		Owns: m.seq.OwnsFunc(i), ScaleVUs: m.seq.ScaleFunc(i),
+		StartAt: startAt, Offset: off, Duration: m.duration, Sink: m.ship,
+	}
+	sr := &segRun{idx: i, cancel: cancel, done: make(chan struct{})}
+	m.segs[i] = sr
+	m.hadSegs = true
+	m.logf("segment %d (%s) starts at plan offset %s", i, a.Range, off.Round(time.Millisecond))
+	m.segWG.Add(1)
+	go func() {
+		defer m.segWG.Done()
+		sr.err = m.p.o.Runner.RunSegment(sctx, a)
+		cancel(nil)
+		close(sr.done)
+		select {
+		case m.segDone <- sr:
+		case <-m.quit:
+		}
+	}()
+}
+
+func (m *member) stopSegments(cause error) {
+	for i, sr := range m.segs {
+		sr.cancel(cause)
+		<-sr.done
+		delete(m.segs, i)
+	}
+}
+
+// event XADDs one worker→coordinator event.
+func (m *member) event(ctx context.Context, pipe redis.Pipeliner, typ string, gen int64, extra map[string]any) {
+	v := map[string]any{"type": typ, "w": m.p.o.ID, "g": gen}
+	maps.Copy(v, extra)
+	pipe.XAdd(ctx, &redis.XAddArgs{Stream: m.k.events(), MaxLen: eventsCap, Approx: true, Values: v})
+	pipe.ExpireNX(ctx, m.k.events(), time.Duration(m.ttl)*time.Second)
+}
+
+// flushAndStopped ships the final metrics, then emits typ (stopped/error).
+func (m *member) flushAndStopped(ctx context.Context, typ string) {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := m.ship.flush(cctx); err != nil {
+		m.logf("final metrics flush: %v", err)
+	}
+	_, _ = m.p.rdb.Pipelined(cctx, func(pipe redis.Pipeliner) error {
+		m.event(cctx, pipe, typ, m.appliedGen, nil)
+		return nil
+	})
+	m.stopped = true
+}
+
+// doAbandon hands the segments back: stop load, flush metrics, XADD
+// abandoned (the coordinator then reaps resources and reassigns), DEL alive.
+func (m *member) doAbandon(ctx context.Context, why string) {
+	segs := slices.Sorted(maps.Keys(m.segs))
+	if len(segs) == 0 {
+		segs = m.cur.Segments
+	}
+	m.stopSegments(errors.New(why))
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := m.ship.flush(cctx); err != nil {
+		m.logf("final metrics flush: %v", err)
+	}
+	_, err := m.p.rdb.Pipelined(cctx, func(pipe redis.Pipeliner) error {
+		m.event(cctx, pipe, "abandoned", m.appliedGen, map[string]any{"segments": segList(segs), "reason": why})
+		pipe.Del(cctx, m.k.alive(m.p.o.ID))
+		return nil
+	})
+	if err != nil {
+		m.logf("abandon: %v (the coordinator will notice the expired lease instead)", err)
+	} else {
+		m.logf("abandoned segments %v: %s", segs, why)
+	}
+}
+
+func (m *member) delAlive(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	m.p.rdb.Del(cctx, m.k.alive(m.p.o.ID))
+}
+
+// readCommands is the notification path: a blocking XREAD on this worker's
+// cmd stream and the run's bcast stream, resuming from its cursors after
+// any error. Envelopes carrying a desired state are forwarded; others ask
+// the loop to re-read desired.
+func (m *member) readCommands(ctx context.Context, rc *redis.Client, out chan<- *desired) {
+	cmdCur, bcCur := "0", "0"
+	for ctx.Err() == nil {
+		res, err := rc.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{m.k.cmd(m.p.o.ID), m.k.bcast(), cmdCur, bcCur}, Block: 2 * time.Second, Count: 64,
+		}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond): // back off a broken connection
+				}
+			}
+			continue
+		}
+		for _, s := range res {
+			for _, msg := range s.Messages {
+				if s.Stream == m.k.bcast() {
+					bcCur = msg.ID
+				} else {
+					cmdCur = msg.ID
+					m.cmdCursor.Store(cmdCur)
+				}
+				var e envelope
+				raw, _ := msg.Values["e"].(string)
+				if json.Unmarshal([]byte(raw), &e) != nil {
+					continue
+				}
+				var d *desired
+				if e.Payload != nil {
+					d = e.Payload
+				}
+				select {
+				case out <- d:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+func (m *member) appliedGenForShip() int64 { return m.shipGen.Load() }

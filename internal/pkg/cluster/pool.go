@@ -1,0 +1,314 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for [PoolOptions].
+const (
+	DefaultHeartbeat      = time.Second
+	DefaultLeaseTTL       = 5 * time.Second
+	DefaultFenceAfter     = 3500 * time.Millisecond
+	DefaultCoordLostAfter = 10 * time.Second
+)
+
+// PoolOptions configures a [Pool]. Zero fields take the documented defaults.
+type PoolOptions struct {
+	// ID is this runner's id in the pool (required), e.g. the runner name.
+	ID string
+	// Host is shown in status output; default os.Hostname().
+	Host string
+	// Labels must include every label a plan asks for; see [Plan.Labels].
+	Labels []string
+	// Capacity is how many runs this runner serves at once; default 1.
+	Capacity int
+	// MaxVUs is advertised for ranking; 0 means unknown.
+	MaxVUs int
+	// Version is advertised in the presence hash.
+	Version string
+	// Runner runs the segments this runner accepts (required).
+	Runner SegmentRunner
+	// Logf receives one line per notable event; nil discards them. Lines
+	// never contain credentials.
+	Logf func(format string, args ...any)
+	// OnLeave is called once each time this runner leaves a run, with nil
+	// for a clean end and otherwise why (errors.Is against [ErrSelfFenced],
+	// [ErrStateLost], [ErrAborted], [ErrRemoved], [ErrCoordinatorLost]).
+	OnLeave func(run string, err error)
+	// Heartbeat is the presence and liveness renewal period; default 1s.
+	Heartbeat time.Duration
+	// LeaseTTL is the presence and alive lease; default 5s.
+	LeaseTTL time.Duration
+	// FenceAfter is how long without a successful renewal before this
+	// runner stops its own load; default 3.5s. It must stay below LeaseTTL.
+	FenceAfter time.Duration
+	// CoordLostAfter is how long the coordinator lease may be missing
+	// before this runner stops and leaves; default 10s.
+	CoordLostAfter time.Duration
+
+	// skipAbandon makes shutdown behave like kill -9 (tests only).
+	skipAbandon bool
+}
+
+// Errors a runner leaves a run with (see [PoolOptions.OnLeave]).
+var (
+	// ErrSelfFenced: the runner could not renew its lease in time and stopped its own load.
+	ErrSelfFenced = errors.New("self-fenced: lease not renewed in time, load stopped")
+	// ErrStateLost: the run's keys vanished or Redis restarted.
+	ErrStateLost = errors.New("coordination state lost")
+	// ErrAborted: the coordinator aborted the run.
+	ErrAborted = errors.New("run aborted by the coordinator")
+	// ErrRemoved: the coordinator reaped this runner (its lease had expired).
+	ErrRemoved = errors.New("removed from the run by the coordinator")
+	// ErrCoordinatorLost: the coordinator lease was missing for too long.
+	ErrCoordinatorLost = errors.New("coordinator lost")
+)
+
+// Pool is a daemon's membership in the cluster pool: it keeps a presence
+// lease in lt:runner:<id>, listens on its inbox for join offers, accepts
+// those within its capacity and runs the segments it is given through its
+// [SegmentRunner]. Create it with [NewPool] and call [Pool.Run] once.
+type Pool struct {
+	rdb   *redis.Client // ours: a copy of the caller's options with context timeouts on
+	o     PoolOptions
+
+	mu      sync.Mutex
+	members map[string]*member
+	wg      sync.WaitGroup
+}
+
+// NewPool validates o and returns a pool member that uses rdb's connection
+// options. rdb itself is not used after NewPool returns, and is not closed.
+func NewPool(rdb *redis.Client, o PoolOptions) (*Pool, error) {
+	if o.ID == "" || strings.ContainsAny(o.ID, "{}: \t\n") {
+		return nil, fmt.Errorf("cluster pool: runner id %q is empty or contains one of `{}:` or whitespace; set cluster.name to a plain name", o.ID)
+	}
+	if o.Runner == nil {
+		return nil, errors.New("cluster pool: no SegmentRunner; the daemon must pass one")
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	if o.Capacity <= 0 {
+		o.Capacity = 1
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.FenceAfter <= 0 {
+		o.FenceAfter = DefaultFenceAfter
+	}
+	if o.CoordLostAfter <= 0 {
+		o.CoordLostAfter = DefaultCoordLostAfter
+	}
+	if o.FenceAfter >= o.LeaseTTL {
+		return nil, fmt.Errorf("cluster pool: fence_after %s must be below the lease TTL %s, or two hosts could drive one segment", o.FenceAfter, o.LeaseTTL)
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	opt := *rdb.Options()
+	opt.ContextTimeoutEnabled = true
+	return &Pool{rdb: redis.NewClient(&opt), o: o, members: map[string]*member{}}, nil
+}
+
+// ID returns the runner id.
+func (p *Pool) ID() string { return p.o.ID }
+
+// Runs returns the ids of the runs this runner is serving now.
+func (p *Pool) Runs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.members))
+	for r := range p.members {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Run announces the runner, accepts offers and serves runs until ctx is
+// cancelled. Then it abandons every run it serves (stops the load, flushes
+// metrics, tells the coordinator so it reassigns at once), withdraws the
+// presence and returns nil. It returns an error only if it cannot start.
+func (p *Pool) Run(ctx context.Context) error {
+	defer p.rdb.Close()
+	cl, err := measureClock(ctx, p.rdb)
+	if err != nil {
+		return fmt.Errorf("cluster pool %s: reach redis: %w", p.o.ID, err)
+	}
+	// Offers made before we announced ourselves are stale.
+	cursor := strconv.FormatInt(cl.redisNow().UnixMilli()-1, 10) + "-0"
+	if err := p.announce(ctx); err != nil {
+		return fmt.Errorf("cluster pool %s: announce presence: %w", p.o.ID, err)
+	}
+	p.o.Logf("cluster: runner %s joined the pool (capacity %d)", p.o.ID, p.o.Capacity)
+
+	offers := make(chan map[string]any)
+	readCtx, stopRead := context.WithCancel(ctx)
+	reader := p.readerClient()
+	var readWG sync.WaitGroup
+	readWG.Add(1)
+	go func() {
+		defer readWG.Done()
+		p.readInbox(readCtx, reader, cursor, offers)
+	}()
+
+	t := time.NewTicker(p.o.Heartbeat)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-t.C:
+			if err := p.announce(ctx); err != nil && ctx.Err() == nil {
+				p.o.Logf("cluster: runner %s: renew presence: %v", p.o.ID, err)
+			}
+		case off := <-offers:
+			p.accept(ctx, off)
+		}
+	}
+	t.Stop()
+	stopRead()
+	_ = reader.Close()
+	readWG.Wait()
+
+	p.mu.Lock()
+	for _, m := range p.members {
+		m.shutdown(!p.o.skipAbandon)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+
+	if !p.o.skipAbandon {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_, _ = p.rdb.Pipelined(dctx, func(pipe redis.Pipeliner) error {
+			pipe.Del(dctx, presenceKey(p.o.ID))
+			pipe.SRem(dctx, runnersKey, p.o.ID)
+			return nil
+		})
+	}
+	return nil
+}
+
+func (p *Pool) readerClient() *redis.Client {
+	opt := *p.rdb.Options()
+	opt.PoolSize = 2
+	opt.MinIdleConns = 0
+	opt.ContextTimeoutEnabled = true
+	return redis.NewClient(&opt)
+}
+
+func (p *Pool) announce(ctx context.Context) error {
+	p.mu.Lock()
+	busy := make([]string, 0, len(p.members))
+	for r := range p.members {
+		busy = append(busy, r)
+	}
+	p.mu.Unlock()
+	slices.Sort(busy)
+	cctx, cancel := context.WithTimeout(ctx, p.o.Heartbeat)
+	defer cancel()
+	_, err := p.rdb.TxPipelined(cctx, func(pipe redis.Pipeliner) error {
+		pipe.HSet(cctx, presenceKey(p.o.ID), map[string]any{
+			"host": p.o.Host, "labels": strings.Join(p.o.Labels, ","), "cpus": runtime.NumCPU(),
+			"max_vus": p.o.MaxVUs, "capacity": p.o.Capacity, "busy_run": strings.Join(busy, ","),
+			"version": p.o.Version,
+		})
+		pipe.PExpire(cctx, presenceKey(p.o.ID), p.o.LeaseTTL)
+		pipe.SAdd(cctx, runnersKey, p.o.ID)
+		return nil
+	})
+	return err
+}
+
+func (p *Pool) readInbox(ctx context.Context, rc *redis.Client, cursor string, out chan<- map[string]any) {
+	for ctx.Err() == nil {
+		res, err := rc.XRead(ctx, &redis.XReadArgs{Streams: []string{inboxKey(p.o.ID), cursor}, Block: 2 * time.Second, Count: 16}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond): // back off a broken connection
+				}
+			}
+			continue
+		}
+		for _, s := range res {
+			for _, m := range s.Messages {
+				cursor = m.ID
+				select {
+				case out <- m.Values:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}
+}
+
+// accept handles one join offer: fields run, term.
+func (p *Pool) accept(ctx context.Context, off map[string]any) {
+	run, _ := off["run"].(string)
+	if run == "" || strings.ContainsAny(run, "{}") {
+		return
+	}
+	p.mu.Lock()
+	_, dup := p.members[run]
+	full := len(p.members) >= p.o.Capacity
+	p.mu.Unlock()
+	if dup || full {
+		p.o.Logf("cluster: runner %s declined run %s (busy: %d of %d)", p.o.ID, run, len(p.Runs()), p.o.Capacity)
+		return
+	}
+	k := runKeys(run)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	meta, err := p.rdb.HGetAll(cctx, k.meta()).Result()
+	if err != nil || len(meta) == 0 {
+		return
+	}
+	ttl, _ := strconv.Atoi(meta["ttl"])
+	dur, _ := strconv.ParseInt(meta["duration_ms"], 10, 64)
+	info := fmt.Sprintf(`{"host":%q,"capacity":%d,"max_vus":%d}`, p.o.Host, p.o.Capacity, p.o.MaxVUs)
+	ok, err := joinScript.Run(cctx, p.rdb, []string{k.state(), k.workers(), k.alive(p.o.ID), k.events(), k.seg()},
+		p.o.ID, info, p.o.LeaseTTL.Milliseconds(), ttl).Int()
+	if err != nil || ok != 1 {
+		return
+	}
+	m := newMember(p, run, []byte(meta["plan"]), time.Duration(dur)*time.Millisecond, ttl)
+	p.mu.Lock()
+	p.members[run] = m
+	p.mu.Unlock()
+	p.o.Logf("cluster: runner %s joined run %s", p.o.ID, run)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		err := m.loop(ctx)
+		p.mu.Lock()
+		delete(p.members, run)
+		p.mu.Unlock()
+		if err != nil {
+			p.o.Logf("cluster: runner %s left run %s: %v", p.o.ID, run, err)
+		} else {
+			p.o.Logf("cluster: runner %s finished run %s", p.o.ID, run)
+		}
+		if p.o.OnLeave != nil {
+			p.o.OnLeave(run, err)
+		}
+	}()
+}
