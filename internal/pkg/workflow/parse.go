@@ -100,6 +100,9 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 	if err := yaml.Unmarshal(payload, &doc); err != nil {
 		return nil, fmt.Errorf("parse workflow yaml: %w", err)
 	}
+	if n := countNodes(&doc, map[*yaml.Node]int{}); n > maxNodes {
+		return nil, &ParseError{Msg: fmt.Sprintf("workflow expands to more than %d YAML nodes (through aliases); remove the aliases that repeat large parts", maxNodes)}
+	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &ParseError{Msg: "workflow is empty; a forge task must carry a workflow with one job"}
 	}
@@ -469,6 +472,34 @@ func parseStrategy(n *yaml.Node, path string) (map[string]any, error) {
 }
 
 // YAML helpers.
+
+// maxNodes bounds the size of a workflow with its aliases expanded, so that
+// a few bytes of nested aliases cannot make parsing take unbounded time.
+const maxNodes = 1 << 20
+
+// countNodes returns the number of nodes under n with aliases expanded,
+// stopping early once it passes maxNodes. A self-referencing alias counts as
+// too many.
+func countNodes(n *yaml.Node, memo map[*yaml.Node]int) int {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 1
+		}
+		n = n.Alias
+	}
+	if c, ok := memo[n]; ok {
+		return c
+	}
+	memo[n] = maxNodes + 1 // reached again while counting n: a cycle
+	total := 1
+	for _, c := range n.Content {
+		if total += countNodes(c, memo); total > maxNodes {
+			break
+		}
+	}
+	memo[n] = total
+	return total
+}
 
 type pair struct{ key, val *yaml.Node }
 

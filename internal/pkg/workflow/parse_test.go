@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -308,6 +309,22 @@ jobs:
 	}
 	if w.Job.Env["A"] != "1" || w.Job.Steps[0].Env["A"] != "1" {
 		t.Errorf("aliases not resolved: job env %v, step env %v", w.Job.Env, w.Job.Steps[0].Env)
+	}
+}
+
+// Nested aliases that would expand to billions of nodes are refused
+// quickly instead of being walked.
+func TestParseAliasBomb(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("x0: &a0 [a, a, a, a, a, a, a, a, a, a]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("jobs: {perf: {runs-on: x, steps: [{run: a}]}}\n")
+	_, err := Parse([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "YAML nodes (through aliases)") {
+		t.Errorf("Parse(alias bomb) error = %v, want the alias expansion limit", err)
 	}
 }
 
