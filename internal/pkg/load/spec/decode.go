@@ -19,6 +19,8 @@ type decoder struct {
 	src    string // config name for errors, or "inline"
 	inline bool   // keys come from Override
 	errs   errorList
+	// visits counts nodes visited; see maxVisits.
+	visits int
 }
 
 // field is one key known at a mapping level.
@@ -103,6 +105,24 @@ func deref(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// maxVisits bounds the nodes the decoder visits, so a "billion laughs"
+// document of nested aliases cannot make it walk an exponential tree. Real
+// configs visit a few thousand nodes.
+const maxVisits = 500_000
+
+// deref is deref that counts node visits against maxVisits; past the limit
+// it reports one error and treats every node as null.
+func (d *decoder) deref(n *yaml.Node) *yaml.Node {
+	d.visits++
+	if d.visits > maxVisits {
+		if d.visits == maxVisits+1 {
+			d.fail(n, "", "the config expands to more than %d YAML nodes (through aliases?): expand the aliases, or split the config", maxVisits)
+		}
+		return nil
+	}
+	return deref(n)
+}
+
 func isNull(n *yaml.Node) bool {
 	return n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
@@ -122,7 +142,7 @@ func kindName(n *yaml.Node) string {
 // mapping decodes a mapping node with the known fields. It reports unknown
 // and duplicate keys. where describes the level for errors.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		return
 	}
@@ -136,7 +156,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 	}
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), n.Content[i+1]
+		k, v := d.deref(n.Content[i]), n.Content[i+1]
 		if k == nil || k.Kind != yaml.ScalarNode {
 			d.fail(n.Content[i], path, "a key must be a plain name, got %s", kindName(n.Content[i]))
 			continue
@@ -208,7 +228,7 @@ func levenshtein(a, b string) int {
 // scalar returns the text of a scalar node; null is "". want describes the
 // expected value for the error when n is a mapping or list.
 func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		return "", true
 	}
@@ -234,7 +254,7 @@ func (d *decoder) rawStr(n *yaml.Node, path string, dst *string) {
 
 // secretStr never echoes the value in errors.
 func (d *decoder) secretStr(n *yaml.Node, path string, dst *string) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		return
 	}
@@ -354,7 +374,7 @@ func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
 // stringMap decodes a mapping of names to scalar values, merging into *dst.
 // canon canonicalises keys as HTTP headers.
 func (d *decoder) stringMap(n *yaml.Node, path string, canon bool, dst *map[string]string) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		return
 	}
@@ -367,7 +387,7 @@ func (d *decoder) stringMap(n *yaml.Node, path string, canon bool, dst *map[stri
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		k, v := d.deref(n.Content[i]), d.deref(n.Content[i+1])
 		if k == nil || k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
 			d.fail(n.Content[i], path, "a name must be a non-empty string")
 			continue
@@ -396,7 +416,7 @@ func (d *decoder) stringMap(n *yaml.Node, path string, canon bool, dst *map[stri
 
 // stringList decodes a list of strings; a single string is a list of one.
 func (d *decoder) stringList(n *yaml.Node, path string, dst *[]string) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		*dst = nil
 		return
@@ -420,7 +440,7 @@ func (d *decoder) stringList(n *yaml.Node, path string, dst *[]string) {
 
 // list calls each for each item of a list node.
 func (d *decoder) list(n *yaml.Node, path, want string, each func(item *yaml.Node, path string)) {
-	n = deref(n)
+	n = d.deref(n)
 	if isNull(n) {
 		return
 	}

@@ -69,7 +69,7 @@ func (d *decoder) topFields() []field {
 // arrival accepts Crankfire's `arrival: {model: poisson}` and `arrival:
 // poisson`.
 func (d *decoder) arrival(n *yaml.Node, path string) {
-	if m := deref(n); m != nil && m.Kind == yaml.ScalarNode {
+	if m := d.deref(n); m != nil && m.Kind == yaml.ScalarNode {
 		var s string
 		d.str(m, path, &s)
 		d.c.Arrival.Model = ArrivalModel(strings.ToLower(s))
@@ -157,7 +157,7 @@ func (d *decoder) endpoints(n *yaml.Node, path string) {
 // vus accepts a number, or {start, stages: [{duration, target}]}.
 func (d *decoder) vus(n *yaml.Node, path string) {
 	v := VUs{}
-	if m := deref(n); m != nil && m.Kind == yaml.ScalarNode {
+	if m := d.deref(n); m != nil && m.Kind == yaml.ScalarNode {
 		d.intField(m, path, wantVUs+", or {start, stages}", &v.Count)
 		d.c.VUs = v
 		return
@@ -185,7 +185,7 @@ func (d *decoder) vus(n *yaml.Node, path string) {
 // thinkTime accepts a duration, or {min, max} for a uniform random pause.
 func (d *decoder) thinkTime(n *yaml.Node, path string) {
 	var t ThinkTime
-	if m := deref(n); m == nil || m.Kind == yaml.ScalarNode {
+	if m := d.deref(n); m == nil || m.Kind == yaml.ScalarNode {
 		d.duration(m, path, &t.Min)
 		t.Max = t.Min
 		d.c.ThinkTime = t

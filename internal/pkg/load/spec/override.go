@@ -8,15 +8,17 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// loadModelKeys are the keys that choose the load model. Setting one inline
-// clears those of the others that came from the file, so that `rate: 500`
-// given inline wins over the file's load_patterns or vus instead of
-// conflicting with them.
-var loadModelKeys = map[string][]string{
+// supersedes lists, for keys that are alternatives to others, the keys a
+// key set inline clears when they came from the file. So `rate: 500` given
+// inline wins over the file's load_patterns or vus instead of conflicting
+// with them, and arrival_model inline wins over the file's arrival block.
+var supersedes = map[string][]string{
 	"rate":          {"load_patterns", "vus"},
 	"load_patterns": {"rate", "vus"},
 	"vus":           {"rate", "load_patterns", "concurrency"},
 	"concurrency":   {"vus"},
+	"arrival":       {"arrival_model"},
+	"arrival_model": {"arrival"},
 }
 
 // Override applies inline keys, such as a workflow step's `with:` keys or
@@ -98,7 +100,7 @@ func (c *Config) override(kv map[string]any) error {
 		return err
 	}
 	for key := range set {
-		for _, other := range loadModelKeys[key] {
+		for _, other := range supersedes[key] {
 			if o, ok := c.origin[other]; ok && !o.inline && !set[other] {
 				c.clear(other)
 			}
@@ -108,7 +110,8 @@ func (c *Config) override(kv map[string]any) error {
 	return nil
 }
 
-// clear resets a load-model key to "not given".
+// clear resets a superseded key to "not given". The arrival spellings
+// share one field, which the inline key has already set.
 func (c *Config) clear(key string) {
 	switch key {
 	case "rate":

@@ -290,3 +290,34 @@ func TestDocsListEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAliasBomb checks that a document whose aliases expand
+// exponentially is refused quickly instead of walked.
+func TestParseAliasBomb(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("x0: &s0 [{rps: 1, duration: 1}, {rps: 1, duration: 1}]\n")
+	b.WriteString("load_patterns:\n")
+	// Each level lists the previous one ten times; walked naively the
+	// steps below would be visited 2*10^6 times.
+	b.WriteString("  - type: step\n    steps: &p [*s0, *s0, *s0, *s0, *s0, *s0, *s0, *s0, *s0, *s0]\n")
+	for i := range 6 {
+		b.WriteString("  - type: step\n    steps: [")
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*p")
+		}
+		b.WriteString("]\n")
+		_ = i
+	}
+	start := time.Now()
+	_, err := Parse("bomb.yaml", []byte(b.String()))
+	if err == nil {
+		t.Fatal("Parse(alias bomb) succeeded, want an error")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("Parse(alias bomb) took %v", time.Since(start))
+	}
+}

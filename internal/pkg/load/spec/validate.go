@@ -194,7 +194,7 @@ func (v *validator) loadModel() {
 	if c.Has("arrival") && c.Has("arrival_model") {
 		v.fail("arrival_model", "arrival and arrival_model are both set; keep arrival: {model: ...}")
 	}
-	if c.Duration <= 0 && c.Total <= 0 && len(c.Patterns) == 0 && len(c.VUs.Stages) == 0 {
+	if c.Duration == 0 && c.Total <= 0 && len(c.Patterns) == 0 && len(c.VUs.Stages) == 0 {
 		v.fail("duration", "the run has no end: set duration (e.g. 1m), total (a number of requests), load_patterns or vus.stages")
 	}
 }
