@@ -79,6 +79,9 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newConfigCmd(),
+		newRegisterCmd(g),
+		newDaemonCmd(g),
+		newExecCmd(g),
 	)
 	return root
 }

@@ -41,6 +41,20 @@ func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.St
 			return fail("with.%s is not an input of actions/checkout; supported: repository, ref, token, path, fetch-depth, clean", k)
 		}
 	}
+	if j.r.o.LocalRepo != "" && with["repository"] == "" {
+		dest := j.ws
+		if p := with["path"]; p != "" {
+			if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+				return fail("with.path %q must be relative and stay inside the workspace", p)
+			}
+			dest = filepath.Join(j.ws, p)
+		}
+		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.r.o.LocalRepo, dest)
+		if err := os.CopyFS(dest, os.DirFS(j.r.o.LocalRepo)); err != nil {
+			return fail("copy %s: %v", j.r.o.LocalRepo, err)
+		}
+		return runnerv1.Result_RESULT_SUCCESS
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return fail("git is not installed on this runner host; install git (e.g. apt-get install git)")
 	}

@@ -37,7 +37,8 @@ type Options struct {
 	// Envs are extra env vars for every job (runner.envs and env_file).
 	Envs map[string]string
 	// WorkDir is where job workspaces are made, one directory per task,
-	// removed when the task ends. Default: <os temp dir>/forgeload.
+	// removed when the task ends. Default: <user cache dir>/forgeload/work
+	// (e.g. ~/.cache/forgeload/work), else <temp dir>/forgeload-work.
 	WorkDir string
 	// Timeout bounds one job (runner.timeout). Default 3h.
 	Timeout time.Duration
@@ -53,7 +54,11 @@ type Options struct {
 	// Instance is the forge's address, for ACTIONS_RUNTIME_URL and the job
 	// summary upload; empty for local runs.
 	Instance string
-	// Policy is the admin's target policy; nil allows loopback only.
+	// LocalRepo, for local runs (forgeload exec), is a directory that
+	// actions/checkout copies into the workspace instead of fetching from a
+	// forge.
+	LocalRepo string
+	// Policy is the admin's target policy; nil means the default policy.
 	Policy *policy.Policy
 	// ProgressInterval is how often a load step logs a progress line.
 	ProgressInterval time.Duration
@@ -61,8 +66,10 @@ type Options struct {
 	Logger *logrus.Entry
 	// Observer receives job metrics; nil means none.
 	Observer Observer
-	// ReportObserver is handed to each task's reporter; nil means none.
-	ReportObserver report.Observer
+	// ReportObserver makes the observer of each task's reporter; nil means
+	// none. It is called once per task, so per-task state (such as the
+	// task's share of the buffered-rows gauge) can live in the observer.
+	ReportObserver func() report.Observer
 }
 
 // Observer is told when jobs start and end (the daemon's job metrics).
@@ -91,7 +98,7 @@ func New(c Client, o Options) *Runner {
 		o.ReportInterval = DefaultReportInterval
 	}
 	if o.WorkDir == "" {
-		o.WorkDir = filepath.Join(os.TempDir(), "forgeload")
+		o.WorkDir = defaultWorkDir()
 	}
 	if o.Logger == nil {
 		l := logrus.New()
@@ -114,14 +121,23 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 	}
 	log := r.o.Logger.WithField("task", task.GetId())
 	j := newJob(r, task)
+	var ro report.Observer
+	if r.o.ReportObserver != nil {
+		ro = r.o.ReportObserver()
+	}
 	rep := report.New(r.client, task.GetId(), j.stepCount(), report.Options{
 		Interval: r.o.ReportInterval,
 		Masks:    j.masks(),
 		Logger:   log,
-		Observer: r.o.ReportObserver,
+		Observer: ro,
 		SpillDir: r.o.WorkDir,
 	})
 	j.rep = rep
+	defer func() {
+		if c, ok := ro.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}()
 	// The reporter's context ends on a cancel (the forge's or the
 	// daemon's); the job timeout sits below it so that a timeout is a
 	// failure, not a cancel.
@@ -159,6 +175,13 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 	}
 	log.WithField("result", strings.ToLower(strings.TrimPrefix(final.String(), "RESULT_"))).Info("task finished")
 	return nil
+}
+
+func defaultWorkDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "forgeload", "work")
+	}
+	return filepath.Join(os.TempDir(), "forgeload-work")
 }
 
 var errJobTimeout = errors.New("job timeout")
