@@ -65,8 +65,9 @@ type Fault struct {
 // [New] in tests or [NewServer] elsewhere. All methods are safe for
 // concurrent use. The zero value is not usable.
 type Forge struct {
-	now func() time.Time
-	t   testing.TB
+	now    func() time.Time
+	t      testing.TB
+	jwtKey []byte
 
 	srv     *http.Server
 	addr    string
@@ -108,6 +109,7 @@ func New(t testing.TB, opts ...Option) *Forge {
 func NewServer(opts ...Option) (*Forge, error) {
 	f := &Forge{
 		now:          time.Now,
+		jwtKey:       []byte(randHex(32)),
 		conns:        map[net.Conn]struct{}{},
 		regTokens:    map[string]bool{},
 		capabilities: DefaultCapabilities,

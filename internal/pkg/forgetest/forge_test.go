@@ -2,7 +2,10 @@ package forgetest_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -526,6 +529,9 @@ func TestUpdateLog(t *testing.T) {
 	if !slices.Equal(v.Log, []string{"a", "b", "c", "d"}) || !v.Archived {
 		t.Errorf("Log = %q archived %v, want [a b c d] archived", v.Log, v.Archived)
 	}
+	if len(v.LogTimes) != 4 || v.LogTimes[3].IsZero() {
+		t.Errorf("LogTimes = %v, want 4 row times", v.LogTimes)
+	}
 	if got := f.Calls("UpdateLog"); got != int64(len(steps)) {
 		t.Errorf("Calls(UpdateLog) = %d, want %d", got, len(steps))
 	}
@@ -625,6 +631,30 @@ func TestSummary(t *testing.T) {
 	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload2Steps)})
 	task := c.mustFetch(0).Task
 	rt := task.Context.AsMap()["gitea_runtime_token"].(string)
+	v := f.Task(id)
+	if v.JobID == id || v.RunID != "1" {
+		t.Fatalf("JobID %d RunID %q: want a job id unlike the task id %d and run 1", v.JobID, v.RunID, id)
+	}
+	// The runtime token is a JWT whose claims name the run and job.
+	parts := strings.Split(rt, ".")
+	if len(parts) != 3 {
+		t.Fatalf("runtime token %q is not a JWT", rt)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct {
+		Scp                  string `json:"scp"`
+		TaskID, RunID, JobID int64
+	}
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		t.Fatal(err)
+	}
+	if claims.Scp != fmt.Sprintf("Actions.Results:1:%d", v.JobID) || claims.TaskID != id || claims.RunID != 1 || claims.JobID != v.JobID {
+		t.Errorf("runtime token claims = %+v", claims)
+	}
+	job := fmt.Sprint(v.JobID)
 	put := func(path, token, body string) int {
 		t.Helper()
 		r, err := http.NewRequest(http.MethodPut, f.URL()+"/api/actions_pipeline/_apis/pipelines/workflows/"+path+"/summary", strings.NewReader(body))
@@ -643,11 +673,12 @@ func TestSummary(t *testing.T) {
 		path, token, body string
 		want              int
 	}{
-		{"1/jobs/7/steps/1", rt, "## two\n", http.StatusOK},
-		{"1/jobs/7/steps/0", rt, "## one\n", http.StatusOK},
-		{"1/jobs/7/steps/0", "wrong", "x", http.StatusUnauthorized},
-		{"2/jobs/7/steps/0", rt, "x", http.StatusForbidden},
-		{"1/jobs/7/steps/x", rt, "x", http.StatusBadRequest},
+		{"1/jobs/" + job + "/steps/1", rt, "## two\n", http.StatusOK},
+		{"1/jobs/" + job + "/steps/0", rt, "## one\n", http.StatusOK},
+		{"1/jobs/" + job + "/steps/0", "wrong", "x", http.StatusUnauthorized},
+		{"2/jobs/" + job + "/steps/0", rt, "x", http.StatusForbidden},
+		{fmt.Sprintf("1/jobs/%d/steps/0", id), rt, "task id is not the job id", http.StatusForbidden},
+		{"1/jobs/" + job + "/steps/x", rt, "x", http.StatusBadRequest},
 	}
 	for _, cs := range cases {
 		if got := put(cs.path, cs.token, cs.body); got != cs.want {
@@ -681,5 +712,38 @@ func TestWaitTask(t *testing.T) {
 	v, err := f.WaitTask(ctx, id, func(v forgetest.TaskView) bool { return false })
 	if !errors.Is(err, context.DeadlineExceeded) || v.ID != id {
 		t.Errorf("WaitTask(never) = %v, %v; want DeadlineExceeded", v.ID, err)
+	}
+}
+
+func TestReap(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		cancel bool // Cancel (with a cancelling runner) before Reap
+		want   runnerv1.Result
+	}{
+		{"running task fails", false, runnerv1.Result_RESULT_FAILURE},
+		{"cancelling task is cancelled", true, runnerv1.Result_RESULT_CANCELLED},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := forgetest.New(t)
+			c := register(t, f, []string{"forgeload"}, false, "cancelling")
+			id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload2Steps)})
+			c.mustFetch(0)
+			if tt.cancel {
+				f.Cancel(id)
+			}
+			f.Reap(id)
+			if res := c.mustUpdate(result(id, runnerv1.Result_RESULT_SUCCESS)); res.State.Result != tt.want {
+				t.Errorf("UpdateTask after Reap: result %v, want %v", res.State.Result, tt.want)
+			}
+			_, err := c.log(id, 0, false, "late")
+			wantCode(t, err, connect.CodeAlreadyExists, "log file has been archived")
+			if v := f.Task(id); !v.Done || v.Result != tt.want || v.Steps[1].Result != tt.want {
+				t.Errorf("Task after Reap = %+v", v)
+			}
+		})
 	}
 }

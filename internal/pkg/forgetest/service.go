@@ -281,6 +281,7 @@ func (s *service) UpdateLog(_ context.Context, req *connect.Request[runnerv1.Upd
 	}
 	for _, row := range fresh {
 		t.log = append(t.log, row.GetContent())
+		t.logTimes = append(t.logTimes, tsTime(row.GetTime()))
 	}
 	if m.GetNoMore() {
 		t.archived = true
@@ -304,7 +305,8 @@ func (f *Forge) handleSummary(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "step index must be a non-negative integer", http.StatusBadRequest)
 		return
 	}
-	if _, err := strconv.ParseInt(req.PathValue("job"), 10, 64); err != nil {
+	job, err := strconv.ParseInt(req.PathValue("job"), 10, 64)
+	if err != nil {
 		http.Error(w, "job id must be an integer", http.StatusBadRequest)
 		return
 	}
@@ -319,8 +321,8 @@ func (f *Forge) handleSummary(w http.ResponseWriter, req *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(t.runtimeToken), []byte(tok)) != 1 {
 			continue
 		}
-		if req.PathValue("run") != t.runID {
-			http.Error(w, "run id does not match the runtime token's run", http.StatusForbidden)
+		if req.PathValue("run") != t.runID || job != t.jobID {
+			http.Error(w, fmt.Sprintf("run/job %s/%d do not match the runtime token's scope (run %s, job %d)", req.PathValue("run"), job, t.runID, t.jobID), http.StatusForbidden)
 			return
 		}
 		t.summaries[step] = string(body)

@@ -17,6 +17,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// jobIDOffset separates job ids from task ids.
+const jobIDOffset = 100
+
 // status is Gitea's internal task status.
 type status int
 
@@ -143,6 +146,7 @@ type stepState struct {
 
 type task struct {
 	id           int64
+	jobID        int64
 	job          Job
 	context      *structpb.Struct
 	runID        string
@@ -156,6 +160,7 @@ type task struct {
 	updated          time.Time
 	steps            []stepState
 	log              []string
+	logTimes         []time.Time
 	archived         bool
 	outputs          map[string]string
 	updates          int
@@ -188,13 +193,21 @@ type TaskView struct {
 	StartedAt  time.Time
 	StoppedAt  time.Time
 	Steps      []StepView
-	Log        []string // row contents in order
+	Log        []string    // row contents in order
+	LogTimes   []time.Time // row times, parallel to Log (zero when not sent)
 	Archived   bool     // UpdateLog with no_more was received
 	Outputs    map[string]string
 	Updates    int    // UpdateTask calls for this task
 	Token      string // the per-task token (context "token", GITEA_TOKEN)
+	// JobID is the job's numeric id, as in the runtime token's scope and
+	// the job-summary URL; it differs from the task id (it is ID+100) so
+	// that mixing them up fails.
+	JobID int64
+	// RunID is the context's run_id, as in the job-summary URL.
+	RunID string
 	// RuntimeToken is context "gitea_runtime_token", the Bearer token of
-	// the job-summary upload.
+	// the job-summary upload. Like Gitea's, it is an HS256 JWT whose claims
+	// carry scp "Actions.Results:<run>:<job>", TaskID, RunID and JobID.
 	RuntimeToken string
 }
 
@@ -204,7 +217,8 @@ func (t *task) view(f *Forge) TaskView {
 		Done: t.status.isDone(), Cancelling: t.status == statusCancelling,
 		StartedAt: t.started, StoppedAt: t.stopped, Log: slices.Clone(t.log),
 		Archived: t.archived, Outputs: maps.Clone(t.outputs), Updates: t.updates,
-		Token: t.token, RuntimeToken: t.runtimeToken,
+		Token: t.token, RuntimeToken: t.runtimeToken, JobID: t.jobID, RunID: t.runID,
+		LogTimes: slices.Clone(t.logTimes),
 	}
 	if v.Outputs == nil {
 		v.Outputs = map[string]string{}
@@ -321,9 +335,8 @@ func (f *Forge) QueueJob(j Job) int64 {
 	defer f.mu.Unlock()
 	f.nextTaskID++
 	t := &task{
-		id: f.nextTaskID, status: statusWaiting, token: randHex(20),
-		runtimeToken: "rt-" + randHex(24), outputs: map[string]string{},
-		summaries: map[int]string{},
+		id: f.nextTaskID, jobID: f.nextTaskID + jobIDOffset, status: statusWaiting,
+		token: randHex(20), outputs: map[string]string{}, summaries: map[int]string{},
 	}
 	j.RunsOn = slices.Clone(j.RunsOn)
 	j.Secrets = maps.Clone(j.Secrets)
@@ -341,7 +354,11 @@ func (f *Forge) QueueJob(j Job) int64 {
 	if _, ok := j.Context["token"]; !ok {
 		ctx["token"] = t.token
 	}
-	if _, ok := j.Context["gitea_runtime_token"]; !ok {
+	t.runID = fmt.Sprint(ctx["run_id"])
+	if rt, ok := j.Context["gitea_runtime_token"].(string); ok {
+		t.runtimeToken = rt
+	} else {
+		t.runtimeToken = runtimeToken(f.jwtKey, f.now(), t.id, t.runID, t.jobID)
 		ctx["gitea_runtime_token"] = t.runtimeToken
 	}
 	s, err := toStruct(ctx)
@@ -349,7 +366,6 @@ func (f *Forge) QueueJob(j Job) int64 {
 		panic(fmt.Sprintf("forgetest: QueueJob: Job.Context cannot become a protobuf Struct (use strings, numbers, bools, maps and slices): %v", err))
 	}
 	t.context = s
-	t.runID = fmt.Sprint(ctx["run_id"])
 	if nsteps >= 0 {
 		t.stepsFixed = true
 		t.steps = make([]stepState, nsteps)
@@ -497,18 +513,44 @@ func (f *Forge) Cancel(id int64) {
 			return
 		}
 	}
-	t.status = statusCancelled
+	t.stop(statusCancelled, now)
+}
+
+// stop ends the task with st, as Gitea's StopTask: unfinished steps get st
+// too.
+func (t *task) stop(st status, now time.Time) {
+	t.status = st
 	t.stopped = now
 	t.updated = now
 	for i := range t.steps {
 		s := &t.steps[i]
 		if !s.status.isDone() {
-			s.status = statusCancelled
+			s.status = st
 			if s.stopped.IsZero() {
 				s.stopped = now
 			}
 		}
 	}
+}
+
+// Reap stops task id as Gitea's zombie-task reaper does when a runner has
+// stopped reporting: a running task becomes failure, a cancelling one
+// cancelled, and its log is archived, so later UpdateLog rows get
+// AlreadyExists and the next UpdateTask response carries the result.
+// Waiting and done tasks are left alone.
+func (f *Forge) Reap(id int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tasks[id]
+	if t == nil || t.runnerID == 0 || t.status.isDone() {
+		return
+	}
+	st := statusFailure
+	if t.status == statusCancelling {
+		st = statusCancelled
+	}
+	t.stop(st, f.now())
+	t.archived = true
 }
 
 // Summaries returns the job summaries uploaded so far, by task id. A task
