@@ -195,7 +195,7 @@ type TaskView struct {
 	Steps      []StepView
 	Log        []string    // row contents in order
 	LogTimes   []time.Time // row times, parallel to Log (zero when not sent)
-	Archived   bool     // UpdateLog with no_more was received
+	Archived   bool        // UpdateLog with no_more was received
 	Outputs    map[string]string
 	Updates    int    // UpdateTask calls for this task
 	Token      string // the per-task token (context "token", GITEA_TOKEN)
