@@ -90,7 +90,7 @@ func TestSummaryFlagsGeneratorBound(t *testing.T) {
 	if err := WriteText(&buf, r, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "Generator-bound  YES") {
+	if !strings.Contains(buf.String(), "Generator-bound           YES") {
 		t.Errorf("text summary does not flag the generator:\n%s", buf.String())
 	}
 	if strings.Contains(buf.String(), "Thresholds") {
