@@ -19,9 +19,15 @@
 // steps, needs, job, runner, matrix, inputs, strategy) and the job status.
 // [Context.Eval] evaluates one expression, [Context.Interpolate] replaces
 // every ${{ }} in a string, and [Context.EvalIf] applies the rules of if:.
+// [Context.EvalBool], [Context.EvalMinutes] and [Context.InterpolateMap]
+// evaluate continue-on-error:, timeout-minutes: and env:/with: maps.
 // Expressions are parsed with github.com/rhysd/actionlint's parser and
 // evaluated here with GitHub's semantics: loose equality with coercion to
 // numbers, case-insensitive string comparison, && and || returning operand
 // values, and the * object filter. [GithubContext] and [NeedsFromTask] build
-// context values from a runner.v1.Task.
+// context values from a runner.v1.Task, and [InputsContext] the inputs
+// context from the github one.
+//
+// Errors never quote context values (which may be secrets): they show the
+// expression source, and positions instead of text.
 package workflow

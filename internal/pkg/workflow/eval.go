@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -268,8 +269,12 @@ func (c *Context) call(p *parsed, name string, args []any) (any, error) {
 		}
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			// The argument may be a secret: name the JSON problem, not the text.
-			return nil, fmt.Errorf("fromJSON in %s: the argument is not valid JSON: %w", show(p.src), err)
+			// The argument may be a secret: give a position, never its text.
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, fmt.Errorf("fromJSON in %s: the argument is not valid JSON (syntax error at byte %d of %d)", show(p.src), se.Offset, len(s))
+			}
+			return nil, fmt.Errorf("fromJSON in %s: the argument is not valid JSON", show(p.src))
 		}
 		return norm(v), nil
 	case "success":
@@ -304,7 +309,8 @@ func format(p *parsed, f string, args []any) (string, error) {
 			}
 			n, err := strconv.Atoi(f[i+1 : i+end])
 			if err != nil || n < 0 || f[i+1] == '+' || f[i+1] == '-' {
-				return "", fmt.Errorf("format in %s: %q at position %d is not {N}; write {N} for argument N, or {{ for a literal brace", show(p.src), f[i:i+end+1], i)
+				// The format string may come from a secret: give positions, not text.
+				return "", fmt.Errorf("format in %s: the { at position %d does not start a {N} placeholder; write {N} for argument N, or {{ for a literal brace", show(p.src), i)
 			}
 			if n >= len(args) {
 				return "", fmt.Errorf("format in %s: {%d} refers to argument %d, but only %d argument(s) follow the format string", show(p.src), n, n, len(args))

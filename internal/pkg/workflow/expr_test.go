@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func testContext() *Context {
@@ -339,10 +340,14 @@ func TestEvalErrors(t *testing.T) {
 		{"success(1)", "success takes 0 argument(s), got 1 in ${{ success(1) }}"},
 		{"hashFiles('**/go.sum')", "hashFiles is not supported by forgeload yet in ${{ hashFiles('**/go.sum') }}; compute the hash in a run: step and write it to $GITHUB_OUTPUT"},
 		{"format('{0} {1}', 'a')", "format in ${{ format('{0} {1}', 'a') }}: {1} refers to argument 1, but only 1 argument(s) follow the format string"},
-		{"format('{x}', 'a')", `format in ${{ format('{x}', 'a') }}: "{x}" at position 0 is not {N}; write {N} for argument N, or {{ for a literal brace`},
+		{"format('{x}', 'a')", "format in ${{ format('{x}', 'a') }}: the { at position 0 does not start a {N} placeholder; write {N} for argument N, or {{ for a literal brace"},
 		{"format('{0', 'a')", "format in ${{ format('{0', 'a') }}: unclosed { at position 0; write {N} for argument N, or {{ for a literal brace"},
 		{"format('a}b')", "format in ${{ format('a}b') }}: lone } at position 1; write }} for a literal brace"},
-		{"fromJSON('{')", "fromJSON in ${{ fromJSON('{') }}: the argument is not valid JSON: unexpected end of JSON input"},
+		{"fromJSON('{')", "fromJSON in ${{ fromJSON('{') }}: the argument is not valid JSON (syntax error at byte 1 of 1)"},
+		{"fromJSON('{x')", "fromJSON in ${{ fromJSON('{x') }}: the argument is not valid JSON (syntax error at byte 2 of 2)"},
+		// Neither the format string nor the JSON text (maybe a secret) is echoed.
+		{"fromJSON(secrets.TOKEN)", "fromJSON in ${{ fromJSON(secrets.TOKEN) }}: the argument is not valid JSON (syntax error at byte 1 of 6)"},
+		{"format(format('{0}{1}}}', '{', secrets.TOKEN))", "format in ${{ format(format('{0}{1}}}', '{', secrets.TOKEN)) }}: the { at position 0 does not start a {N} placeholder; write {N} for argument N, or {{ for a literal brace"},
 		{"fromJSON('')", "fromJSON in ${{ fromJSON('') }}: the argument is empty, not JSON"},
 		{"", "empty expression ${{ }}; write an expression between the braces"},
 		{"a }} b", "invalid expression ${{ a }} b }}: unexpected }} at byte 2; an expression ends at the first }} outside a string"},
@@ -357,6 +362,9 @@ func TestEvalErrors(t *testing.T) {
 			}
 			if err.Error() != tt.want {
 				t.Errorf("Eval(%q) error =\n  %s\nwant\n  %s", tt.expr, err, tt.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("Eval(%q) error %q shows a secret value", tt.expr, err)
 			}
 		})
 	}
@@ -475,4 +483,60 @@ func FuzzInterpolate(f *testing.F) {
 			t.Fatalf("Interpolate(%q) = %q changed text without ${{ }}", s, out)
 		}
 	})
+}
+
+func TestEvalFields(t *testing.T) {
+	t.Parallel()
+	c := testContext()
+	bools := []struct {
+		field string
+		want  bool
+	}{
+		{"", false}, {"false", false}, {"true", true},
+		{"${{ inputs.debug }}", true},
+		{"${{ matrix.os == 'mac' }}", false},
+		{"${{ failure() }}", false},
+		{"env.RATE == '500'", true},
+	}
+	for _, tt := range bools {
+		if got, err := c.EvalBool(tt.field); err != nil || got != tt.want {
+			t.Errorf("EvalBool(%q) = %v, %v; want %v", tt.field, got, err, tt.want)
+		}
+	}
+	mins := []struct {
+		field string
+		want  time.Duration
+	}{
+		{"", 0}, {"10", 10 * time.Minute}, {"0.5", 30 * time.Second},
+		{"${{ matrix.n }}", 3 * time.Minute}, {"${{ env.RATE }}", 500 * time.Minute},
+		{"${{ matrix.n }}0", 30 * time.Minute},
+	}
+	for _, tt := range mins {
+		if got, err := c.EvalMinutes(tt.field); err != nil || got != tt.want {
+			t.Errorf("EvalMinutes(%q) = %v, %v; want %v", tt.field, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"${{ runner.os }}", "-1", "${{ 0 }}", "${{ nope }}", "${{ 1e300 }}"} {
+		if got, err := c.EvalMinutes(bad); err == nil {
+			t.Errorf("EvalMinutes(%q) = %v, want an error", bad, got)
+		}
+	}
+	got, err := c.InterpolateMap(map[string]string{"A": "${{ env.RATE }}rps", "B": "plain"})
+	if want := map[string]string{"A": "500rps", "B": "plain"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("InterpolateMap() = %v, %v; want %v", got, err, want)
+	}
+	if _, err := c.InterpolateMap(map[string]string{"BAD": "${{ nope.x }}"}); err == nil || !strings.HasPrefix(err.Error(), `BAD: unknown context "nope"`) {
+		t.Errorf("InterpolateMap(bad) error = %v, want it to name the key", err)
+	}
+}
+
+func TestInputsContext(t *testing.T) {
+	t.Parallel()
+	g := map[string]any{"event": map[string]any{"inputs": map[string]any{"rate": "10"}}}
+	if got := InputsContext(g); !reflect.DeepEqual(got, map[string]any{"rate": "10"}) {
+		t.Errorf("InputsContext() = %v", got)
+	}
+	if got := InputsContext(map[string]any{}); got != nil {
+		t.Errorf("InputsContext(no event) = %v, want nil", got)
+	}
 }
