@@ -137,7 +137,8 @@ type step struct {
 //
 // All methods are safe for concurrent use. Appending a row never waits on the
 // network: rows are buffered (in memory, then in a spill file) and sent by the
-// Reporter's own goroutines, which Close stops and waits for.
+// Reporter's own goroutines, which Close stops and waits for. The zero value
+// is not usable; call New.
 type Reporter struct {
 	c      Client
 	taskID int64
@@ -177,6 +178,8 @@ type Reporter struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	lineLimit int // longest unfinished line kept before a forced cut; maxRowBytes except in tests
 }
 
 // New returns a Reporter for task taskID with steps steps. It sends nothing
@@ -197,6 +200,7 @@ func New(c Client, taskID int64, steps int, o Options) *Reporter {
 		cancelled:   make(chan struct{}),
 		parent:      context.Background(),
 		jobCtx:      context.Background(),
+		lineLimit:   maxRowBytes,
 	}
 	r.mask.Store((*masker)(nil).with(o.Masks...))
 	return r
@@ -260,7 +264,9 @@ func (r *Reporter) StepStart(i int) {
 	st := &r.steps[i]
 	if st.started.IsZero() {
 		st.started = r.o.Now()
-		st.logIndex = r.store.end
+		if !st.hasRows {
+			st.logIndex = r.store.end
+		}
 	}
 	r.flushNow = true
 	r.mu.Unlock()
@@ -466,7 +472,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		p = p[i+1:]
 	}
 	// Bound an endless line: emit a prefix that cannot end inside a secret.
-	if limit := max(maxRowBytes, 2*m.maxLenOrZero()); len(w.buf) > limit {
+	if limit := max(w.r.lineLimit, 2*m.maxLenOrZero()); len(w.buf) > limit {
 		want := len(w.buf) - max(m.maxLenOrZero()-1, 0)
 		if c := m.safeCut(w.buf, want); c > 0 {
 			for _, s := range cleanLine(m, w.buf[:c]) {

@@ -755,3 +755,41 @@ func TestWriterNeverBlocks(t *testing.T) {
 		}
 	})
 }
+
+// TestStepRanges checks log_index/log_length when rows arrive before
+// StepStart, when a step has no rows, and when rows come after StepEnd.
+func TestStepRanges(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge()
+		r := New(f, 1, 3, Options{})
+		r.Start(t.Context())
+		r.Logf(-1, "setup")
+		r.Logf(0, "early")   // row 1, before StepStart(0)
+		r.StepStart(0)       // keeps log_index 1
+		r.Logf(0, "running") // row 2
+		r.StepEnd(0, success)
+		r.Logf(0, "late") // row 3: after StepEnd, belongs to no step
+		r.StepStart(1)    // no rows: log_index 4, log_length 0
+		r.StepEnd(1, runnerv1.Result_RESULT_SKIPPED)
+		r.StepStart(2)
+		r.Logf(2, "two")
+		r.Logf(-1, "between")
+		r.Logf(2, "two again")
+		r.StepEnd(2, success)
+		if err := r.Close(success); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		got := [][2]int64{}
+		for _, s := range f.final.Steps {
+			got = append(got, [2]int64{s.LogIndex, s.LogLength})
+		}
+		want := [][2]int64{{1, 2}, {4, 0}, {4, 3}}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step (log_index, log_length) = %v, want %v", got, want)
+		}
+		if f.final.Steps[1].Result != runnerv1.Result_RESULT_SKIPPED {
+			t.Fatalf("step 1 result = %v, want SKIPPED", f.final.Steps[1].Result)
+		}
+	})
+}
