@@ -43,7 +43,7 @@ func ExampleParse_error() {
 `))
 	fmt.Println(err)
 	// Output:
-	// workflow line 5: steps[0]: a step needs either run: or uses:
+	// workflow line 5: steps[0]: a step needs either run: or uses: (with a value)
 }
 
 func ExampleContext_Interpolate() {

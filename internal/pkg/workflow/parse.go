@@ -227,14 +227,12 @@ func parseJob(n *yaml.Node, path string) (*Job, error) {
 			job.Matrix, err = parseStrategy(v, kp)
 		case "steps":
 			stepsNode = v
-		case "services":
-			return nil, perr(p.key, kp, "services are not supported yet; start the service from a run: step or point the test at an existing host")
-		case "container":
-			return nil, perr(p.key, kp, "job containers are not supported yet; forgeload runs steps on the host, so remove container:")
-		case "uses":
-			return nil, perr(p.key, kp, "calling a reusable workflow is not supported yet; copy its steps into this job")
-		case "with", "secrets":
-			return nil, perr(p.key, kp, "only applies to a job that calls a reusable workflow with uses:, which forgeload does not support; remove it")
+		case "services", "container", "uses", "with", "secrets":
+			// Serialisers may write these keys with empty values; only a
+			// real value asks for something forgeload cannot do.
+			if !isEmpty(v) {
+				err = unsupportedJobKey(p.key, kp, k)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -247,6 +245,30 @@ func parseJob(n *yaml.Node, path string) (*Job, error) {
 		return nil, err
 	}
 	return job, nil
+}
+
+func unsupportedJobKey(key *yaml.Node, kp, k string) error {
+	switch k {
+	case "services":
+		return perr(key, kp, "services are not supported yet; start the service from a run: step or point the test at an existing host")
+	case "container":
+		return perr(key, kp, "job containers are not supported yet; forgeload runs steps on the host, so remove container:")
+	case "uses":
+		return perr(key, kp, "calling a reusable workflow is not supported yet; copy its steps into this job")
+	default:
+		return perr(key, kp, "only applies to a job that calls a reusable workflow with uses:, which forgeload does not support; remove it")
+	}
+}
+
+// isEmpty reports whether n is null, "", or an empty mapping or list.
+func isEmpty(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return isNull(n) || n.Value == ""
+	case yaml.MappingNode, yaml.SequenceNode:
+		return len(n.Content) == 0
+	}
+	return false
 }
 
 func parseSteps(n *yaml.Node) ([]Step, error) {
@@ -286,7 +308,6 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 	if err != nil {
 		return s, err
 	}
-	var hasRun, hasUses bool
 	var shellKey, wdKey, withKey *yaml.Node
 	for _, p := range pairs {
 		k, v := p.key.Value, p.val
@@ -296,7 +317,7 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 		}
 		switch k {
 		case "id":
-			if s.ID, err = scalar(v, kp); err == nil && !stepIDRe.MatchString(s.ID) {
+			if s.ID, err = scalar(v, kp); err == nil && s.ID != "" && !stepIDRe.MatchString(s.ID) {
 				err = perr(v, kp, "step id %q must start with a letter or _ and contain only letters, digits, - and _", s.ID)
 			}
 		case "name":
@@ -304,26 +325,24 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 		case "if":
 			s.If, err = scalar(v, kp)
 		case "uses":
-			hasUses = true
-			if s.Uses, err = scalar(v, kp); err == nil && strings.TrimSpace(s.Uses) == "" {
-				err = perr(v, kp, "uses: is empty; name an action such as actions/checkout@v4")
-			}
+			s.Uses, err = scalar(v, kp)
+			s.Uses = strings.TrimSpace(s.Uses)
 		case "run":
-			hasRun = true
-			if s.Run, err = scalar(v, kp); err == nil && strings.TrimSpace(s.Run) == "" {
-				err = perr(v, kp, "run: is empty; give the commands to run")
-			}
+			s.Run, err = scalar(v, kp)
 		case "shell":
-			shellKey = p.key
-			s.Shell, err = scalar(v, kp)
+			if s.Shell, err = scalar(v, kp); s.Shell != "" {
+				shellKey = p.key
+			}
 		case "working-directory":
-			wdKey = p.key
-			s.WorkingDirectory, err = scalar(v, kp)
+			if s.WorkingDirectory, err = scalar(v, kp); s.WorkingDirectory != "" {
+				wdKey = p.key
+			}
 		case "env":
 			s.Env, err = stringMap(v, kp)
 		case "with":
-			withKey = p.key
-			s.With, err = stringMap(v, kp)
+			if s.With, err = stringMap(v, kp); len(s.With) > 0 {
+				withKey = p.key
+			}
 		case "continue-on-error":
 			s.ContinueOnError, err = boolOrExpr(v, kp)
 		case "timeout-minutes":
@@ -333,17 +352,22 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 			return s, err
 		}
 	}
+	// An empty run: or uses: counts as absent, as serialisers may write one.
+	hasRun, hasUses := strings.TrimSpace(s.Run) != "", s.Uses != ""
 	switch {
 	case hasRun && hasUses:
 		return s, perr(n, path, "both run: and uses: are set; keep one")
 	case !hasRun && !hasUses:
-		return s, perr(n, path, "a step needs either run: or uses:")
+		return s, perr(n, path, "a step needs either run: or uses: (with a value)")
 	case hasUses && shellKey != nil:
 		return s, perr(shellKey, path+".shell", "only applies to run: steps; remove it from this uses: step")
 	case hasUses && wdKey != nil:
 		return s, perr(wdKey, path+".working-directory", "only applies to run: steps; remove it from this uses: step")
 	case hasRun && withKey != nil:
 		return s, perr(withKey, path+".with", "only applies to uses: steps; pass values to a run: step with env:")
+	}
+	if !hasRun {
+		s.Run = ""
 	}
 	return s, nil
 }

@@ -117,7 +117,7 @@ func TestParseErrors(t *testing.T) {
 		{"no jobs key", "on: push\n", "workflow has no jobs: key; a forge task must carry exactly one job"},
 		{"empty", "", "workflow is empty; a forge task must carry a workflow with one job"},
 		{"not a mapping", "- a\n", `workflow line 1: workflow must be a mapping with a jobs: key, got a list`},
-		{"neither run nor uses", job("      - name: x\n"), "workflow line 6: steps[0]: a step needs either run: or uses:"},
+		{"neither run nor uses", job("      - name: x\n"), "workflow line 6: steps[0]: a step needs either run: or uses: (with a value)"},
 		{"both run and uses", job("      - run: a\n      - run: b\n        uses: c@v1\n"), "workflow line 7: steps[1]: both run: and uses: are set; keep one"},
 		{"unknown step key", job("      - run: a\n        shel: sh\n"),
 			`workflow line 7: steps[0]: unknown key "shel"; did you mean "shell"? allowed: continue-on-error, env, id, if, name, run, shell, timeout-minutes, uses, with, working-directory`},
@@ -143,7 +143,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad timeout", job("      - run: a\n        timeout-minutes: soon\n"), `workflow line 7: steps[0].timeout-minutes: "soon" is not a positive number of minutes or a ${{ }} expression`},
 		{"bad continue-on-error", job("      - run: a\n        continue-on-error: maybe\n"), `workflow line 7: steps[0].continue-on-error: "maybe" must be true, false or a ${{ }} expression`},
 		{"env not mapping", job("      - run: a\n        env: [A]\n"), "workflow line 7: steps[0].env: must be a mapping of names to values, got a list"},
-		{"empty run", job("      - run: ''\n"), "workflow line 6: steps[0].run: run: is empty; give the commands to run"},
+		{"empty run", job("      - run: ''\n"), "workflow line 6: steps[0]: a step needs either run: or uses: (with a value)"},
 		{"unknown defaults key", "defaults:\n  run:\n    shel: sh\njobs: {perf: {runs-on: x, steps: [{run: a}]}}\n",
 			`workflow line 3: defaults.run: unknown key "shel"; did you mean "shell"? allowed: shell, working-directory`},
 		{"bad job id", "jobs:\n  1perf: {runs-on: x, steps: [{run: a}]}\n", `workflow line 2: jobs: job id "1perf" must start with a letter or _ and contain only letters, digits, - and _`},
@@ -210,6 +210,11 @@ func TestParseJobFields(t *testing.T) {
 		{"expressions kept", "    runs-on: x\n    if: ${{ github.ref == 'main' }}\n    timeout-minutes: ${{ inputs.t }}\n    continue-on-error: ${{ matrix.x }}\n", func(t *testing.T, j *Job) {
 			if j.If != "${{ github.ref == 'main' }}" || j.TimeoutMinutes != "${{ inputs.t }}" || j.ContinueOnError != "${{ matrix.x }}" {
 				t.Errorf("Job = %+v", j)
+			}
+		}},
+		{"empty unsupported keys, as a serialiser may write them", "    runs-on: x\n    container: null\n    services: {}\n    uses: ''\n    with: {}\n    secrets:\n", func(t *testing.T, j *Job) {
+			if len(j.Steps) != 1 {
+				t.Errorf("Steps = %+v", j.Steps)
 			}
 		}},
 		{"schema keys accepted", "    runs-on: x\n    name: Perf\n    permissions: read-all\n    environment: prod\n    concurrency: perf\n    needs: build\n    snapshot: img\n    defaults: {run: {shell: sh}}\n", func(t *testing.T, j *Job) {
@@ -404,4 +409,19 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Empty values of step keys, as a serialiser may write them, are absent.
+func TestParseEmptyStepKeys(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(job("      - uses: actions/checkout@v4\n        run: ''\n        shell: ''\n        working-directory:\n        id: ''\n      - run: echo\n        uses: ''\n        with: {}\n")))
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	if s := w.Job.Steps[0]; s.Uses != "actions/checkout@v4" || s.Run != "" {
+		t.Errorf("steps[0] = %+v", s)
+	}
+	if s := w.Job.Steps[1]; s.Run != "echo" || s.Uses != "" {
+		t.Errorf("steps[1] = %+v", s)
+	}
 }
