@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,14 +11,16 @@ import (
 
 	"connectrpc.com/connect"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
-	"gitea.dev/actions-proto-go/runner/v1/runnerv1connect"
 
+	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/report"
 )
 
-// These tests run the Reporter against the fake forge: a real connect-go
-// server on 127.0.0.1 with Gitea's semantics.
+// These tests run the Reporter through the real forge client against the
+// fake forge: a real connect-go server on 127.0.0.1 with Gitea's semantics.
+
+var _ report.Client = (*client.Client)(nil)
 
 const payload = `on: push
 jobs:
@@ -30,35 +31,18 @@ jobs:
       - run: echo two
 `
 
-// headers adds the runner credentials to every call, as the forge client does.
-type headers struct{ uuid, token string }
-
-func (h headers) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("x-runner-uuid", h.uuid)
-		req.Header().Set("x-runner-token", h.token)
-		return next(ctx, req)
-	}
-}
-
-func (h headers) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-func (h headers) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
-}
-
 // pickTask starts a fake forge, queues a two-step job with secrets, and
 // fetches it as a registered runner.
-func pickTask(t *testing.T, secrets map[string]string) (*forgetest.Forge, runnerv1connect.RunnerServiceClient, *runnerv1.Task) {
+func pickTask(t *testing.T, secrets map[string]string) (*forgetest.Forge, *client.Client, *runnerv1.Task) {
 	t.Helper()
 	f := forgetest.New(t)
 	uuid, token := f.AddRunner("r1", []string{"forgeload"}, "cancelling")
 	f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload), Secrets: secrets})
-	hc := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(hc.CloseIdleConnections)
-	c := runnerv1connect.NewRunnerServiceClient(hc, f.URL()+"/api/actions", connect.WithInterceptors(headers{uuid, token}))
+	c, err := client.New(client.Options{Address: f.URL(), UUID: uuid, Token: token, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("client.New = %v", err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	resp, err := c.FetchTask(ctx, connect.NewRequest(&runnerv1.FetchTaskRequest{}))
