@@ -25,8 +25,8 @@
 // evaluated here with GitHub's semantics: loose equality with coercion to
 // numbers, case-insensitive string comparison, && and || returning operand
 // values, and the * object filter. [GithubContext] and [NeedsFromTask] build
-// context values from a runner.v1.Task, and [InputsContext] the inputs
-// context from the github one.
+// context values from a runner.v1.Task, [InputsContext] the inputs context
+// from the github one, and [RunnerContext] the runner context of this host.
 //
 // Errors never quote context values (which may be secrets): they show the
 // expression source, and positions instead of text.

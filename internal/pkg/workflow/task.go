@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"runtime"
 	"strings"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -52,4 +53,42 @@ func NeedsFromTask(needs map[string]*runnerv1.TaskNeed) map[string]NeedResult {
 		}
 	}
 	return out
+}
+
+// RunnerContext builds the runner context for this host: os and arch in
+// GitHub's spelling (Linux, macOS, Windows; X64, ARM64, X86, ARM), plus the
+// runner's name and temp directory. Other keys may be added by the caller.
+func RunnerContext(name, temp string) map[string]any {
+	return map[string]any{
+		"os":   runnerOS(runtime.GOOS),
+		"arch": runnerArch(runtime.GOARCH),
+		"name": name,
+		"temp": temp,
+	}
+}
+
+func runnerOS(goos string) string {
+	switch goos {
+	case "linux":
+		return "Linux"
+	case "darwin":
+		return "macOS"
+	case "windows":
+		return "Windows"
+	}
+	return goos
+}
+
+func runnerArch(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "X64"
+	case "arm64":
+		return "ARM64"
+	case "386":
+		return "X86"
+	case "arm":
+		return "ARM"
+	}
+	return goarch
 }

@@ -89,3 +89,22 @@ func TestNeedsFromTask(t *testing.T) {
 		t.Errorf("Eval(needs) = %#v, %v", v, err)
 	}
 }
+
+func TestRunnerContext(t *testing.T) {
+	t.Parallel()
+	c := &Context{Runner: RunnerContext("r1", "/tmp/r1")}
+	got, err := c.Interpolate("${{ runner.name }} ${{ runner.temp }} ${{ runner.os != '' && runner.arch != '' }}")
+	if err != nil || got != "r1 /tmp/r1 true" {
+		t.Errorf("Interpolate(runner) = %q, %v", got, err)
+	}
+	for goos, want := range map[string]string{"linux": "Linux", "darwin": "macOS", "windows": "Windows", "plan9": "plan9"} {
+		if got := runnerOS(goos); got != want {
+			t.Errorf("runnerOS(%q) = %q, want %q", goos, got, want)
+		}
+	}
+	for goarch, want := range map[string]string{"amd64": "X64", "arm64": "ARM64", "386": "X86", "arm": "ARM", "riscv64": "riscv64"} {
+		if got := runnerArch(goarch); got != want {
+			t.Errorf("runnerArch(%q) = %q, want %q", goarch, got, want)
+		}
+	}
+}
