@@ -150,6 +150,8 @@ func TestRegister(t *testing.T) {
 		{"missing token is a plain error", &runnerv1.RegisterRequest{Name: "a"}, connect.CodeUnknown},
 		{"missing name is a plain error", &runnerv1.RegisterRequest{Token: "reg"}, connect.CodeUnknown},
 		{"unknown token", &runnerv1.RegisterRequest{Name: "a", Token: "nope"}, connect.CodeInvalidArgument},
+		//lint:ignore SA1019 old runners send only the deprecated label fields
+		{"old runner with only deprecated labels", &runnerv1.RegisterRequest{Name: "a", Token: "reg", Version: "v9", AgentLabels: []string{"x"}, Capabilities: []string{"cancelling"}, Ephemeral: true}, 0},
 		{"good", &runnerv1.RegisterRequest{Name: "a", Token: "reg", Version: "v9", Labels: []string{"x"}, Capabilities: []string{"cancelling"}, Ephemeral: true}, 0},
 	}
 	for _, tt := range tests {

@@ -80,7 +80,13 @@ func (s *service) Register(_ context.Context, req *connect.Request[runnerv1.Regi
 	if !f.regTokens[m.GetToken()] {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("runner registration token not found"))
 	}
-	r, token := f.addRunnerLocked(m.GetName(), m.GetVersion(), m.GetLabels(), m.GetCapabilities(), m.GetEphemeral())
+	labels := m.GetLabels()
+	//lint:ignore SA1019 old runners send only the deprecated label fields, and Gitea still reads them
+	agent, custom := m.GetAgentLabels(), m.GetCustomLabels()
+	if len(labels) == 0 && len(agent) > 0 {
+		labels = append(slices.Clone(agent), custom...)
+	}
+	r, token := f.addRunnerLocked(m.GetName(), m.GetVersion(), labels, m.GetCapabilities(), m.GetEphemeral())
 	return connect.NewResponse(&runnerv1.RegisterResponse{Runner: &runnerv1.Runner{
 		Id: r.id, Uuid: r.uuid, Token: token, Name: r.name, Version: r.version,
 		Labels: slices.Clone(r.labels), Ephemeral: r.ephemeral,
