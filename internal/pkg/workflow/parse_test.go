@@ -1,8 +1,12 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -423,5 +427,45 @@ func TestParseEmptyStepKeys(t *testing.T) {
 	}
 	if s := w.Job.Steps[1]; s.Run != "echo" || s.Uses != "" {
 		t.Errorf("steps[1] = %+v", s)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
+
+// The parsed model of every workflow in testdata/*.yml is pinned in a
+// golden JSON file; run go test -update after an intended change.
+func TestParseGolden(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/*.yml: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			payload, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			if w, err := Parse(payload); err != nil {
+				got = []byte("error: " + err.Error() + "\n")
+			} else if got, err = json.MarshalIndent(w, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			golden := strings.TrimSuffix(file, ".yml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("read golden file (run go test -update to create it): %v", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("Parse(%s) =\n%s\nwant (%s)\n%s", file, got, golden, want)
+			}
+		})
 	}
 }
