@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -135,7 +136,11 @@ func NewServer(opts ...Option) (*Forge, error) {
 	ppath, ph := pingv1connect.NewPingServiceHandler(svc, hopts)
 	mux.Handle("/api/actions"+rpath, http.StripPrefix("/api/actions", rh))
 	mux.Handle("/api/actions"+ppath, http.StripPrefix("/api/actions", ph))
+	// The per-step route is what PROTOCOL.md documents; the job-level
+	// route is the one in Gitea's pull request description. Both are
+	// served so that either client shape is tested.
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{step}/summary", f.handleSummary)
+	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/summary", f.handleSummary)
 
 	f.srv = &http.Server{
 		Handler:           mux,
@@ -257,9 +262,17 @@ func (f *Forge) LastHeader(method string) http.Header {
 	return f.headers[method].Clone()
 }
 
+// methods are the RPC method names accepted by SetFault.
+var methods = []string{"Ping", "Register", "Declare", "FetchTask", "UpdateTask", "UpdateLog"}
+
 // SetFault makes later calls of method fail or slow down as fl says,
-// replacing any earlier fault for that method. A zero Fault clears it.
+// replacing any earlier fault for that method. A zero Fault clears it. It
+// panics on a method name other than those counted by [Forge.Calls], so a
+// typo cannot silently disable a fault.
 func (f *Forge) SetFault(method string, fl Fault) {
+	if !slices.Contains(methods, method) {
+		panic(fmt.Sprintf("forgetest: SetFault: unknown method %q; use one of %v", method, methods))
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl == (Fault{}) {

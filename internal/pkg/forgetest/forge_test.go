@@ -602,6 +602,14 @@ func TestFaults(t *testing.T) {
 	if _, err := c.fetch(0); err != nil {
 		t.Errorf("fetch after ClearFaults: %v", err)
 	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "fetchtask") {
+				t.Errorf("SetFault with a misspelt method: recover() = %v, want a panic naming it", r)
+			}
+		}()
+		f.SetFault("fetchtask", forgetest.Fault{Code: connect.CodeInternal})
+	}()
 	if got := f.LastHeader("FetchTask").Get("x-runner-uuid"); got != c.uuid {
 		t.Errorf("LastHeader uuid = %q, want %q", got, c.uuid)
 	}
@@ -681,13 +689,14 @@ func TestSummary(t *testing.T) {
 		{"2/jobs/" + job + "/steps/0", rt, "x", http.StatusForbidden},
 		{fmt.Sprintf("1/jobs/%d/steps/0", id), rt, "task id is not the job id", http.StatusForbidden},
 		{"1/jobs/" + job + "/steps/x", rt, "x", http.StatusBadRequest},
+		{"1/jobs/" + job, rt, "# job\n", http.StatusOK},
 	}
 	for _, cs := range cases {
 		if got := put(cs.path, cs.token, cs.body); got != cs.want {
 			t.Errorf("PUT %s: status %d, want %d", cs.path, got, cs.want)
 		}
 	}
-	if got, want := f.Summaries()[id], "## one\n## two\n"; got != want {
+	if got, want := f.Summaries()[id], "# job\n## one\n## two\n"; got != want {
 		t.Errorf("Summaries()[%d] = %q, want %q", id, got, want)
 	}
 }

@@ -298,7 +298,8 @@ func (s *service) UpdateLog(_ context.Context, req *connect.Request[runnerv1.Upd
 }
 
 // handleSummary stores a job summary uploaded with the task's runtime
-// token, as Gitea's actions_pipeline summary endpoint does.
+// token, as Gitea's actions_pipeline summary endpoint does. The run and job
+// in the path must match the token's scope.
 func (f *Forge) handleSummary(w http.ResponseWriter, req *http.Request) {
 	auth := req.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
@@ -306,10 +307,14 @@ func (f *Forge) handleSummary(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "missing bearer runtime token", http.StatusUnauthorized)
 		return
 	}
-	step, err := strconv.Atoi(req.PathValue("step"))
-	if err != nil || step < 0 {
-		http.Error(w, "step index must be a non-negative integer", http.StatusBadRequest)
-		return
+	step := -1 // job-level summary
+	if sv := req.PathValue("step"); sv != "" {
+		n, err := strconv.Atoi(sv)
+		if err != nil || n < 0 {
+			http.Error(w, "step index must be a non-negative integer", http.StatusBadRequest)
+			return
+		}
+		step = n
 	}
 	job, err := strconv.ParseInt(req.PathValue("job"), 10, 64)
 	if err != nil {

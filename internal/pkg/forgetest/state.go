@@ -553,8 +553,13 @@ func (f *Forge) Reap(id int64) {
 	t.archived = true
 }
 
-// Summaries returns the job summaries uploaded so far, by task id. A task
-// whose steps uploaded several summaries gets them joined in step order.
+// Summaries returns the job summaries uploaded so far, by task id. Uploads
+// go to PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{i}/summary
+// (or .../jobs/{job}/summary for the whole job) with "Authorization: Bearer
+// <gitea_runtime_token>"; {run} and {job} are [TaskView.RunID] and
+// [TaskView.JobID]. A later upload for the same step replaces the earlier
+// one; a task's uploads are joined with the job-level one first, then by
+// step index.
 func (f *Forge) Summaries() map[int64]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
