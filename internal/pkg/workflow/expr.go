@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/rhysd/actionlint"
@@ -189,6 +190,9 @@ func parseExpr(src string) (p *parsed, err error) {
 }
 
 func checkContext(name, src string) error {
+	if name == "infinity" || name == "nan" { // the number literals Infinity and NaN
+		return nil
+	}
 	for _, c := range contexts {
 		if c == name {
 			return nil
@@ -437,6 +441,10 @@ func (c *Context) root(name string) any {
 		return orEmpty(c.Inputs)
 	case "strategy":
 		return orEmpty(c.Strategy)
+	case "infinity":
+		return math.Inf(1)
+	case "nan":
+		return math.NaN()
 	}
 	return nil
 }

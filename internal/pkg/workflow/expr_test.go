@@ -54,6 +54,9 @@ func TestEval(t *testing.T) {
 		{"0xff", 255.0},
 		{"1e3", 1000.0},
 		{"'it''s'", "it's"},
+		{"Infinity > 1e308", true},
+		{"format('{0}', infinity)", "Infinity"},
+		{"NaN == NaN", false},
 		// Contexts, case-insensitive names and properties.
 		{"github.ref", "refs/heads/main"},
 		{"GITHUB.REF", "refs/heads/main"},
