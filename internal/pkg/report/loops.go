@@ -103,12 +103,8 @@ func (r *Reporter) logLoop(ctx context.Context) {
 		case <-r.logKick:
 		case <-tc:
 		}
-		if tc != nil && !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		timer.Stop() // Go ≥ 1.23 timers deliver no stale tick after Stop
+
 	}
 }
 
