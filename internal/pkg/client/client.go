@@ -73,11 +73,13 @@ func (o Options) String() string {
 // errors are connect errors (use connect.CodeOf or [IsUnauthenticated])
 // wrapped with the method and the forge address.
 type Client struct {
-	address  string // normalised, as given
-	redacted string // for error messages
-	hc       *http.Client
-	runner   runnerv1connect.RunnerServiceClient
-	ping     pingv1connect.PingServiceClient
+	address   string // normalised, as given
+	redacted  string // for error messages
+	userAgent string
+	timeout   time.Duration
+	hc        *http.Client
+	runner    runnerv1connect.RunnerServiceClient
+	ping      pingv1connect.PingServiceClient
 }
 
 var (
@@ -133,7 +135,7 @@ func New(o Options) (*Client, error) {
 			InsecureSkipVerify: o.Insecure, //nolint:gosec // runner.insecure is an explicit admin choice
 		},
 	}
-	c := &Client{address: addr, redacted: u.Redacted(), hc: &http.Client{Transport: tr}}
+	c := &Client{address: addr, redacted: u.Redacted(), hc: &http.Client{Transport: tr}, userAgent: ua, timeout: timeout}
 	opts := connect.WithInterceptors(interceptor(ua, o.UUID, o.Token, timeout, c.redacted))
 	c.runner = runnerv1connect.NewRunnerServiceClient(c.hc, addr+apiPath, opts)
 	c.ping = pingv1connect.NewPingServiceClient(c.hc, addr+apiPath, opts)
