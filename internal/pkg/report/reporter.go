@@ -162,7 +162,7 @@ type Reporter struct {
 	closing        bool  // Close has begun: no more step changes
 	sealed         bool  // Close has flushed the writers: rows are discarded
 	dropped        int64 // rows appended after Close began
-	spillLogged    bool
+	spillFails     int
 
 	logKick   chan struct{}
 	stateKick chan struct{}
@@ -403,9 +403,11 @@ func (r *Reporter) appendLocked(stepIdx int, t time.Time, content string) {
 		return
 	}
 	idx := r.store.end
-	if err := r.store.append(row{t: t, s: content}); err != nil && !r.spillLogged {
-		r.spillLogged = true
-		r.log.WithError(err).Error("report: cannot spill log rows to disk; keeping them in memory")
+	if err := r.store.append(row{t: t, s: content}); err != nil {
+		r.spillFails++
+		if r.spillFails == 1 {
+			r.log.WithError(err).Error("report: cannot spill log rows to disk; keeping them in memory")
+		}
 	}
 	if stepIdx >= 0 && stepIdx < len(r.steps) && !r.steps[stepIdx].ended {
 		st := &r.steps[stepIdx]

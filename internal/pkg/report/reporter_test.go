@@ -793,3 +793,32 @@ func TestStepRanges(t *testing.T) {
 		}
 	})
 }
+
+// TestSpillFailureKeepsRows checks that an unusable SpillDir keeps rows in
+// memory (none lost) and is reported once in the daemon log.
+func TestSpillFailureKeepsRows(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge()
+		f.down = true
+		log, buf := testLogger()
+		dir := t.TempDir() + "/missing"
+		r := New(f, 1, 0, Options{MemRows: 4, SpillDir: dir, Logger: log})
+		r.Start(t.Context())
+		want := lines("m", 100)
+		writeLines(t, r.Writer(-1), want)
+		f.set(func(f *fakeForge) { f.down = false })
+		if err := r.Close(success); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		if got := f.log(); !slices.Equal(got, want) {
+			t.Fatalf("forge log has %d rows, want %d in order", len(got), len(want))
+		}
+		if n := strings.Count(buf.String(), "cannot spill log rows"); n != 1 {
+			t.Fatalf("daemon log reports the spill failure %d times, want 1:\n%s", n, buf.String())
+		}
+		if !strings.Contains(buf.String(), "SpillDir") {
+			t.Fatalf("spill error does not say how to fix it:\n%s", buf.String())
+		}
+	})
+}

@@ -43,7 +43,9 @@ type rowStore struct {
 	mem     []row
 	memSize int
 
-	spillFailed bool
+	spillFailed bool // the last spill failed; retry at retryRows/retryBytes
+	retryRows   int
+	retryBytes  int
 	encBuf      []byte
 }
 
@@ -52,19 +54,26 @@ func newRowStore(dir, pattern string, memRows, memBytes int) *rowStore {
 }
 
 // append stores r as row number s.end. It never drops a row: if spilling to
-// disk fails, the row stays in memory and the error is returned once so the
-// caller can report it.
+// disk fails, the rows stay in memory (beyond the bound) and the error is
+// returned so the caller can report it.
 func (s *rowStore) append(r row) error {
 	s.mem = append(s.mem, r)
 	s.memSize += rowCost(r)
 	s.end++
-	if s.spillFailed || (len(s.mem) <= s.memRows && s.memSize <= s.memBytes) {
+	if len(s.mem) <= s.memRows && s.memSize <= s.memBytes {
+		return nil
+	}
+	if s.spillFailed && len(s.mem) < s.retryRows && s.memSize < s.retryBytes {
 		return nil
 	}
 	if err := s.spill(); err != nil {
+		// Keep the rows in memory, and try again only once memory has
+		// doubled, so a full disk costs a few attempts, not one per row.
 		s.spillFailed = true
+		s.retryRows, s.retryBytes = 2*len(s.mem), 2*s.memSize
 		return err
 	}
+	s.spillFailed = false
 	return nil
 }
 
