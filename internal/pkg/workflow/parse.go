@@ -18,9 +18,13 @@ const MaxPayloadBytes = 4 << 20
 // 1-based YAML line, or 0 when the error is about the whole document; Path
 // names the field, e.g. "steps[2].with".
 type ParseError struct {
+	// Line is the 1-based line of the offending YAML node, or 0.
 	Line int
+	// Path is the field, such as "jobs.perf.runs-on" or "steps[2].with",
+	// or "" for the whole workflow.
 	Path string
-	Msg  string
+	// Msg says what is wrong and how to fix it.
+	Msg string
 }
 
 // Error renders the error as "workflow line 12: steps[2]: message".
