@@ -361,10 +361,13 @@ func (r *Reporter) AddMask(v string) {
 // SetOutputs records job outputs. They are sent with every UpdateTask until
 // the forge lists them in sent_outputs. A key longer than 255 bytes or a
 // value longer than 1 MiB is dropped with a warning row, as the forge would
-// ignore it. The forge keeps the first value sent for a key.
+// ignore it; so is a value that contains a masked secret (outputs are not
+// masked, so sending it would leak the secret). The forge keeps the first
+// value sent for a key.
 func (r *Reporter) SetOutputs(m map[string]string) {
 	const maxKey, maxValue = 255, 1 << 20
 	var warn []string
+	mask := r.mask.Load()
 	r.mu.Lock()
 	for k, v := range m {
 		switch {
@@ -374,6 +377,8 @@ func (r *Reporter) SetOutputs(m map[string]string) {
 			warn = append(warn, fmt.Sprintf("Warning: output %q… was dropped: its name is %d bytes, the forge allows %d", truncate(k, 40), len(k), maxKey))
 		case len(v) > maxValue:
 			warn = append(warn, fmt.Sprintf("Warning: output %q was dropped: its value is %d bytes, the forge allows %d", k, len(v), maxValue))
+		case mask.apply(v) != v:
+			warn = append(warn, fmt.Sprintf("Warning: output %q was dropped: its value contains a secret", k))
 		case r.sentOutputs[k]:
 			// The forge keeps the first value; nothing to send.
 		default:

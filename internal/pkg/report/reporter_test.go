@@ -535,9 +535,10 @@ func TestOutputs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeForge()
 		f.failStates = 1 // the first attempt with outputs fails
-		r := New(f, 1, 0, Options{})
+		r := New(f, 1, 0, Options{Masks: []string{"tok-secret"}})
 		r.SetOutputs(map[string]string{
 			"p99_ms":                 "12",
+			"leak":                   "x tok-secret y",
 			strings.Repeat("k", 256): "v",
 			"big":                    strings.Repeat("v", 1<<20+1),
 		})
@@ -566,8 +567,8 @@ func TestOutputs(t *testing.T) {
 			t.Fatalf("Close = %v", err)
 		}
 		log := strings.Join(f.log(), "\n")
-		if strings.Count(log, "was dropped") != 2 {
-			t.Fatalf("log = %q, want two 'was dropped' warnings", log)
+		if strings.Count(log, "was dropped") != 3 || !strings.Contains(log, "contains a secret") {
+			t.Fatalf("log = %q, want three 'was dropped' warnings, one for a secret", log)
 		}
 	})
 }
