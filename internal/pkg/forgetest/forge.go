@@ -72,6 +72,7 @@ type Forge struct {
 
 	srv     *http.Server
 	addr    string
+	lifeMu  sync.Mutex // serialises Down, Up and Close
 	serveWG sync.WaitGroup
 
 	mu           sync.Mutex
@@ -182,6 +183,8 @@ func (f *Forge) URL() string { return "http://" + f.addr }
 // Close stops the server, closes every connection and waits for its
 // goroutines. It is safe to call more than once.
 func (f *Forge) Close() {
+	f.lifeMu.Lock()
+	defer f.lifeMu.Unlock()
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -197,6 +200,8 @@ func (f *Forge) Close() {
 // are refused, and existing connections are closed. Calls in progress fail
 // on the client side. [Forge.Up] ends the outage.
 func (f *Forge) Down() {
+	f.lifeMu.Lock()
+	defer f.lifeMu.Unlock()
 	f.mu.Lock()
 	if f.down || f.closed {
 		f.mu.Unlock()
@@ -217,9 +222,12 @@ func (f *Forge) Down() {
 // cannot listen it fails the test (or panics when the Forge was made by
 // [NewServer]).
 func (f *Forge) Up() {
+	f.lifeMu.Lock()
+	defer f.lifeMu.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.down || f.closed {
+	up := !f.down || f.closed
+	f.mu.Unlock()
+	if up {
 		return
 	}
 	var ln net.Listener
@@ -240,8 +248,10 @@ func (f *Forge) Up() {
 		}
 		panic(msg)
 	}
+	f.mu.Lock()
 	f.ln = ln
 	f.down = false
+	f.mu.Unlock()
 	f.serve(ln)
 }
 

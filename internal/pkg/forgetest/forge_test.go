@@ -629,6 +629,32 @@ func TestDownUp(t *testing.T) {
 	if f.URL() != url {
 		t.Errorf("URL changed across Down/Up: %s -> %s", url, f.URL())
 	}
+
+	// Down also cuts a call in progress.
+	f.SetFault("FetchTask", forgetest.Fault{Latency: time.Minute, Count: 1})
+	before := f.Calls("FetchTask")
+	errc := make(chan error, 1)
+	go func() { _, err := c.fetch(0); errc <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Calls("FetchTask") == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow FetchTask never reached the forge")
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+	f.Down()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Errorf("in-flight FetchTask succeeded across Down")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("in-flight FetchTask was not cut by Down")
+	}
+	f.Up()
+	if f.URL() != url {
+		t.Errorf("URL changed across Down/Up: %s -> %s", url, f.URL())
+	}
 	if _, err := c.fetch(0); err != nil {
 		t.Errorf("fetch after Up: %v", err)
 	}
