@@ -57,14 +57,19 @@ type Options struct {
 	Version string
 }
 
-// String formats o for logs with the token redacted.
+// String formats o for logs with the token (and any password in Address)
+// redacted.
 func (o Options) String() string {
 	tok := ""
 	if o.Token != "" {
 		tok = "[REDACTED]"
 	}
+	addr := o.Address
+	if u, err := url.Parse(addr); err == nil {
+		addr = u.Redacted() // hide a password in the URL too
+	}
 	return fmt.Sprintf("{Address:%s UUID:%s Token:%s Insecure:%t Timeout:%s Version:%s}",
-		o.Address, o.UUID, tok, o.Insecure, o.Timeout, o.Version)
+		addr, o.UUID, tok, o.Insecure, o.Timeout, o.Version)
 }
 
 // Client talks to one forge. It is safe for concurrent use. Its RPC

@@ -70,7 +70,7 @@ func TestNewValidation(t *testing.T) {
 
 func TestOptionsStringRedactsToken(t *testing.T) {
 	t.Parallel()
-	o := client.Options{Address: "https://g.example.com", UUID: "u", Token: "s3cr3t-token"}
+	o := client.Options{Address: "https://user:s3cr3t-pw@g.example.com", UUID: "u", Token: "s3cr3t-token"}
 	for _, s := range []string{o.String(), fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o)} {
 		if strings.Contains(s, "s3cr3t") || !strings.Contains(s, "REDACTED") {
 			t.Errorf("formatted Options = %q, want the token redacted", s)

@@ -38,7 +38,7 @@ func HasCapability(csv, capability string) bool {
 func RuntimeScope(token string) (runID, jobID int64, err error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return 0, 0, errors.New("parse runtime token: not a JWT (want three dot-separated parts); is the forge older than Gitea 1.21?")
+		return 0, 0, errors.New("parse runtime token: not a JWT (want three dot-separated parts): pass the task context's gitea_runtime_token")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
