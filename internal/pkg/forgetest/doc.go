@@ -1,12 +1,38 @@
 // Package forgetest owns the fake forge that the rest of forgeload tests
 // against: a real connect-go HTTP server on 127.0.0.1 that implements
 // runner.v1.RunnerService and ping.v1.PingService with the semantics of
-// Gitea 1.27 (registration, Declare, FetchTask with tasks_version, the
-// UpdateTask state machine with cancelling, UpdateLog acks and archiving,
-// ephemeral runners) plus the job-summary upload endpoint. Tests drive it
-// through [Forge]: queue jobs with [Forge.QueueJob], watch them with
-// [Forge.Task] and [Forge.WaitTask], cancel them with [Forge.Cancel], inject
-// RPC faults with [Forge.SetFault] and simulate outages with [Forge.Down]
-// and [Forge.Up]. It holds no package-level state; every Forge is
-// independent and safe for concurrent use.
+// Gitea 1.27, plus the job-summary upload endpoint. Tests drive it through
+// [Forge]: queue jobs with [Forge.QueueJob], watch them with [Forge.Task]
+// and [Forge.WaitTask], cancel them with [Forge.Cancel], inject RPC faults
+// with [Forge.SetFault] and simulate outages with [Forge.Down] and
+// [Forge.Up]. It holds no package-level state; every Forge is independent
+// and safe for concurrent use.
+//
+// # Semantics
+//
+//   - Register needs a name and a known registration token (reusable); a
+//     missing one is a plain (Unknown) error, an unknown token
+//     InvalidArgument. Each call creates a runner with a new uuid and token.
+//   - Every other RunnerService call needs x-runner-uuid/x-runner-token;
+//     otherwise Unauthenticated "unregistered runner".
+//   - Declare replaces labels, version and capabilities and returns
+//     X-Gitea-Actions-Capabilities ([DefaultCapabilities]).
+//   - FetchTask never returns tasks_version 0; an equal version skips the
+//     scan; otherwise the oldest waiting job whose runs-on labels are all in
+//     the runner's labels is picked. An ephemeral runner gets nothing while
+//     its task runs, and Internal "runner has been removed" once it is done.
+//   - UpdateTask copies steps by index; any result finishes the task
+//     (cancelling becomes cancelled); a done task never changes; outputs are
+//     insert-if-absent (key ≤ 255 B, value ≤ 1 MiB) and sent_outputs lists
+//     every stored key; the response result maps cancelling to CANCELLED.
+//     An ephemeral runner is deleted when its task finishes.
+//   - UpdateLog acks the stored length, drops rows before it, writes nothing
+//     after a gap, archives on no_more and then refuses new rows with
+//     AlreadyExists "log file has been archived".
+//   - Job summaries are PUT with the task's runtime token; see
+//     [Forge.Summaries].
+//
+// Where the fake is deliberately simpler than Gitea: one global scope (no
+// owner/repo runners), no pick semaphore, no zombie cron ([Forge.Reap] does
+// it on demand), and task ids are fixed when the job is queued.
 package forgetest
