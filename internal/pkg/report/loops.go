@@ -104,7 +104,6 @@ func (r *Reporter) logLoop(ctx context.Context) {
 		case <-tc:
 		}
 		timer.Stop() // Go ≥ 1.23 timers deliver no stale tick after Stop
-
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// Client is the part of the forge client the Reporter uses. The generated
-// runnerv1connect.RunnerServiceClient implements it.
+// Client is the part of the forge client the Reporter uses. The forge
+// client (internal/pkg/client.Client) and the generated
+// runnerv1connect.RunnerServiceClient implement it.
 type Client interface {
 	UpdateTask(context.Context, *connect.Request[runnerv1.UpdateTaskRequest]) (*connect.Response[runnerv1.UpdateTaskResponse], error)
 	UpdateLog(context.Context, *connect.Request[runnerv1.UpdateLogRequest]) (*connect.Response[runnerv1.UpdateLogResponse], error)
@@ -38,13 +39,20 @@ type Observer interface {
 
 // Defaults for the zero fields of Options.
 const (
-	DefaultInterval     = time.Second
-	DefaultLogInterval  = time.Second
-	DefaultBatchRows    = 500
-	DefaultMemRows      = 10000
-	DefaultMemBytes     = 8 << 20
+	// DefaultInterval is the default UpdateTask heartbeat period.
+	DefaultInterval = time.Second
+	// DefaultLogInterval is the default longest wait of a row before it is sent.
+	DefaultLogInterval = time.Second
+	// DefaultBatchRows is the default most rows in one UpdateLog.
+	DefaultBatchRows = 500
+	// DefaultMemRows is the default most unacknowledged rows kept in memory.
+	DefaultMemRows = 10000
+	// DefaultMemBytes is the default most content bytes of rows kept in memory.
+	DefaultMemBytes = 8 << 20
+	// DefaultCloseTimeout is the default bound of Close's final delivery.
 	DefaultCloseTimeout = 30 * time.Second
-	DefaultRPCTimeout   = 10 * time.Second
+	// DefaultRPCTimeout is the default bound of one UpdateTask or UpdateLog call.
+	DefaultRPCTimeout = 10 * time.Second
 
 	// maxBatchBytes bounds the row content of one UpdateLog request, to stay
 	// under common reverse-proxy body limits.

@@ -823,3 +823,67 @@ func TestSpillFailureKeepsRows(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentWritersFlappingForge has several producers write at once
+// while the forge keeps failing and recovering: every row arrives exactly
+// once, and each producer's rows keep their order.
+func TestConcurrentWritersFlappingForge(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge()
+		r := New(f, 1, 4, Options{BatchRows: 16, MemRows: 32, SpillDir: t.TempDir()})
+		r.Start(t.Context())
+		const producers, perProducer = 8, 300
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Go(func() {
+				w := r.Writer(p % 4)
+				for i := range perProducer {
+					fmt.Fprintf(w, "p%d ", p)
+					fmt.Fprintf(w, "%d\n", i)
+					if i%25 == 0 {
+						time.Sleep(time.Duration(p+1) * 37 * time.Millisecond)
+					}
+				}
+			})
+		}
+		stop := make(chan struct{})
+		var flap sync.WaitGroup
+		flap.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(170 * time.Millisecond):
+				}
+				f.set(func(f *fakeForge) {
+					f.failLogs = i % 4
+					f.failStates = i % 3
+					f.down = i%7 == 3
+				})
+			}
+		})
+		wg.Wait()
+		close(stop)
+		flap.Wait()
+		f.set(func(f *fakeForge) { f.down, f.failLogs, f.failStates = false, 0, 0 })
+		if err := r.Close(success); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		next := make([]int, producers)
+		got := f.log()
+		for _, row := range got {
+			var p, i int
+			if _, err := fmt.Sscanf(row, "p%d %d", &p, &i); err != nil {
+				t.Fatalf("unexpected row %q", row)
+			}
+			if i != next[p] {
+				t.Fatalf("producer %d: row %d arrived when %d was expected (lost, duplicated or reordered)", p, i, next[p])
+			}
+			next[p]++
+		}
+		if len(got) != producers*perProducer {
+			t.Fatalf("forge has %d rows, want %d", len(got), producers*perProducer)
+		}
+	})
+}
