@@ -89,6 +89,8 @@ type Forge struct {
 	nextTaskID   int64
 	version      int64
 	calls        map[string]int64
+	inflight     map[string]int64
+	maxInflight  map[string]int64
 	headers      map[string]http.Header
 	faults       map[string]*Fault
 }
@@ -117,6 +119,8 @@ func NewServer(opts ...Option) (*Forge, error) {
 		capabilities: DefaultCapabilities,
 		tasks:        map[int64]*task{},
 		calls:        map[string]int64{},
+		inflight:     map[string]int64{},
+		maxInflight:  map[string]int64{},
 		headers:      map[string]http.Header{},
 		faults:       map[string]*Fault{},
 	}
@@ -264,6 +268,22 @@ func (f *Forge) Calls(method string) int64 {
 	return f.calls[method]
 }
 
+// InFlight returns how many calls of method the server is handling now.
+func (f *Forge) InFlight(method string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inflight[method]
+}
+
+// MaxInFlight returns the largest number of concurrent calls of method seen
+// so far, e.g. to check that a poller never has more FetchTask calls open
+// than its capacity allows.
+func (f *Forge) MaxInFlight(method string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxInflight[method]
+}
+
 // LastHeader returns a copy of the request headers of the latest call of
 // method, or nil if there was none.
 func (f *Forge) LastHeader(method string) http.Header {
@@ -315,6 +335,8 @@ func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
 			method := methodName(req.Spec().Procedure)
 			f.mu.Lock()
 			f.calls[method]++
+			f.inflight[method]++
+			f.maxInflight[method] = max(f.maxInflight[method], f.inflight[method])
 			f.headers[method] = req.Header().Clone()
 			var fl Fault
 			if p := f.faults[method]; p != nil {
@@ -327,6 +349,11 @@ func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
 				}
 			}
 			f.mu.Unlock()
+			defer func() {
+				f.mu.Lock()
+				f.inflight[method]--
+				f.mu.Unlock()
+			}()
 			if fl.Latency > 0 {
 				tm := time.NewTimer(fl.Latency)
 				select {

@@ -642,6 +642,9 @@ func TestDownUp(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // polling interval
 	}
+	if got := f.InFlight("FetchTask"); got != 1 {
+		t.Errorf("InFlight(FetchTask) during a slow call = %d, want 1", got)
+	}
 	f.Down()
 	select {
 	case err := <-errc:
@@ -654,6 +657,9 @@ func TestDownUp(t *testing.T) {
 	f.Up()
 	if f.URL() != url {
 		t.Errorf("URL changed across Down/Up: %s -> %s", url, f.URL())
+	}
+	if got := f.MaxInFlight("FetchTask"); got != 1 {
+		t.Errorf("MaxInFlight(FetchTask) = %d, want 1", got)
 	}
 	if _, err := c.fetch(0); err != nil {
 		t.Errorf("fetch after Up: %v", err)
