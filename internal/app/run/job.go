@@ -7,12 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
@@ -150,7 +147,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 			defer cancel()
 		}
 		res, outputs := j.runStep(stepCtx, ec, st, i)
-		coe := j.continueOnError(ec, st)
+		coe := j.continueOnError(ec, st, i)
 		outcome := resultWord(res)
 		conclusion := outcome
 		if res == runnerv1.Result_RESULT_FAILURE && coe {
@@ -200,31 +197,14 @@ func (j *job) recordStep(st workflow.Step, outcome, conclusion string, outputs m
 	j.steps[st.ID] = workflow.StepResult{Outcome: outcome, Conclusion: conclusion, Outputs: outputs}
 }
 
-func (j *job) continueOnError(ec *workflow.Context, st workflow.Step) bool {
-	return evalBool(ec, st.ContinueOnError)
-}
-
-func evalBool(ec *workflow.Context, s string) bool {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "", "false":
-		return false
-	case "true":
-		return true
-	}
-	v, err := ec.Interpolate("${{ " + stripExpr(s) + " }}")
+// continueOnError evaluates the step's continue-on-error; an expression
+// that fails to evaluate is reported and counts as false.
+func (j *job) continueOnError(ec *workflow.Context, st workflow.Step, i int) bool {
+	ok, err := ec.EvalBool(st.ContinueOnError)
 	if err != nil {
-		return false
+		j.rep.Logf(i, "::warning::continue-on-error: %v", err)
 	}
-	return v == "true"
-}
-
-func stripExpr(s string) string {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "${{") && strings.HasSuffix(s, "}}") {
-		return strings.TrimSpace(s[3 : len(s)-2])
-	}
-	return s
+	return ok
 }
 
 // prepare makes the task directory and the job-wide env.
@@ -318,10 +298,8 @@ func (j *job) matrix() map[string]any {
 }
 
 func (j *job) inputs() map[string]any {
-	if ev, ok := j.github["event"].(map[string]any); ok {
-		if in, ok := ev["inputs"].(map[string]any); ok {
-			return in
-		}
+	if in := workflow.InputsContext(j.github); in != nil {
+		return in
 	}
 	return map[string]any{}
 }
@@ -331,15 +309,11 @@ func (j *job) runnerContext() map[string]any {
 	if j.dir != "" {
 		temp = filepath.Join(j.dir, "temp")
 	}
-	return map[string]any{
-		"name":        j.r.o.Name,
-		"os":          runnerOS(),
-		"arch":        runnerArch(),
-		"temp":        temp,
-		"tool_cache":  filepath.Join(j.r.o.WorkDir, "toolcache"),
-		"debug":       debugFlag(j.task),
-		"environment": "self-hosted",
-	}
+	rc := workflow.RunnerContext(j.r.o.Name, temp)
+	rc["tool_cache"] = filepath.Join(j.r.o.WorkDir, "toolcache")
+	rc["debug"] = debugFlag(j.task)
+	rc["environment"] = "self-hosted"
+	return rc
 }
 
 func debugFlag(task *runnerv1.Task) string {
@@ -349,54 +323,21 @@ func debugFlag(task *runnerv1.Task) string {
 	return ""
 }
 
-func runnerOS() string {
-	switch runtime.GOOS {
-	case "linux":
-		return "Linux"
-	case "darwin":
-		return "macOS"
-	case "windows":
-		return "Windows"
-	}
-	return runtime.GOOS
-}
-
-func runnerArch() string {
-	switch runtime.GOARCH {
-	case "amd64":
-		return "X64"
-	case "386":
-		return "X86"
-	case "arm64":
-		return "ARM64"
-	case "arm":
-		return "ARM"
-	}
-	return runtime.GOARCH
-}
-
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
 	name, err := ec.Interpolate(st.DisplayName())
 	if err != nil {
 		name = st.DisplayName()
 	}
-	if t := strings.TrimSpace(st.TimeoutMinutes); t != "" {
-		v, err := ec.Interpolate(t)
-		if err != nil {
-			j.rep.Logf(i, "::error::step %q: timeout-minutes: %v", name, err)
-			return runnerv1.Result_RESULT_FAILURE, nil
-		}
-		mins, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			j.rep.Logf(i, "::error::step %q: timeout-minutes %q is not a number of minutes", name, v)
-			return runnerv1.Result_RESULT_FAILURE, nil
-		}
-		if mins > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(mins*float64(time.Minute)), errStepTimeout)
-			defer cancel()
-		}
+	timeout, err := ec.EvalMinutes(st.TimeoutMinutes)
+	if err != nil {
+		j.rep.Logf(i, "::error::step %q: %v", name, err)
+		return runnerv1.Result_RESULT_FAILURE, nil
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errStepTimeout)
+		defer cancel()
 	}
 	var res runnerv1.Result
 	var outputs map[string]string

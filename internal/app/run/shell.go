@@ -104,6 +104,7 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 // step env.
 func (j *job) baseEnv(f stepFiles) map[string]string {
 	g := func(k string) string { return j.ctxString(k) }
+	rc := workflow.RunnerContext(j.r.o.Name, "")
 	env := map[string]string{
 		"CI":                           "true",
 		"GITHUB_ACTIONS":               "true",
@@ -137,8 +138,8 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 		"GITHUB_OUTPUT":                f.output,
 		"GITHUB_PATH":                  f.path,
 		"GITHUB_STEP_SUMMARY":          f.summary,
-		"RUNNER_OS":                    runnerOS(),
-		"RUNNER_ARCH":                  runnerArch(),
+		"RUNNER_OS":                    rc["os"].(string),
+		"RUNNER_ARCH":                  rc["arch"].(string),
 		"RUNNER_NAME":                  j.r.o.Name,
 		"RUNNER_TEMP":                  filepath.Join(j.dir, "temp"),
 		"RUNNER_TOOL_CACHE":            filepath.Join(j.r.o.WorkDir, "toolcache"),
