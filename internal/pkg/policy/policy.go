@@ -7,11 +7,12 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/config"
 )
 
 // ErrDenied is wrapped by every refusal, so callers can tell a policy
@@ -44,23 +45,14 @@ type Options struct {
 }
 
 type rule struct {
-	text   string // as the admin wrote it, for messages
-	key    string // config key the rule came from
-	prefix netip.Prefix
-	glob   string // lower-case host glob; empty for CIDR rules
+	config.TargetRule
+	text string // as the admin wrote it, for messages
+	key  string // config key the rule came from
 }
 
-func (r rule) matchIP(ip netip.Addr) bool {
-	return r.glob == "" && r.prefix.Contains(ip.Unmap())
-}
+func (r rule) matchIP(ip netip.Addr) bool { return r.Match("", ip) }
 
-func (r rule) matchHost(host string) bool {
-	if r.glob == "" {
-		return false
-	}
-	ok, _ := path.Match(r.glob, strings.ToLower(host))
-	return ok
-}
+func (r rule) matchHost(host string) bool { return r.Match(host, netip.Addr{}) }
 
 // Policy decides whether a target may receive load. It is safe for
 // concurrent use and immutable after [New].
@@ -117,25 +109,11 @@ func New(ctx context.Context, o Options) (*Policy, error) {
 }
 
 func parseRule(s, key string) (rule, error) {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return rule{}, fmt.Errorf("%s: empty entry; use a CIDR (10.0.0.0/8), an IP or a host glob (*.staging.example.com)", key)
+	tr, err := config.ParseTargetRule(s)
+	if err != nil {
+		return rule{}, fmt.Errorf("%s: %w", key, err)
 	}
-	if pf, err := netip.ParsePrefix(t); err == nil {
-		return rule{text: t, key: key, prefix: pf.Masked()}, nil
-	}
-	if ip, err := netip.ParseAddr(t); err == nil {
-		ip = ip.Unmap()
-		return rule{text: t, key: key, prefix: netip.PrefixFrom(ip, ip.BitLen())}, nil
-	}
-	if strings.ContainsAny(t, "/:") {
-		return rule{}, fmt.Errorf("%s: %q is neither a CIDR, an IP nor a host glob; use e.g. 10.0.0.0/8, 192.0.2.7 or *.staging.example.com", key, t)
-	}
-	g := strings.ToLower(t)
-	if _, err := path.Match(g, ""); err != nil {
-		return rule{}, fmt.Errorf("%s: host glob %q is malformed: %v", key, t, err)
-	}
-	return rule{text: t, key: key, glob: g}, nil
+	return rule{TargetRule: tr, text: strings.TrimSpace(s), key: key}, nil
 }
 
 func portOf(u *url.URL) int {
@@ -258,7 +236,7 @@ func (p *Policy) HostsAllowed(hosts []string) bool {
 	for _, h := range hosts {
 		ok := false
 		for _, r := range p.allow {
-			if r.matchHost(strings.ToLower(h)) {
+			if r.matchHost(h) {
 				ok = true
 			}
 		}
