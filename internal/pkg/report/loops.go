@@ -142,10 +142,15 @@ func (r *Reporter) sendLog(ctx context.Context, noMore bool) (finished, progress
 
 	req := &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index, Rows: rows, NoMore: noMore && last}
 	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
+	t0 := time.Now()
 	resp, err := r.c.UpdateLog(cctx, connect.NewRequest(req))
+	d := time.Since(t0)
 	cancel()
 	if r.o.Observer != nil {
 		r.o.Observer.LogSent(err == nil)
+		if do, ok := r.o.Observer.(DurationObserver); ok {
+			do.LogDuration(d)
+		}
 	}
 	if err != nil {
 		if last && hadFlush {
@@ -260,10 +265,15 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 	r.mu.Unlock()
 
 	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
+	t0 := time.Now()
 	resp, err := r.c.UpdateTask(cctx, connect.NewRequest(req))
+	d := time.Since(t0)
 	cancel()
 	if r.o.Observer != nil {
 		r.o.Observer.StateSent(err == nil)
+		if do, ok := r.o.Observer.(DurationObserver); ok {
+			do.StateDuration(d)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("update state of task %d: %w", r.taskID, err)

@@ -37,6 +37,16 @@ type Observer interface {
 	BufferRows(n int)
 }
 
+// DurationObserver is an optional extension of Observer: if the Observer
+// given in Options also implements it, the Reporter reports how long each
+// RPC attempt took, successful or not.
+type DurationObserver interface {
+	// LogDuration is called after every UpdateLog attempt.
+	LogDuration(d time.Duration)
+	// StateDuration is called after every UpdateTask attempt.
+	StateDuration(d time.Duration)
+}
+
 // Defaults for the zero fields of Options.
 const (
 	// DefaultInterval is the default UpdateTask heartbeat period.

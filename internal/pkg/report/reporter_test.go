@@ -698,7 +698,8 @@ func TestObserver(t *testing.T) {
 		}
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
-		if obs.logOK == 0 || obs.logFail != 1 || obs.stateOK < 3 || obs.maxRows != 3 || obs.lastRows != 0 {
+		if obs.logOK == 0 || obs.logFail != 1 || obs.stateOK < 3 || obs.maxRows != 3 || obs.lastRows != 0 ||
+			obs.logDurations != obs.logOK+obs.logFail || obs.stateDurations != obs.stateOK+obs.stateErr {
 			t.Fatalf("observer = %+v, want logs ok>0 fail=1, states ok≥3, buffer max 3 then 0", obs)
 		}
 	})
@@ -708,6 +709,21 @@ type countObserver struct {
 	mu                                sync.Mutex
 	logOK, logFail, stateOK, stateErr int
 	maxRows, lastRows                 int
+	logDurations, stateDurations      int
+}
+
+var _ DurationObserver = (*countObserver)(nil)
+
+func (o *countObserver) LogDuration(time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.logDurations++
+}
+
+func (o *countObserver) StateDuration(time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stateDurations++
 }
 
 func (o *countObserver) LogSent(ok bool) {
