@@ -32,7 +32,6 @@ type job struct {
 	env     map[string]string
 	path    []string // GITHUB_PATH additions, newest first
 	steps   map[string]workflow.StepResult
-	summary strings.Builder // concatenated GITHUB_STEP_SUMMARY
 
 	mu    sync.Mutex
 	pgids []int // process groups of run: steps, killed at job end
@@ -167,7 +166,6 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		status = workflow.StatusCancelled
 	}
 	j.jobOutputs(j.exprContext(status))
-	j.uploadSummary()
 	switch status {
 	case workflow.StatusFailure:
 		return runnerv1.Result_RESULT_FAILURE

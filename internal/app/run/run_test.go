@@ -252,3 +252,20 @@ func TestRunPanicFailsOnlyThatJob(t *testing.T) {
 		t.Fatalf("next job = %v", v.Result)
 	}
 }
+
+func TestRunUploadsStepSummary(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo '## perf summary' >> \"$GITHUB_STEP_SUMMARY\"\n")})
+	if err := h.runner(Options{Capabilities: "job-summary"}).Run(context.Background(), task); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	v := h.forge.Task(task.GetId())
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v:\n%s", v.Result, logText(v))
+	}
+	got := h.forge.Summaries()[task.GetId()]
+	if !strings.Contains(got, "## perf summary") {
+		t.Fatalf("uploaded summary = %q, want the step's markdown; log:\n%s", got, logText(v))
+	}
+}

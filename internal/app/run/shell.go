@@ -92,10 +92,7 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 		j.path = append([]string{d}, j.path...)
 	}
 	if md, err := os.ReadFile(f.summary); err == nil && len(md) > 0 {
-		j.summary.Write(md)
-		if md[len(md)-1] != '\n' {
-			j.summary.WriteByte('\n')
-		}
+		j.uploadSummary(i, md)
 	}
 	return out, nil
 }
