@@ -26,12 +26,12 @@ type job struct {
 	wf       *workflow.Workflow
 	parseErr error
 
-	github  map[string]any
-	dir     string // task directory: workspace, temp, env files
-	ws      string // GITHUB_WORKSPACE
-	env     map[string]string
-	path    []string // GITHUB_PATH additions, newest first
-	steps   map[string]workflow.StepResult
+	github map[string]any
+	dir    string // task directory: workspace, temp, env files
+	ws     string // GITHUB_WORKSPACE
+	env    map[string]string
+	path   []string // GITHUB_PATH additions, newest first
+	steps  map[string]workflow.StepResult
 
 	mu    sync.Mutex
 	pgids []int // process groups of run: steps, killed at job end
