@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,71 @@ func TestRunUploadsStepSummary(t *testing.T) {
 	got := h.forge.Summaries()[task.GetId()]
 	if !strings.Contains(got, "## perf summary") {
 		t.Fatalf("uploaded summary = %q, want the step's markdown; log:\n%s", got, logText(v))
+	}
+}
+
+// TestRunSurvivesForgeOutage cuts the forge off (connections refused) for
+// 10 s in the middle of a job: the log the forge ends up with must be the
+// log the job produced, in order, with no gap and no duplicate, and the
+// task still ends SUCCESS.
+func TestRunSurvivesForgeOutage(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a 10 s outage")
+	}
+	h := newHarness(t)
+	const lines = 300
+	task := h.fetch(forgetest.Job{Payload: []byte(fmt.Sprintf(`
+on: push
+jobs:
+  a:
+    runs-on: x
+    steps:
+      - run: for i in $(seq 1 %d); do echo "row-$i"; sleep 0.05; done
+`, lines))})
+	done := make(chan error, 1)
+	go func() {
+		done <- h.runner(Options{ReportInterval: 200 * time.Millisecond}).Run(context.Background(), task)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
+		return strings.Contains(logText(v), "row-20\n")
+	}); err != nil {
+		t.Fatalf("rows never arrived: %v", err)
+	}
+	h.forge.Down()
+	outage := time.NewTimer(10 * time.Second)
+	select {
+	case <-outage.C:
+	case err := <-done:
+		t.Fatalf("the job ended during the outage: %v", err)
+	}
+	h.forge.Up()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not finish after the forge came back")
+	}
+	v := h.forge.Task(task.GetId())
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v", v.Result)
+	}
+	var rows []string
+	for _, r := range stepLog(t, v, 0) {
+		if strings.HasPrefix(r, "row-") {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != lines {
+		t.Fatalf("the forge has %d row-N lines, want %d", len(rows), lines)
+	}
+	for i, r := range rows {
+		if want := fmt.Sprintf("row-%d", i+1); r != want {
+			t.Fatalf("row %d = %q, want %q (gap, duplicate or reorder)", i, r, want)
+		}
 	}
 }
