@@ -672,7 +672,16 @@ func TestUnauthenticatedStopsWithErrUnregistered(t *testing.T) {
 			return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("unregistered runner"))
 		}}
 		p := New(f, noopRunner(), Options{Rand: half})
-		err := p.Run(context.Background())
+		errc := start(p)
+		var err error
+		select {
+		case err = <-errc:
+		case <-time.After(time.Hour):
+			t.Error("Run did not return an hour after Unauthenticated")
+			_ = p.Shutdown(context.Background())
+			<-errc
+			return
+		}
 		if !errors.Is(err, ErrUnregistered) {
 			t.Fatalf("Run() = %v, want an error wrapping ErrUnregistered", err)
 		}
@@ -772,8 +781,16 @@ func TestOnceRunsOneTaskAndReturns(t *testing.T) {
 		})
 		p := New(f, r, Options{Once: true, Capacity: 4, FetchInterval: 2 * time.Second, Rand: half})
 		t0 := time.Now()
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatalf("Run() = %v, want nil", err)
+		errc := start(p)
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("Run() = %v, want nil", err)
+			}
+		case <-time.After(time.Hour):
+			t.Error("Run did not return an hour after its one task ended")
+			stop(t, p, errc)
+			return
 		}
 		// Empty at 0 (wait 2s), empty at 2s (wait 4s), task at 6s running 3s.
 		if d := time.Since(t0); d != 9*time.Second {
