@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -85,31 +86,32 @@ func (m *masker) apply(s string) string {
 	return m.rep.Replace(s)
 }
 
-// safeCut returns the largest cut point c ≤ want such that no mask occurrence
-// inside b straddles c. Bytes before c can then be masked and emitted on their
-// own without revealing part of a secret, provided want ≤ len(b)-(maxLen-1),
-// so that any secret continuing past the end of b starts at or after want.
+// safeCut returns the largest cut point c ≤ want that no mask match inside b
+// straddles, where matches are found as strings.Replacer finds them: left to
+// right, the longest mask first, without overlaps. Masking b[:c] and b[c:]
+// separately then masks exactly what masking b whole would, so the bytes
+// before c can be emitted on their own. The caller keeps want ≤
+// len(b)-(maxLen-1), so that every match starting before want lies inside b.
 func (m *masker) safeCut(b []byte, want int) int {
-	if m == nil {
+	if m == nil || len(m.masks) == 0 {
 		return want
 	}
-	c := want
-	for moved := true; moved; {
-		moved = false
+	best, i := 0, 0
+	for i < want {
+		best = i
+		n := 1
 		for _, s := range m.masks {
-			lo := max(0, c-len(s)+1)
-			hi := min(len(b), c+len(s)-1)
-			if lo >= hi {
-				continue
-			}
-			i := strings.Index(string(b[lo:hi]), s)
-			if i >= 0 && lo+i < c {
-				c = lo + i
-				moved = true
+			if bytes.HasPrefix(b[i:], []byte(s)) {
+				n = len(s)
+				break
 			}
 		}
+		i += n
 	}
-	return c
+	if i == want {
+		best = want
+	}
+	return best
 }
 
 // cleanLine turns raw output bytes into row contents: trailing CR removed,

@@ -496,17 +496,22 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[:0]
 		p = p[i+1:]
 	}
-	// Bound an endless line: emit a prefix that cannot end inside a secret.
-	if limit := max(w.r.lineLimit, 2*m.maxLenOrZero()); len(w.buf) > limit {
-		want := len(w.buf) - max(m.maxLenOrZero()-1, 0)
-		if c := m.safeCut(w.buf, want); c > 0 {
-			for _, s := range cleanLine(m, w.buf[:c]) {
-				out = append(out, s)
-				outAt = append(outAt, w.startAt)
-			}
-			w.buf = append(w.buf[:0], w.buf[c:]...)
-			w.startAt = now
+	// Bound an endless line: emit row-sized prefixes that cannot end inside
+	// a secret, keeping enough of the tail to recognise a secret that
+	// continues in the next write.
+	ml := m.maxLenOrZero()
+	for limit := max(w.r.lineLimit, 2*ml); len(w.buf) > limit; {
+		want := max(min(len(w.buf)-max(ml-1, 0), max(w.r.lineLimit, ml)), 1)
+		c := m.safeCut(w.buf, want)
+		if c <= 0 {
+			break
 		}
+		for _, s := range cleanLine(m, w.buf[:c]) {
+			out = append(out, s)
+			outAt = append(outAt, w.startAt)
+		}
+		w.buf = append(w.buf[:0], w.buf[c:]...)
+		w.startAt = now
 	}
 	if cap(w.buf) > 4*maxRowBytes && len(w.buf) < maxRowBytes {
 		w.buf = append([]byte(nil), w.buf...)

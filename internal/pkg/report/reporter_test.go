@@ -903,3 +903,37 @@ func TestConcurrentWritersFlappingForge(t *testing.T) {
 		}
 	})
 }
+
+// TestEndlessLineOfAPeriodicSecret checks the forced cut of an endless line
+// made only of overlapping copies of a secret: the line buffer stays bounded
+// and no row reveals the secret.
+func TestEndlessLineOfAPeriodicSecret(t *testing.T) {
+	t.Parallel()
+	r := New(newFakeForge(), 1, 0, Options{Masks: []string{"aaa"}})
+	w := r.Writer(-1).(*lineWriter)
+	chunk := strings.Repeat("a", 1000)
+	for range 300 {
+		io.WriteString(w, chunk)
+		w.mu.Lock()
+		n := len(w.buf)
+		w.mu.Unlock()
+		if n > 2*maxRowBytes {
+			t.Fatalf("unfinished line buffer holds %d bytes, want it bounded", n)
+		}
+	}
+	w.flush()
+	rows := storedRows(t, r)
+	if len(rows) < 4 {
+		t.Fatalf("300000 bytes without a newline gave %d rows, want the line cut", len(rows))
+	}
+	total := 0
+	for _, row := range rows {
+		if strings.Contains(row, "aaa") {
+			t.Fatalf("a row reveals the secret: %.40q…", row)
+		}
+		total += strings.Count(row, "***")
+	}
+	if total != 100000 {
+		t.Fatalf("masks = %d, want 100000 (300000/3)", total)
+	}
+}
