@@ -20,13 +20,25 @@
 //
 //	errc := make(chan error, 1)
 //	go func() { errc <- p.Run(ctx) }()
+//	var runErr error
 //	select {
-//	case <-sigterm:
-//	case err = <-errc: // ErrUnregistered, or nil in once mode
+//	case <-sigterm: // polling is still running; Shutdown stops it
+//	case runErr = <-errc: // ErrUnregistered, or nil in once mode
+//		errc = nil
 //	}
 //	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-//	go func() { <-sigterm; cancel() }() // second signal: force
-//	serr := p.Shutdown(sctx)            // always call it: it owns the task goroutines
+//	defer cancel()
+//	go func() { // second signal: force
+//		select {
+//		case <-sigterm:
+//			cancel()
+//		case <-sctx.Done():
+//		}
+//	}()
+//	shutdownErr := p.Shutdown(sctx) // always call it: it owns the task goroutines
+//	if errc != nil {
+//		runErr = <-errc // returns at once: Shutdown stopped polling
+//	}
 //
 // Cancelling Run's ctx also stops polling, but leaves running tasks alone: the
 // tasks run on a context that keeps ctx's values but not its cancellation, and
