@@ -1,0 +1,323 @@
+package cmd
+
+// End-to-end tests of the real forgeload binary against the fake forge:
+// register, daemon, signals, exit codes and the RPCs the forge saw.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+)
+
+// binPath is the forgeload binary built once by TestMain.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "forgeload-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "forgeload")
+	build := exec.Command("go", "build", "-o", binPath, "github.com/forgeload/forgeload/cmd/runner")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build forgeload:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is one forgeload home: a config file and a registration file.
+type node struct {
+	t    *testing.T
+	dir  string
+	cfg  string
+	file string
+}
+
+func newNode(t *testing.T, extra string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &node{t: t, dir: dir, cfg: filepath.Join(dir, "config.yaml"), file: filepath.Join(dir, ".runner")}
+	cfg := fmt.Sprintf(`runner:
+  file: %s
+  fetch_interval: 100ms
+  fetch_interval_max: 200ms
+  report_interval: 200ms
+  env_file: ""
+%s`, n.file, extra)
+	if err := os.WriteFile(n.cfg, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// forgeload runs the binary to completion and returns its exit code and
+// combined output.
+func (n *node) forgeload(args ...string) (int, string) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"-c", n.cfg}, args...)...)
+	cmd.Dir = n.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		n.t.Fatalf("run forgeload %v: %v", args, err)
+	}
+	return code, out.String()
+}
+
+// daemon is a running `forgeload daemon`.
+type daemon struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	code int
+}
+
+func (n *node) startDaemon(args ...string) *daemon {
+	n.t.Helper()
+	d := &daemon{out: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(binPath, append([]string{"-c", n.cfg, "daemon"}, args...)...)
+	d.cmd.Dir = n.dir
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	go func() {
+		defer close(d.done)
+		err := d.cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			d.code = ee.ExitCode()
+		}
+	}()
+	n.t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	})
+	return d
+}
+
+// wait waits for the daemon to exit and returns its exit code.
+func (d *daemon) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-d.done:
+		return d.code
+	case <-time.After(within):
+		t.Fatalf("daemon did not exit within %s; output:\n%s", within, d.out.String())
+		return -1
+	}
+}
+
+func (d *daemon) signal(t *testing.T, s syscall.Signal) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(s); err != nil {
+		t.Fatalf("signal daemon: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func registered(t *testing.T, f *forgetest.Forge, n *node, name string) {
+	t.Helper()
+	code, out := n.forgeload("register", "--no-interactive", "--instance", f.URL(), "--token", "reg-token", "--name", name, "--wait", "20s")
+	if code != 0 {
+		t.Fatalf("register exit %d:\n%s", code, out)
+	}
+}
+
+func TestE2ERegister(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-reg")
+
+	fi, err := os.Stat(n.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Fatalf(".runner mode = %o, want 600", mode)
+	}
+	var reg struct {
+		ID      int64    `json:"id"`
+		UUID    string   `json:"uuid"`
+		Name    string   `json:"name"`
+		Token   string   `json:"token"`
+		Address string   `json:"address"`
+		Labels  []string `json:"labels"`
+	}
+	data, _ := os.ReadFile(n.file)
+	if err := json.Unmarshal(data, &reg); err != nil {
+		t.Fatalf("parse .runner: %v\n%s", err, data)
+	}
+	runners := f.Runners()
+	if len(runners) != 1 || runners[0].UUID != reg.UUID || reg.Token == "" || reg.Name != "e2e-reg" || reg.Address != f.URL() {
+		t.Fatalf(".runner = %+v, forge runners = %+v", reg, runners)
+	}
+	if strings.Join(runners[0].Labels, ",") != "forgeload" {
+		t.Fatalf("registered labels %v, want [forgeload]", runners[0].Labels)
+	}
+	if got := f.Calls("Ping"); got < 1 {
+		t.Fatalf("Ping calls = %d, want >= 1", got)
+	}
+
+	// A second register refuses to overwrite.
+	code, out := n.forgeload("register", "--no-interactive", "--instance", f.URL(), "--token", "reg-token")
+	if code != ExitBadInput || !strings.Contains(out, "already exists") {
+		t.Fatalf("second register: exit %d, output:\n%s", code, out)
+	}
+	// A bad token is refused with a clear message.
+	n2 := newNode(t, "")
+	code, out = n2.forgeload("register", "--no-interactive", "--instance", f.URL(), "--token", "wrong", "--wait", "10s")
+	if code == 0 || !strings.Contains(out, "registration token") {
+		t.Fatalf("register with a bad token: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-daemon")
+	d := n.startDaemon()
+
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo from-the-daemon\n")})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := f.WaitTask(ctx, id, func(v forgetest.TaskView) bool { return v.Done && v.Archived })
+	if err != nil {
+		t.Fatalf("task not done: %v; daemon output:\n%s", err, d.out.String())
+	}
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(strings.Join(v.Log, "\n"), "from-the-daemon") {
+		t.Fatalf("task result %v, log:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+	// A second daemon cannot share the registration.
+	code, out := n.forgeload("daemon")
+	if code == 0 || !strings.Contains(out, "another forgeload daemon") {
+		t.Fatalf("second daemon: exit %d, output:\n%s", code, out)
+	}
+
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 15*time.Second); code != 0 {
+		t.Fatalf("daemon exit code after SIGTERM = %d, want 0; output:\n%s", code, d.out.String())
+	}
+	if got := f.Calls("Declare"); got != 1 {
+		t.Fatalf("Declare calls = %d, want 1", got)
+	}
+	if got := f.Calls("FetchTask"); got < 2 {
+		t.Fatalf("FetchTask calls = %d, want >= 2", got)
+	}
+	if got := f.Calls("Register"); got != 1 {
+		t.Fatalf("Register calls = %d, want 1", got)
+	}
+}
+
+func TestE2EUnregisteredExitsNonZero(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-gone")
+	d := n.startDaemon()
+	waitFor(t, "the first FetchTask", 15*time.Second, func() bool { return f.Calls("FetchTask") > 0 })
+	f.DeleteRunner(f.Runners()[0].UUID)
+	code := d.wait(t, 15*time.Second)
+	if code == 0 || !strings.Contains(d.out.String(), "register again") {
+		t.Fatalf("daemon after deletion: exit %d, output:\n%s", code, d.out.String())
+	}
+}
+
+func TestE2EOnceRunsOneJob(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-once")
+	payload := []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo one\n")
+	first := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload})
+	second := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload})
+	d := n.startDaemon("--once")
+	if code := d.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("daemon --once exit %d:\n%s", code, d.out.String())
+	}
+	if v := f.Task(first); v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("first task result %v", v.Result)
+	}
+	if v := f.Task(second); v.Picked {
+		t.Fatal("--once picked a second task")
+	}
+}
+
+func TestE2EShutdownDrainsThenCancels(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	payload := func(secs int) []byte {
+		return []byte(fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo begin; sleep %d; echo end\n      - if: always()\n        run: echo always\n", secs))
+	}
+	started := func(id int64) func() bool {
+		return func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "begin") }
+	}
+
+	// Within shutdown_timeout: the job finishes and succeeds.
+	n := newNode(t, "  shutdown_timeout: 30s\n")
+	registered(t, f, n, "e2e-drain")
+	d := n.startDaemon()
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload(2)})
+	waitFor(t, "job start", 20*time.Second, started(id))
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("drain exit %d:\n%s", code, d.out.String())
+	}
+	if v := f.Task(id); v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(strings.Join(v.Log, "\n"), "\nend\n") {
+		t.Fatalf("drained job: %v\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+
+	// Past shutdown_timeout: the job is cancelled, and its logs are flushed.
+	n2 := newNode(t, "  shutdown_timeout: 1s\n")
+	registered(t, f, n2, "e2e-cancel")
+	d2 := n2.startDaemon()
+	id2 := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload(60)})
+	waitFor(t, "job start", 20*time.Second, started(id2))
+	d2.signal(t, syscall.SIGTERM)
+	if code := d2.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("cancel exit %d:\n%s", code, d2.out.String())
+	}
+	v := f.Task(id2)
+	if v.Result != runnerv1.Result_RESULT_CANCELLED || !v.Archived {
+		t.Fatalf("cancelled job: result %v archived %v\n%s", v.Result, v.Archived, strings.Join(v.Log, "\n"))
+	}
+	for _, row := range v.Log {
+		if row == "end" {
+			t.Fatal("the job ran to its end despite the shutdown deadline")
+		}
+	}
+}
