@@ -103,6 +103,7 @@ func FuzzRowStore(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 200}, uint8(1))
 	f.Fuzz(func(t *testing.T, ops []byte, memRows uint8) {
 		s := newRowStore(t.TempDir(), "fuzz-*.log", int(memRows%16)+1, 64)
+		s.compactAt = int64(memRows % 7 * 40)
 		defer s.close()
 		var ref []row
 		var base int64
@@ -136,6 +137,14 @@ func FuzzRowStore(f *testing.F) {
 			}
 			if len(s.mem) > int(memRows%16)+1 && !s.spillFailed {
 				t.Fatalf("%d rows in memory, bound %d", len(s.mem), memRows%16+1)
+			}
+			if s.f != nil && s.readOff > 0 && s.readOff >= s.compactAt && 2*s.readOff >= s.writeOff {
+				t.Fatalf("spill file not compacted: %d dead bytes of %d, threshold %d", s.readOff, s.writeOff, s.compactAt)
+			}
+			if s.f != nil {
+				if fi, err := s.f.Stat(); err != nil || fi.Size() != s.writeOff {
+					t.Fatalf("spill file size = %v (%v), want %d", fi.Size(), err, s.writeOff)
+				}
 			}
 		}
 		got, err := s.read(len(ref)+1, 1<<30)

@@ -43,14 +43,15 @@ type rowStore struct {
 	mem     []row
 	memSize int
 
-	spillFailed bool // the last spill failed; retry at retryRows/retryBytes
+	compactAt   int64 // compact the file once this many dead bytes lead it
+	spillFailed bool  // the last spill failed; retry at retryRows/retryBytes
 	retryRows   int
 	retryBytes  int
 	encBuf      []byte
 }
 
 func newRowStore(dir, pattern string, memRows, memBytes int) *rowStore {
-	return &rowStore{dir: dir, pattern: pattern, memRows: memRows, memBytes: memBytes}
+	return &rowStore{dir: dir, pattern: pattern, memRows: memRows, memBytes: memBytes, compactAt: 16 << 20}
 }
 
 // append stores r as row number s.end. It never drops a row: if spilling to
@@ -191,7 +192,7 @@ func (s *rowStore) drop(to int64) error {
 			s.readOff += skipped
 			s.diskRows -= k
 			s.base += k
-			return nil
+			return s.maybeCompact()
 		}
 	}
 	for _, r := range s.mem[:k] {
@@ -204,6 +205,30 @@ func (s *rowStore) drop(to int64) error {
 	}
 	s.base += k
 	return err
+}
+
+// maybeCompact moves the live part of the spill file to its start once the
+// acknowledged part before it is large and at least half the file, so a
+// long outage followed by steady output does not grow the file forever.
+func (s *rowStore) maybeCompact() error {
+	if s.readOff == 0 || s.readOff < s.compactAt || 2*s.readOff < s.writeOff {
+		return nil
+	}
+	live := s.writeOff - s.readOff
+	// The target [0, live) ends before the source starts (readOff ≥ live),
+	// so a failed copy leaves the rows at readOff intact.
+	n, err := io.Copy(io.NewOffsetWriter(s.f, 0), io.NewSectionReader(s.f, s.readOff, live))
+	if err == nil && n != live {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = s.f.Truncate(live)
+	}
+	if err != nil {
+		return fmt.Errorf("compact log spill file: %w", err)
+	}
+	s.readOff, s.writeOff = 0, live
+	return nil
 }
 
 // close releases the spill file.
