@@ -231,3 +231,40 @@ func TestForgeSpill(t *testing.T) {
 		t.Fatalf("step 0 log_length = %d, want 2000", v.Steps[0].LogLength)
 	}
 }
+
+// TestForgeDownDuringClose checks that Close keeps retrying through an
+// outage that starts before it and ends within CloseTimeout: the logs, then
+// the final state, arrive.
+func TestForgeDownDuringClose(t *testing.T) {
+	t.Parallel()
+	f, c, task := pickTask(t, nil)
+	r := report.New(c, task.GetId(), 2, report.Options{CloseTimeout: 20 * time.Second})
+	r.Start(t.Context())
+	r.StepStart(0)
+	r.Logf(0, "before the outage")
+	f.Down()
+	r.Logf(0, "during the outage")
+	r.StepEnd(0, runnerv1.Result_RESULT_SUCCESS)
+	up := make(chan struct{})
+	go func() {
+		defer close(up)
+		time.Sleep(1500 * time.Millisecond) // the outage Close must ride out
+		f.Up()
+	}()
+	start := time.Now()
+	err := r.Close(runnerv1.Result_RESULT_FAILURE)
+	<-up
+	if err != nil {
+		t.Fatalf("Close = %v, want nil once the forge is back", err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("Close returned after %v, before the forge was back", d)
+	}
+	v := waitDone(t, f, task.GetId())
+	if got := trimSentinel(v.Log); !slices.Equal(got, []string{"before the outage", "during the outage"}) {
+		t.Fatalf("forge log = %q", got)
+	}
+	if v.Result != runnerv1.Result_RESULT_FAILURE || v.Steps[0].Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("task = %v with step 0 %v, want FAILURE with step 0 SUCCESS", v.Result, v.Steps[0].Result)
+	}
+}
