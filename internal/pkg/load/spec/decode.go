@@ -108,7 +108,7 @@ func deref(n *yaml.Node) *yaml.Node {
 // maxVisits bounds the nodes the decoder visits, so a "billion laughs"
 // document of nested aliases cannot make it walk an exponential tree. Real
 // configs visit a few thousand nodes.
-const maxVisits = 500_000
+const maxVisits = 200_000
 
 // deref is deref that counts node visits against maxVisits; past the limit
 // it reports one error and treats every node as null.
@@ -180,7 +180,9 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 			continue
 		}
 		seen[f.name] = k.Line
-		d.clearOrigin(p)
+		if d.inline {
+			d.clearOrigin(p)
+		}
 		d.mark(k, p)
 		f.set(v, p)
 	}
