@@ -72,6 +72,10 @@ func (r *Reporter) logLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			if connect.CodeOf(err) == connect.CodeAlreadyExists {
+				r.archived()
+				continue
+			}
 			if err != nil || !progress {
 				fails++
 				d := bo.next()
@@ -105,6 +109,25 @@ func (r *Reporter) logLoop(ctx context.Context) {
 		}
 		timer.Stop() // Go ≥ 1.23 timers deliver no stale tick after Stop
 	}
+}
+
+// archived handles AlreadyExists on UpdateLog: the forge has archived the
+// task's log (it finished or failed the task, e.g. by its zombie reaper) and
+// will take no more rows. Unsent and later rows are discarded, so that
+// memory and disk stay bounded, and the loss is logged once.
+func (r *Reporter) archived() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.logArchived {
+		return
+	}
+	r.logArchived = true
+	left := r.store.end - r.sendFrom
+	if err := r.store.drop(r.store.end); err != nil {
+		r.log.WithError(err).Error("report: dropping log rows failed")
+	}
+	r.sendFrom = r.store.end
+	r.log.Errorf("report: the forge has archived the log of task %d and takes no more rows; %d unsent rows and any later output are discarded", r.taskID, left)
 }
 
 func (r *Reporter) observeBuffer() {
@@ -384,7 +407,8 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	}()
 
 	r.mu.Lock()
-	if r.store.end == r.sendFrom {
+	archived := r.logArchived
+	if r.store.end == r.sendFrom && !archived {
 		_ = r.store.append(row{t: now, s: ""})
 	}
 	r.mu.Unlock()
@@ -394,19 +418,14 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
 
 	var logErr error
-	for {
+	for !archived {
 		finished, progress, err := r.sendLog(ctx, true)
 		if err == nil && finished {
 			logErr = nil
 			break
 		}
 		if connect.CodeOf(err) == connect.CodeAlreadyExists {
-			r.mu.Lock()
-			left := r.store.end - r.sendFrom
-			r.mu.Unlock()
-			if left > 1 {
-				r.log.Errorf("report: the forge has already archived the log of task %d; %d rows were not delivered", r.taskID, left)
-			}
+			r.archived()
 			logErr = nil
 			break
 		}
@@ -445,7 +464,7 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	r.mu.Lock()
 	left := r.store.end - r.sendFrom
 	from := r.sendFrom
-	dropped := r.dropped
+	discarded := r.discarded
 	if err := r.store.close(); err != nil {
 		r.log.WithError(err).Warn("report: removing the log spill file failed")
 	}
@@ -453,8 +472,8 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	if r.o.Observer != nil {
 		r.o.Observer.BufferRows(0)
 	}
-	if dropped > 0 {
-		r.log.Warnf("report: %d log rows written after Close began were discarded", dropped)
+	if discarded > 0 {
+		r.log.Warnf("report: %d log rows written after the forge archived the log were discarded", discarded)
 	}
 
 	var errs []error

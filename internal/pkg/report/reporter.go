@@ -179,7 +179,8 @@ type Reporter struct {
 	startedAt      time.Time
 	closing        bool  // Close has begun: no more step changes
 	sealed         bool  // Close has flushed the writers: rows are discarded
-	dropped        int64 // rows appended after Close began
+	logArchived    bool  // the forge answered AlreadyExists: it takes no more rows
+	discarded      int64 // rows discarded because the log was archived
 	spillFails     int
 
 	logKick   chan struct{}
@@ -422,7 +423,10 @@ func truncate(s string, n int) string {
 // appendLocked stores one row. r.mu must be held.
 func (r *Reporter) appendLocked(stepIdx int, t time.Time, content string) {
 	if r.sealed {
-		r.dropped++
+		return
+	}
+	if r.logArchived {
+		r.discarded++
 		return
 	}
 	idx := r.store.end

@@ -937,3 +937,49 @@ func TestEndlessLineOfAPeriodicSecret(t *testing.T) {
 		t.Fatalf("masks = %d, want 100000 (300000/3)", total)
 	}
 }
+
+// TestArchivedMidJob checks a forge that archives the log while the job
+// still runs (its reaper failed the task): the Reporter stops sending and
+// buffering rows, logs it once, and Close still sends the final state.
+func TestArchivedMidJob(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeForge()
+		log, buf := testLogger()
+		r := New(f, 1, 0, Options{Logger: log})
+		r.Start(t.Context())
+		w := r.Writer(-1)
+		writeLines(t, w, []string{"kept"})
+		time.Sleep(2 * time.Second)
+		f.set(func(f *fakeForge) { f.archived = true })
+		writeLines(t, w, lines("late", 50))
+		time.Sleep(5 * time.Second)
+		writeLines(t, w, lines("later", 50))
+		r.mu.Lock()
+		held := r.store.end - r.store.base
+		r.mu.Unlock()
+		if held != 0 {
+			t.Fatalf("Reporter holds %d rows after the forge archived the log, want 0", held)
+		}
+		logCalls := f.count("UpdateLog")
+		time.Sleep(10 * time.Second)
+		if n := f.count("UpdateLog"); n != logCalls {
+			t.Fatalf("UpdateLog calls went from %d to %d after the log was archived, want none", logCalls, n)
+		}
+		if err := r.Close(success); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		if got := f.log(); !slices.Equal(got, []string{"kept"}) {
+			t.Fatalf("forge log = %q, want [kept]", got)
+		}
+		if f.final.GetResult() != success {
+			t.Fatalf("final result = %v, want SUCCESS", f.final.GetResult())
+		}
+		if n := strings.Count(buf.String(), "has archived the log"); n != 1 {
+			t.Fatalf("daemon log reports the archive %d times, want 1:\n%s", n, buf.String())
+		}
+		if !strings.Contains(buf.String(), "50 log rows written after the forge archived") {
+			t.Fatalf("daemon log does not count the discarded rows:\n%s", buf.String())
+		}
+	})
+}
