@@ -12,7 +12,9 @@
 // and a forge that loses acknowledged rows gets placeholder rows
 // ([LostRowText]) and a loud error in the daemon log. Unacknowledged rows
 // beyond [Options].MemRows or [Options].MemBytes are spilled, in order, to a
-// file in [Options].SpillDir. Producers never wait on the network.
+// file in [Options].SpillDir. Producers never wait on the network. If the
+// forge answers AlreadyExists (it archived the log, e.g. after its reaper
+// failed the task), later rows are discarded and that is logged once.
 //
 // Every row is masked: the values in [Options].Masks and those added with
 // [Reporter.AddMask] become "***", also when a value is split across two
