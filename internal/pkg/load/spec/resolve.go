@@ -1,0 +1,65 @@
+package spec
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+)
+
+// Mix returns the requests of the run as a weighted endpoint list with
+// every field resolved, so the driver needs no knowledge of defaults:
+//
+//   - without endpoints, one endpoint named "" with weight 1 requests Target;
+//   - URL is absolute: an endpoint's path is appended to Target (one '/'
+//     between them; the path keeps its query), and an endpoint with neither
+//     url nor path requests Target;
+//   - Method is the endpoint's, or Config.Method;
+//   - Headers are Config.Headers overlaid with the endpoint's (a new map);
+//   - Body and BodyFile are the endpoint's when it sets either, else the
+//     config's.
+//
+// Call it after [Config.Validate]; it does not check URLs.
+func (c *Config) Mix() []Endpoint {
+	if len(c.Endpoints) == 0 {
+		return []Endpoint{{
+			Weight:   1,
+			Method:   c.Method,
+			URL:      c.Target,
+			Headers:  maps.Clone(c.Headers),
+			Body:     c.Body,
+			BodyFile: c.BodyFile,
+		}}
+	}
+	out := make([]Endpoint, 0, len(c.Endpoints))
+	for _, ep := range c.Endpoints {
+		r := ep
+		switch {
+		case r.URL != "":
+		case r.Path != "":
+			r.URL = strings.TrimRight(c.Target, "/") + "/" + strings.TrimLeft(r.Path, "/")
+		default:
+			r.URL = c.Target
+		}
+		if r.Method == "" {
+			r.Method = c.Method
+		}
+		h := maps.Clone(c.Headers)
+		if len(ep.Headers) > 0 && h == nil {
+			h = make(map[string]string, len(ep.Headers))
+		}
+		maps.Copy(h, ep.Headers)
+		r.Headers = h
+		if r.Body == "" && r.BodyFile == "" {
+			r.Body, r.BodyFile = c.Body, c.BodyFile
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ParsedThresholds parses c.Thresholds with package threshold. Validate
+// has already reported any error, with its file:line.
+func (c *Config) ParsedThresholds() ([]threshold.Threshold, error) {
+	return threshold.ParseAll(c.Thresholds)
+}
