@@ -164,7 +164,7 @@ func TestForgeSecretSplitAcrossWrites(t *testing.T) {
 // within two intervals, and that the task ends CANCELLED with its logs.
 func TestForgeCancel(t *testing.T) {
 	t.Parallel()
-	const interval = 300 * time.Millisecond
+	const interval = 500 * time.Millisecond
 	f, c, task := pickTask(t, nil)
 	r := report.New(c, task.GetId(), 2, report.Options{Interval: interval})
 	ctx := r.Start(t.Context())
