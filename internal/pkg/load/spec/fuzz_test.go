@@ -50,3 +50,31 @@ func FuzzParseConfig(f *testing.F) {
 		_ = c.Validate()
 	})
 }
+
+// FuzzOverride checks inline keys and values, which come straight from a
+// workflow's with: block or flags: never a panic, and errors are *Error.
+func FuzzOverride(f *testing.F) {
+	for _, kv := range [][2]string{
+		{"rate", "500"}, {"duration", "1m"}, {"headers", "X-A: b"}, {"distributed.workers", "3"},
+		{"load_patterns", "[{type: ramp, to_rps: 5, duration: 1s}]"}, {"vus", "{stages: [{duration: 1s, target: 2}]}"},
+		{"thresholds", "http_req_duration:p99 < 1s\n# c\n"}, {"endpoints", "- {name: a, path: /a}"},
+		{"arrival.model", "poisson"}, {"think_time", "{min: 1s}"}, {"bogus", "1"}, {"auth", "{client_secret: [x]}"},
+	} {
+		f.Add(kv[0], kv[1])
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		c, err := Parse("f.yaml", []byte(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Override(map[string]string{key: value}); err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Override error %T (%v) holds no *spec.Error", err, err)
+			}
+			return
+		}
+		_ = c.Validate()
+		_ = c.Mix()
+	})
+}
