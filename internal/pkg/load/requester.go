@@ -48,8 +48,10 @@ type Sample struct {
 	// Class is the error class. When it is ClassNone and the request returned
 	// an error, the engine classifies the error with [Classify].
 	Class ErrorClass
-	// Attempts is how many attempts the request took; the retry decorator
-	// sets it, and 0 is read as 1.
+	// Attempts is how many attempts the request took; 0 is read as 1. The
+	// retry decorator sets it before each attempt (1, 2, …) and to the final
+	// count afterwards. A driver that picks among endpoints must keep
+	// Endpoint when Attempts > 1, so that a retry repeats the same request.
 	Attempts int
 }
 

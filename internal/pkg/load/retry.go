@@ -92,7 +92,12 @@ func (rt *retrier) Do(ctx context.Context) error {
 func (rt *retrier) DoSample(ctx context.Context, s *Sample) error {
 	var bytesOut int64
 	for attempt := 1; ; attempt++ {
+		ep := s.Endpoint
 		s.Reset()
+		if attempt > 1 {
+			s.Endpoint = ep // a retry goes to the same endpoint
+		}
+		s.Attempts = attempt
 		err := doSample(ctx, rt.r, rt.sr, s)
 		bytesOut += s.BytesOut
 		if attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {

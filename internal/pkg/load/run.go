@@ -268,6 +268,9 @@ func (e *engine) openWorker(w *worker) {
 			case <-w.timer.C:
 			case <-e.stop:
 				w.timer.Stop()
+				if time.Until(intended) <= 0 {
+					e.dropped.Add(1) // it fell due as the run stopped: never sent
+				}
 				return
 			}
 		} else {

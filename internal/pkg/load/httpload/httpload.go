@@ -1,0 +1,285 @@
+package httpload
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// Defaults used where an [Options] field is zero.
+const (
+	// DefaultTimeout is the per-request timeout.
+	DefaultTimeout = 30 * time.Second
+	// DefaultConnections is the number of keep-alive connections kept per
+	// host; set it to the run's concurrency.
+	DefaultConnections = 100
+	// DefaultDialTimeout bounds connection set-up (TCP and TLS).
+	DefaultDialTimeout = 10 * time.Second
+)
+
+// Protocol selects the HTTP versions the driver may use. The zero value is
+// Auto.
+type Protocol uint8
+
+// The protocol choices.
+const (
+	// Auto uses HTTP/1.1 for http:// targets and negotiates HTTP/2 by ALPN
+	// for https:// targets.
+	Auto Protocol = iota
+	// HTTP1 uses HTTP/1.1 only.
+	HTTP1
+	// H2C uses cleartext HTTP/2 with prior knowledge for http:// targets
+	// (and HTTP/2 over TLS for https://).
+	H2C
+)
+
+// ParseProtocol maps a config value ("", "auto", "http1", "h2", "http2",
+// "h2c") to a Protocol.
+func ParseProtocol(s string) (Protocol, error) {
+	switch strings.ToLower(s) {
+	case "", "auto", "h2", "http2":
+		return Auto, nil
+	case "http1", "http/1.1", "h1":
+		return HTTP1, nil
+	case "h2c":
+		return H2C, nil
+	}
+	return Auto, fmt.Errorf("http protocol %q is unknown: use auto, http1 or h2c", s)
+}
+
+// Endpoint is one request the driver can send.
+type Endpoint struct {
+	// Name labels the endpoint in results; default "METHOD path".
+	Name string
+	// URL is the absolute http:// or https:// URL. Required.
+	URL string
+	// Method is the HTTP method; default GET, or POST when Body is set.
+	Method string
+	// Headers are sent with every request; a "Host" entry sets the Host.
+	Headers map[string]string
+	// Body is the request body (the caller reads body_file into it).
+	Body []byte
+	// Weight is the endpoint's share of requests relative to the others;
+	// 0 means 1.
+	Weight int
+}
+
+// Options configures a [Driver]. Only Endpoints is required.
+type Options struct {
+	// Endpoints are the requests to send, chosen at random by weight.
+	Endpoints []Endpoint
+	// Timeout bounds each request, body included. Default DefaultTimeout.
+	Timeout time.Duration
+	// Connections is the number of keep-alive connections kept per host.
+	// Default DefaultConnections.
+	Connections int
+	// Protocol selects HTTP/1.1, HTTP/2 or h2c. Default Auto.
+	Protocol Protocol
+	// InsecureSkipVerify disables TLS certificate verification.
+	InsecureSkipVerify bool
+	// TLSConfig, if set, is used for https targets (cloned).
+	TLSConfig *tls.Config
+	// DialControl is called with the resolved address of every connection
+	// before it is made (net.Dialer.Control); an error refuses the
+	// connection. The runner enforces its target policy here.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// DisableKeepAlives opens a new connection for every request.
+	DisableKeepAlives bool
+}
+
+// Driver sends HTTP requests for the load engine. It is safe for concurrent
+// use; create it with [New] and release its connections with Close.
+type Driver struct {
+	client    *http.Client
+	transport *http.Transport
+	eps       []endpoint
+	cum       []int // cumulative weights
+	total     int
+	timeout   time.Duration
+}
+
+type endpoint struct {
+	name   string
+	tmpl   *http.Request
+	body   []byte
+	reqLen int64 // approximate bytes on the wire per request
+}
+
+var _ load.SampleRequester = (*Driver)(nil)
+
+// New validates o and returns a Driver. Errors name the endpoint and field.
+func New(o Options) (*Driver, error) {
+	if len(o.Endpoints) == 0 {
+		return nil, errors.New("http driver: no endpoints: set target (or endpoints) in the load config")
+	}
+	d := &Driver{timeout: o.Timeout}
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	for i, e := range o.Endpoints {
+		ep, err := newEndpoint(i, e)
+		if err != nil {
+			return nil, err
+		}
+		if e.Weight < 0 {
+			return nil, fmt.Errorf("http driver: endpoint %d (%s): weight %d is negative: use a weight >= 1", i+1, ep.name, e.Weight)
+		}
+		d.total += max(e.Weight, 1)
+		d.cum = append(d.cum, d.total)
+		d.eps = append(d.eps, ep)
+	}
+	conns := o.Connections
+	if conns <= 0 {
+		conns = DefaultConnections
+	}
+	dialer := &net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}
+	tlsConf := &tls.Config{InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // opt-in for self-signed targets
+	if o.TLSConfig != nil {
+		tlsConf = o.TLSConfig.Clone()
+		tlsConf.InsecureSkipVerify = tlsConf.InsecureSkipVerify || o.InsecureSkipVerify
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // load goes straight to the target
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     tlsConf,
+		TLSHandshakeTimeout: DefaultDialTimeout,
+		MaxIdleConns:        0, // no global cap
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // measure the bytes the target sends
+		DisableKeepAlives:   o.DisableKeepAlives,
+		ForceAttemptHTTP2:   o.Protocol != HTTP1,
+	}
+	var p http.Protocols
+	switch o.Protocol {
+	case HTTP1:
+		p.SetHTTP1(true)
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	case H2C:
+		p.SetUnencryptedHTTP2(true)
+		p.SetHTTP2(true)
+	default:
+		p.SetHTTP1(true)
+		p.SetHTTP2(true)
+	}
+	tr.Protocols = &p
+	d.transport = tr
+	d.client = &http.Client{
+		Transport: tr,
+		// Redirects are reported as their 3xx status, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return d, nil
+}
+
+func newEndpoint(i int, e Endpoint) (endpoint, error) {
+	u, err := url.Parse(e.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return endpoint{}, fmt.Errorf("http driver: endpoint %d: url %q is not an absolute http:// or https:// URL", i+1, e.URL)
+	}
+	method := strings.ToUpper(e.Method)
+	if method == "" {
+		method = http.MethodGet
+		if len(e.Body) > 0 {
+			method = http.MethodPost
+		}
+	}
+	name := e.Name
+	if name == "" {
+		name = method + " " + u.EscapedPath()
+		if u.EscapedPath() == "" {
+			name += "/"
+		}
+	}
+	req, err := http.NewRequest(method, u.String(), nil)
+	if err != nil {
+		return endpoint{}, fmt.Errorf("http driver: endpoint %d (%s): method %q: %w", i+1, name, method, err)
+	}
+	n := int64(len(method) + len(u.RequestURI()) + len(" HTTP/1.1\r\nHost: \r\n\r\n") + len(u.Host))
+	for k, v := range e.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+		n += int64(len(k) + len(v) + 4)
+	}
+	if len(e.Body) > 0 {
+		req.ContentLength = int64(len(e.Body))
+	}
+	return endpoint{name: name, tmpl: req, body: e.Body, reqLen: n + int64(len(e.Body))}, nil
+}
+
+// Names returns the endpoint names in order, for load.Options.Endpoints.
+func (d *Driver) Names() []string {
+	names := make([]string, len(d.eps))
+	for i, e := range d.eps {
+		names[i] = e.name
+	}
+	return names
+}
+
+// Close closes idle connections.
+func (d *Driver) Close() { d.transport.CloseIdleConnections() }
+
+// Do sends one request and returns its error.
+func (d *Driver) Do(ctx context.Context) error {
+	var s load.Sample
+	return d.DoSample(ctx, &s)
+}
+
+// DoSample sends one request to an endpoint chosen by weight and reports it
+// in s. A status >= 400 is returned as a load.StatusError.
+func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
+	i := 0
+	if s.Attempts > 1 && s.Endpoint >= 0 && s.Endpoint < len(d.eps) {
+		i = s.Endpoint // a retry repeats the same endpoint
+	} else if len(d.eps) > 1 {
+		n := rand.IntN(d.total)
+		for d.cum[i] <= n {
+			i++
+		}
+	}
+	ep := &d.eps[i]
+	s.Endpoint = i
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	req := ep.tmpl.WithContext(ctx)
+	if len(ep.body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(ep.body))
+	}
+	s.BytesOut = ep.reqLen
+	resp, err := d.client.Do(req)
+	if err != nil {
+		s.Class = load.Classify(err)
+		return err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	s.Status = resp.StatusCode
+	s.BytesIn = n
+	if err != nil {
+		s.Class = load.Classify(err)
+		if s.Class == load.ClassOther {
+			s.Class = load.ClassProtocol
+		}
+		return fmt.Errorf("read response body of %s: %w", ep.name, err)
+	}
+	if resp.StatusCode >= 400 {
+		s.Class = load.StatusClass(resp.StatusCode)
+		return load.StatusError{Code: resp.StatusCode}
+	}
+	return nil
+}
