@@ -10,6 +10,7 @@
 #   BENCH_REPS      repetitions per measurement; the median is reported (default 3)
 #   BENCH_DURATION  seconds per throughput and rate run (default 10)
 #   BENCH_RATES     fixed rates for the rate scenario (default "5000 20000 50000")
+#   BENCH_STALL_SECONDS  seconds of the stall probe (default 20)
 #   BENCH_NICE      nice value for generator and target, e.g. -10 on a shared box (default 0)
 #   BENCH_GEN_CPU, BENCH_TARGET_CPU   cores for generator and target (default 0 and 1)
 #
@@ -90,14 +91,19 @@ install_peers() {
 
 build_ours() {
 	log "building bench/target and forgeload"
-	(cd "$ROOT" && go build -o "$OUT/target" ./bench/target)
+	(cd "$ROOT" && go build -o "$OUT/target" ./bench/target && go build -o "$OUT/flrun" ./bench/flrun)
 	FORGELOAD=
 	if (cd "$ROOT" && go build -o "$OUT/forgeload" ./cmd/runner) >"$OUT/raw/forgeload-build.log" 2>&1 &&
 		"$OUT/forgeload" load --help >"$OUT/raw/forgeload-load-help.txt" 2>&1; then
 		FORGELOAD=$OUT/forgeload
 	else
-		log "forgeload load is not available yet; its rows will read n/a (see $OUT/raw/forgeload-build.log)"
+		log "forgeload load is not available yet; the engine is measured through flrun instead (see $OUT/raw/forgeload-build.log)"
 	fi
+	# Generators in table order: the command when it exists, else the engine
+	# through flrun, and always the raw-client prototype.
+	OURS=(forgeload)
+	[ -n "$FORGELOAD" ] || OURS=(engine)
+	OURS+=(engine-raw)
 }
 
 # ---------------------------------------------------------------- target
@@ -107,6 +113,7 @@ URL=
 start_target() { # mode
 	stop_target
 	local logf=$OUT/raw/target-$1.log
+	: >"$logf"
 	nice -n "$NICE" taskset -c "$TARGET_CPU" "$OUT/target" -mode "$1" -port 0 >"$logf" 2>&1 &
 	TARGET_PID=$!
 	for _ in $(seq 100); do
@@ -153,7 +160,7 @@ median() {
 put() { echo "$3" >"$OUT/raw/$1.m.$2"; }
 med() {
 	local f
-	for f in "$OUT/raw/$1"-r*.m."$2"; do [ -e "$f" ] && cat "$f"; done | median
+	for f in "$OUT/raw/$1"-r[0-9]*.m."$2"; do [ -e "$f" ] && cat "$f"; done | median
 }
 
 fmt() { # fmt VALUE DECIMALS
@@ -207,12 +214,10 @@ run_vegeta() { # RUNID SECONDS RATE (0: as fast as possible)
 	rm -f "$r.bin" # up to ~100 MB at 50k req/s; the JSON report stays
 }
 
-run_forgeload() { # RUNID SECONDS RATE (0: closed model)
+# summary_metrics RUNID: metrics from the engine's JSON summary (the format
+# of forgeload load --json-output and of flrun).
+summary_metrics() {
 	local id=$1 r=$OUT/raw/$1
-	[ -n "$FORGELOAD" ] || return 0
-	local rate=()
-	[ "$3" = 0 ] || rate=(--rate "$3")
-	gen "$id" "$2" "$FORGELOAD" load --target "$URL/" --concurrency "$CONNS" --duration "$2s" "${rate[@]}" --json-output "$r.json"
 	[ -s "$r.json" ] || return 0
 	put "$id" rps "$(jq '.rps' "$r.json")"
 	put "$id" errors "$(jq '.errors' "$r.json")"
@@ -224,11 +229,30 @@ run_forgeload() { # RUNID SECONDS RATE (0: closed model)
 	put "$id" p999 "$(jq '.latency.p99_9_ms' "$r.json")"
 }
 
+run_forgeload() { # RUNID SECONDS RATE (0: closed model)
+	local rate=()
+	[ "$3" = 0 ] || rate=(--rate "$3")
+	gen "$1" "$2" "$FORGELOAD" load --target "$URL/" --concurrency "$CONNS" --duration "$2s" "${rate[@]}" --json-output "$OUT/raw/$1.json"
+	summary_metrics "$1"
+}
+
+# engine: the load engine with its own net/http driver, driven by flrun (the
+# stand-in for forgeload load while the command does not exist).
+run_engine() {
+	gen "$1" "$2" "$OUT/flrun" -target "$URL/" -client nethttp -c "$CONNS" -d "$2s" -rate "$3" -json "$OUT/raw/$1.json"
+	summary_metrics "$1"
+}
+
+# engine-raw: the same engine with flrun's purpose-built HTTP/1.1 client.
+run_engine-raw() { # RUNID SECONDS RATE
+	gen "$1" "$2" "$OUT/flrun" -target "$URL/" -client raw -c "$CONNS" -d "$2s" -rate "$3" -json "$OUT/raw/$1.json"
+	summary_metrics "$1"
+}
+
 # measure SCEN TOOL SECONDS RATE: REPS runs of TOOL, each on a freshly reset
 # target, recording the target's own view and the generator's peak RSS.
 measure() {
 	local scen=$1 tool=$2 secs=$3 rate=$4 i id
-	[ "$tool" != forgeload ] || [ -n "$FORGELOAD" ] || return 0
 	for i in $(seq "$REPS"); do
 		id=$scen-$tool-r$i
 		reset_target
@@ -243,30 +267,42 @@ measure() {
 
 # ---------------------------------------------------------------- scenarios
 
+# cmdline TOOL SECONDS RATE: the command as shown in the tables.
+cmdline() {
+	local r=
+	case $1 in
+	wrk) echo "wrk -t1 -c$CONNS -d${2}s" ;;
+	hey) echo "hey -c $CONNS -z ${2}s" ;;
+	vegeta)
+		[ "$3" = 0 ] && r=" -workers=$CONNS"
+		echo "vegeta attack -rate=$3 -max-workers=$CONNS$r -duration=${2}s"
+		;;
+	forgeload)
+		[ "$3" = 0 ] || r=" --rate $3"
+		echo "forgeload load --concurrency $CONNS --duration ${2}s$r"
+		;;
+	engine | engine-raw)
+		[ "$3" = 0 ] || r=" -rate $3"
+		echo "flrun -client $([ "$1" = engine ] && echo nethttp || echo raw) -c $CONNS -d ${2}s$r"
+		;;
+	esac
+}
+
 scenario_throughput() {
 	start_target fast
 	header "(a) Closed-loop maximum throughput, $CONNS connections, ${DUR}s"
-	local t
-	for t in wrk hey vegeta forgeload; do
-		case $t in vegeta | forgeload) measure tp "$t" "$DUR" 0 ;; *) measure tp "$t" "$DUR" - ;; esac
-	done
+	local t tools=(wrk hey vegeta "${OURS[@]}")
+	for t in "${tools[@]}"; do measure tp "$t" "$DUR" 0; done
 	local wrk
 	wrk=$(med tp-wrk rps)
 	emit "| tool | command | req/s | ratio to wrk | req/s seen by target | peak RSS MB |"
 	emit "|---|---|---:|---:|---:|---:|"
-	for t in wrk hey vegeta forgeload; do
-		local cmd
-		case $t in
-		wrk) cmd="wrk -t1 -c$CONNS -d${DUR}s" ;;
-		hey) cmd="hey -c $CONNS -z ${DUR}s" ;;
-		vegeta) cmd="vegeta attack -rate=0 -max-workers=$CONNS -workers=$CONNS -duration=${DUR}s" ;;
-		forgeload) cmd="forgeload load --concurrency $CONNS --duration ${DUR}s" ;;
-		esac
+	for t in "${tools[@]}"; do
 		local rps seen
 		rps=$(med "tp-$t" rps)
 		seen=$(med "tp-$t" seen)
 		[ "$seen" = n/a ] || seen=$(awk -v n="$seen" -v d="$DUR" 'BEGIN {print n/d}')
-		emit "| $t | \`$cmd\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" rss)" 1) |"
+		emit "| $t | \`$(cmdline "$t" "$DUR" 0)\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" rss)" 1) |"
 	done
 	emit ""
 	emit "Goal: forgeload ≥ 0.70× wrk."
@@ -275,14 +311,14 @@ scenario_throughput() {
 scenario_rate() {
 	start_target fast
 	header "(b) Fixed rates, $CONNS connections (\`-max-workers=$CONNS\` for vegeta), ${DUR}s"
-	local r t
+	local r t tools=("${OURS[@]}" vegeta)
 	for r in $RATES; do
-		for t in forgeload vegeta; do measure "rate$r" "$t" "$DUR" "$r"; done
+		for t in "${tools[@]}"; do measure "rate$r" "$t" "$DUR" "$r"; done
 	done
 	emit "| rate | tool | achieved req/s (tool) | sent/expected (target) | first 100 ms: seen/expected | p50 ms | p90 ms | p99 ms | errors | dropped | peak RSS MB |"
 	emit "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for r in $RATES; do
-		for t in forgeload vegeta; do
+		for t in "${tools[@]}"; do
 			local p=rate$r-$t seen first
 			seen=$(med "$p" seen)
 			first=$(med "$p" first100)
@@ -290,43 +326,44 @@ scenario_rate() {
 		done
 	done
 	emit ""
+	emit "Commands: $(cmdline "${OURS[0]}" "$DUR" N); $(cmdline vegeta "$DUR" N)."
 	emit "Goals: achieved within ±1% of the rate, no start-up burst (first 100 ms ≈ 1.00× expected), forgeload's p99 ≤ vegeta's at the same rate."
 }
 
 scenario_stall() {
 	start_target stall
-	local secs=20 r=1000
+	local secs=${BENCH_STALL_SECONDS:-20} r=1000
 	header "(c) Stall probe: $r req/s for ${secs}s, the target freezing 1 s of every 5 s"
-	local t
-	for t in forgeload vegeta; do measure stall "$t" "$secs" "$r"; done
-	emit "| tool | p50 ms | p90 ms | p99 ms | p99.9 ms | sent/expected (target) |"
-	emit "|---|---:|---:|---:|---:|---:|"
-	emit "| expected | ≈0 | 500 | 950 | 995 | 1.00× |"
-	for t in forgeload vegeta; do
-		emit "| $t | $(fmt "$(med "stall-$t" p50)" 1) | $(fmt "$(med "stall-$t" p90)" 1) | $(fmt "$(med "stall-$t" p99)" 1) | $(fmt "$(med "stall-$t" p999)" 1) | $(ratio "$(med "stall-$t" seen)" $((r * secs))) |"
+	local t tools=("${OURS[0]}" vegeta)
+	for t in "${tools[@]}"; do measure stall "$t" "$secs" "$r"; done
+	emit "| tool | p50 ms | p90 ms | p99 ms | p99.9 ms | sent/expected (target) | dropped |"
+	emit "|---|---:|---:|---:|---:|---:|---:|"
+	emit "| expected | ≈0 | 500 | 950 | 995 | 1.00× | 0 |"
+	for t in "${tools[@]}"; do
+		emit "| $t | $(fmt "$(med "stall-$t" p50)" 1) | $(fmt "$(med "stall-$t" p90)" 1) | $(fmt "$(med "stall-$t" p99)" 1) | $(fmt "$(med "stall-$t" p999)" 1) | $(ratio "$(med "stall-$t" seen)" $((r * secs))) | $(fmt "$(med "stall-$t" dropped)" 0) |"
 	done
 	emit ""
+	emit "Commands: $(cmdline "${OURS[0]}" "$secs" $r); $(cmdline vegeta "$secs" $r)."
 	emit "Goal: forgeload's p90, p99 and p99.9 each within 5% of 500, 950 and 995 ms (475–525, 902–998, 945–1045)."
 }
 
 scenario_rss() {
 	start_target fast
-	local secs=5
+	local secs=5 t
 	header "(d) Peak RSS (/usr/bin/time -v), $CONNS connections, ${secs}s runs"
-	local t
-	for t in forgeload vegeta wrk hey; do
-		case $t in vegeta | forgeload) measure rss-closed "$t" "$secs" 0 ;; *) measure rss-closed "$t" "$secs" - ;; esac
+	for t in "${OURS[@]}" vegeta; do
+		measure rss-closed "$t" "$secs" 0
+		measure rss-20k "$t" "$secs" 20000
 	done
-	for t in forgeload vegeta; do measure rss-20k "$t" "$secs" 20000; done
+	REPS=1 measure rss-closed wrk "$secs" 0
+	REPS=1 measure rss-closed hey "$secs" 0
 	emit "| tool | closed loop, as fast as possible | 20,000 req/s |"
 	emit "|---|---:|---:|"
-	for t in forgeload vegeta wrk hey; do
-		local open=n/a
-		case $t in forgeload | vegeta) open=$(fmt "$(med "rss-20k-$t" rss)" 1) ;; esac
-		emit "| $t | $(fmt "$(med "rss-closed-$t" rss)" 1) MB | $open MB |"
+	for t in "${OURS[@]}" vegeta wrk hey; do
+		emit "| $t | $(fmt "$(med "rss-closed-$t" rss)" 1) MB | $(fmt "$(med "rss-20k-$t" rss)" 1) MB |"
 	done
 	emit ""
-	emit "Goal: forgeload ≤ 32 MB at $CONNS connections."
+	emit "wrk and hey: one run each, for scale. Goal: forgeload ≤ 32 MB at $CONNS connections."
 }
 
 scenario_alloc() {
