@@ -299,7 +299,7 @@ func (d *decoder) intField(n *yaml.Node, path, want string, dst *int) {
 		return
 	}
 	if v > math.MaxInt32 || v < math.MinInt32 {
-		d.fail(n, path, "%d is too large (want %s)", v, want)
+		d.fail(n, path, "%d is out of range for %s", v, want)
 		return
 	}
 	*dst = int(v)

@@ -166,7 +166,7 @@ func TestParseErrors(t *testing.T) {
 		{"rate not a number", "api.yaml", "target: https://x\n\n\n\n\n\nrate: fast\n", `api.yaml:7: rate: "fast" is not a number of requests per second (want e.g. 500)`},
 		{"rate nan", "api.yaml", "rate: NaN\n", `api.yaml:1: rate: "NaN" is not a number of requests per second (want e.g. 500)`},
 		{"concurrency fraction", "api.yaml", "concurrency: 2.5\n", `api.yaml:1: concurrency: "2.5" is not a whole number of workers (want e.g. 50)`},
-		{"concurrency huge", "api.yaml", "concurrency: 99999999999\n", `api.yaml:1: concurrency: 99999999999 is too large (want a whole number of workers (want e.g. 50))`},
+		{"concurrency huge", "api.yaml", "concurrency: 99999999999\n", `api.yaml:1: concurrency: 99999999999 is out of range for a whole number of workers (want e.g. 50)`},
 		{"total word", "api.yaml", "total: lots\n", `api.yaml:1: total: "lots" is not a whole number of requests (want e.g. 10000)`},
 		{"duration word", "api.yaml", "duration: forever\n", `api.yaml:1: duration: "forever" is not a duration (want e.g. 30s, 5m, 1m30s, or a number of seconds)`},
 		{"duration days", "api.yaml", "duration: 1d\n", `api.yaml:1: duration: "1d" is not a duration (want e.g. 30s, 5m, 1m30s, or a number of seconds)`},
