@@ -147,6 +147,9 @@ gen() {
 		/usr/bin/time -v -o "$r.time" "$@" >"$r.out" 2>"$r.err" || log "$id exited with $? (see $r.err)"
 }
 
+# cpu_s RUNID: the generator's CPU time, user + system, in seconds.
+cpu_s() { awk -F: '/User time|System time/ {s += $2} END {if (NR) printf "%.2f", s}' "$OUT/raw/$1.time" 2>/dev/null; }
+
 rss_mb() { awk -F: '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$OUT/raw/$1.time" 2>/dev/null; }
 
 # median: the median of the numbers on stdin ("n/a" when there are none).
@@ -260,6 +263,8 @@ measure() {
 		"run_$tool" "$id" "$secs" "$rate"
 		target_stats "$OUT/raw/$id.target.json"
 		put "$id" rss "$(rss_mb "$id")"
+		put "$id" cpu "$(cpu_s "$id")"
+		put "$id" percpu "$(jq --arg c "$(cpu_s "$id")" 'if ($c|tonumber) > 0 then .total / ($c|tonumber) else "n/a" end' "$OUT/raw/$id.target.json")"
 		put "$id" seen "$(jq '.total' "$OUT/raw/$id.target.json")"
 		put "$id" first100 "$(jq '.first_100ms' "$OUT/raw/$id.target.json")"
 	done
@@ -293,18 +298,21 @@ scenario_throughput() {
 	header "(a) Closed-loop maximum throughput, $CONNS connections, ${DUR}s"
 	local t tools=(wrk hey vegeta "${OURS[@]}")
 	for t in "${tools[@]}"; do measure tp "$t" "$DUR" 0; done
-	local wrk
+	local wrk wrkcpu
 	wrk=$(med tp-wrk rps)
-	emit "| tool | command | req/s | ratio to wrk | req/s seen by target | peak RSS MB |"
-	emit "|---|---|---:|---:|---:|---:|"
+	wrkcpu=$(med tp-wrk percpu)
+	emit "| tool | command | req/s | ratio to wrk | req/s seen by target | CPU s (user+sys) | requests per CPU-second | ratio to wrk per CPU-second | peak RSS MB |"
+	emit "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 	for t in "${tools[@]}"; do
-		local rps seen
+		local rps seen percpu
 		rps=$(med "tp-$t" rps)
 		seen=$(med "tp-$t" seen)
+		percpu=$(med "tp-$t" percpu)
 		[ "$seen" = n/a ] || seen=$(awk -v n="$seen" -v d="$DUR" 'BEGIN {print n/d}')
-		emit "| $t | \`$(cmdline "$t" "$DUR" 0)\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" rss)" 1) |"
+		emit "| $t | \`$(cmdline "$t" "$DUR" 0)\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" cpu)" 2) | $(fmt "$percpu" 0) | $(ratio "$percpu" "$wrkcpu") | $(fmt "$(med "tp-$t" rss)" 1) |"
 	done
 	emit ""
+	emit "Requests per CPU-second is the target's count divided by the generator's user+system time: on a shared machine it is steadier than req/s, because it does not depend on how much of the core the generator got."
 	emit "Goal: forgeload ≥ 0.70× wrk."
 }
 
