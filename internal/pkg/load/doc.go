@@ -22,6 +22,6 @@
 // # Hot path
 //
 // Workers pull arrivals from one shared schedule, record into preallocated
-// per-worker recorders and never allocate per request; a collector merges the
-// recorders once per run-second.
+// recorder shards (a few per CPU) and never allocate per request; a
+// collector merges the shards once per plan second.
 package load

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,11 +52,19 @@ type epRecorder struct {
 	c    rawCounters
 }
 
-// worker is one pull-based worker with its own recorder; the collector
-// drains the recorder under mu once a second.
+// recorder is a preallocated shard of measurements shared by a few workers;
+// the collector drains it under mu once a second. Sharding by a small
+// multiple of GOMAXPROCS keeps lock contention negligible while memory
+// stays independent of the number of workers.
+type recorder struct {
+	mu  sync.Mutex
+	eps []epRecorder
+	_   [64]byte // keep shards off each other's cache lines
+}
+
+// worker is one pull-based worker.
 type worker struct {
-	mu    sync.Mutex
-	eps   []epRecorder
+	rec   *recorder
 	busy  atomic.Bool
 	s     Sample
 	timer *time.Timer
@@ -63,15 +72,16 @@ type worker struct {
 }
 
 func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late bool) {
-	if ep < 0 || ep >= len(w.eps) {
+	rec := w.rec
+	if ep < 0 || ep >= len(rec.eps) {
 		ep = 0
 	}
 	class := s.Class
 	if class == ClassNone && err != nil {
 		class = Classify(err)
 	}
-	w.mu.Lock()
-	r := &w.eps[ep]
+	rec.mu.Lock()
+	r := &rec.eps[ep]
 	r.hist.Record(lat)
 	c := &r.c
 	c.requests++
@@ -90,7 +100,7 @@ func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late bo
 	if s.Status > 0 && s.Status < len(c.status) {
 		c.status[s.Status]++
 	}
-	w.mu.Unlock()
+	rec.mu.Unlock()
 }
 
 type engine struct {
@@ -113,6 +123,7 @@ type engine struct {
 	stop    chan struct{}
 	reqCtx  context.Context
 	workers []*worker
+	recs    []*recorder
 }
 
 func newEngine(o *Options) *engine {
@@ -127,13 +138,18 @@ func newEngine(o *Options) *engine {
 		}
 	}
 	n = max(n, 0)
+	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0))
+	e.recs = make([]*recorder, shards)
+	for i := range e.recs {
+		r := &recorder{eps: make([]epRecorder, len(e.names))}
+		for j := range r.eps {
+			r.eps[j].hist = NewHistogram()
+		}
+		e.recs[i] = r
+	}
 	e.workers = make([]*worker, n)
 	for i := range e.workers {
-		w := &worker{eps: make([]epRecorder, len(e.names))}
-		for j := range w.eps {
-			w.eps[j].hist = NewHistogram()
-		}
-		e.workers[i] = w
+		e.workers[i] = &worker{rec: e.recs[i%shards]}
 	}
 	return e
 }
@@ -444,9 +460,11 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 		if w.busy.Load() {
 			s.InFlight++
 		}
-		w.mu.Lock()
-		for j := range w.eps {
-			r := &w.eps[j]
+	}
+	for _, rec := range e.recs {
+		rec.mu.Lock()
+		for j := range rec.eps {
+			r := &rec.eps[j]
 			if r.c.requests == 0 {
 				continue
 			}
@@ -455,7 +473,7 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 			addRaw(&eps[j], &r.c)
 			r.c = rawCounters{}
 		}
-		w.mu.Unlock()
+		rec.mu.Unlock()
 	}
 	for j := range eps {
 		fillStats(&s.Endpoints[j].Stats, &eps[j])
