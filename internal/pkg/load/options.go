@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -85,8 +86,11 @@ type Options struct {
 	VUs int
 	// VUStages ramps the number of active virtual users.
 	VUStages []VUStage
-	// ThinkTime is the pause of a virtual user after each request.
-	ThinkTime time.Duration
+	// ThinkTime is the pause of a virtual user after each request. With
+	// ThinkTimeMax > ThinkTime the pause is uniformly random in
+	// [ThinkTime, ThinkTimeMax].
+	ThinkTime    time.Duration
+	ThinkTimeMax time.Duration
 	// ScaleVUs maps the plan's VU target to this host's share at every ramp
 	// evaluation; nil means identity. A multi-host run sets it to its
 	// segment's exact split.
@@ -168,8 +172,8 @@ func (o *Options) Validate() error {
 	if o.open() && (o.VUs > 0 || len(o.VUStages) > 0) {
 		bad("load options: both a rate and vus are set: choose the open model (rate, load patterns) or the closed model (vus)")
 	}
-	if o.ThinkTime < 0 {
-		bad("load options: think time %s is negative", o.ThinkTime)
+	if o.ThinkTime < 0 || o.ThinkTimeMax < 0 {
+		bad("load options: think time %s..%s is negative: use durations >= 0", o.ThinkTime, o.ThinkTimeMax)
 	}
 	if o.Offset < 0 {
 		bad("load options: offset %s is negative", o.Offset)
@@ -181,6 +185,14 @@ func (o *Options) Validate() error {
 		bad("load options: progress interval %s is negative", o.ProgressInterval)
 	}
 	return errors.Join(errs...)
+}
+
+// thinkTime returns one think-time pause.
+func (o *Options) thinkTime() time.Duration {
+	if o.ThinkTimeMax > o.ThinkTime {
+		return o.ThinkTime + time.Duration(rand.Int64N(int64(o.ThinkTimeMax-o.ThinkTime)+1))
+	}
+	return o.ThinkTime
 }
 
 func (o *Options) concurrency() int {

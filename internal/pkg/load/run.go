@@ -354,8 +354,8 @@ func (e *engine) closedWorker(i int, w *worker) {
 			return
 		}
 		e.do(w, time.Now(), false)
-		if o.ThinkTime > 0 {
-			w.timer.Reset(o.ThinkTime)
+		if think := o.thinkTime(); think > 0 {
+			w.timer.Reset(think)
 			select {
 			case <-w.timer.C:
 			case <-e.stop:

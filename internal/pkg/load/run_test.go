@@ -259,6 +259,21 @@ func TestRunVURamp(t *testing.T) {
 	})
 }
 
+func TestRunThinkTime(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{}
+		res, err := Run(t.Context(), Options{Requester: req, VUs: 2, ThinkTime: 100 * time.Millisecond, ThinkTimeMax: 300 * time.Millisecond, Duration: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each VU does one request per 200 ms on average: about 100 in 10 s.
+		if res.Requests < 80 || res.Requests > 120 {
+			t.Errorf("requests = %d, want about 100", res.Requests)
+		}
+	})
+}
+
 func TestRunStartAtAndOnSecond(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
