@@ -165,3 +165,32 @@ func TestPlanLimits(t *testing.T) {
 		t.Errorf("open-ended plan duration = %v, want the 1m limit", p.Options.Duration)
 	}
 }
+
+// TestPlanBuildsExamples builds a plan from every example load config.
+func TestPlanBuildsExamples(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("../../../../examples/load/*.*")
+	if len(files) == 0 {
+		t.Skip("no examples/load")
+	}
+	for _, f := range files {
+		cfg, err := spec.Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		p, err := New(cfg, Settings{})
+		if err != nil {
+			t.Errorf("New(%s) = %v", f, err)
+			continue
+		}
+		if len(p.Options.Endpoints) == 0 || p.Options.Requester == nil {
+			t.Errorf("%s: plan without endpoints or requester", f)
+		}
+		p.Close()
+	}
+}
