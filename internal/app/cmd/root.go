@@ -82,6 +82,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newRegisterCmd(g),
 		newDaemonCmd(g),
 		newExecCmd(g),
+		newLoadCmd(),
 	)
 	return root
 }
