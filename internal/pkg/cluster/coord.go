@@ -211,17 +211,16 @@ func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOption
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	opt := *rdb.Options()
-	opt.ContextTimeoutEnabled = true
+	opt := cloneOptions(rdb)
 	opt.PoolSize = 4
 	c := &coordinator{
-		rdb: redis.NewClient(&opt), plan: plan, o: o, run: o.RunID, k: runKeys(o.RunID), term: 1,
+		rdb: redis.NewClient(opt), plan: plan, o: o, run: o.RunID, k: runKeys(o.RunID), term: 1,
 		ttl:     plan.Duration + defaultRunTTLPad*time.Second,
 		workers: map[string]*workerInfo{}, owners: map[int]string{}, mg: newMerger(),
 		evCursor: "0", mtCursor: "0", secSeen: map[int]time.Time{}, leaseErr: make(chan error, 1),
 		out: &Outcome{RunID: o.RunID},
 	}
-	ropt := opt
+	ropt := *opt
 	ropt.PoolSize = 2
 	c.reader = redis.NewClient(&ropt)
 	defer c.rdb.Close()
@@ -656,17 +655,17 @@ func (c *coordinator) lostOr(ctx context.Context, err error) error {
 
 // checkRedis fails when Redis restarted or the run's state vanished.
 func (c *coordinator) checkRedis(ctx context.Context) error {
+	rid, err := redisRunID(ctx, c.rdb)
+	if err == nil && rid != c.redisID {
+		return fmt.Errorf("%w: redis restarted (run_id changed)", ErrStateLost)
+	}
 	select {
 	case err := <-c.leaseErr:
 		return err
 	default:
 	}
-	rid, err := redisRunID(ctx, c.rdb)
 	if err != nil {
 		return nil // unreachable for now; a later sweep decides
-	}
-	if rid != c.redisID {
-		return fmt.Errorf("%w: redis restarted (run_id changed)", ErrStateLost)
 	}
 	n, err := c.rdb.Exists(ctx, c.k.state()).Result()
 	if err == nil && n == 0 {
@@ -965,7 +964,7 @@ func (c *coordinator) finalize(ctx context.Context) (*Outcome, error) {
 	// Drain what is left of the metrics stream.
 	for range 100 {
 		before := c.mtCursor
-		if err := c.readStreams(ctx, 0); err != nil {
+		if err := c.readStreams(ctx, -1); err != nil { // -1: no BLOCK
 			return nil, err
 		}
 		if c.mtCursor == before {

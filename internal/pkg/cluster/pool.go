@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Defaults for [PoolOptions].
@@ -80,8 +81,8 @@ var (
 // those within its capacity and runs the segments it is given through its
 // [SegmentRunner]. Create it with [NewPool] and call [Pool.Run] once.
 type Pool struct {
-	rdb   *redis.Client // ours: a copy of the caller's options with context timeouts on
-	o     PoolOptions
+	rdb *redis.Client // ours: a copy of the caller's options with context timeouts on
+	o   PoolOptions
 
 	mu      sync.Mutex
 	members map[string]*member
@@ -121,9 +122,7 @@ func NewPool(rdb *redis.Client, o PoolOptions) (*Pool, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	opt := *rdb.Options()
-	opt.ContextTimeoutEnabled = true
-	return &Pool{rdb: redis.NewClient(&opt), o: o, members: map[string]*member{}}, nil
+	return &Pool{rdb: redis.NewClient(cloneOptions(rdb)), o: o, members: map[string]*member{}}, nil
 }
 
 // ID returns the runner id.
@@ -206,11 +205,10 @@ func (p *Pool) Run(ctx context.Context) error {
 }
 
 func (p *Pool) readerClient() *redis.Client {
-	opt := *p.rdb.Options()
+	opt := cloneOptions(p.rdb)
 	opt.PoolSize = 2
 	opt.MinIdleConns = 0
-	opt.ContextTimeoutEnabled = true
-	return redis.NewClient(&opt)
+	return redis.NewClient(opt)
 }
 
 func (p *Pool) announce(ctx context.Context) error {
@@ -311,4 +309,14 @@ func (p *Pool) accept(ctx context.Context, off map[string]any) {
 			p.o.OnLeave(run, err)
 		}
 	}()
+}
+
+// cloneOptions copies rdb's connection options for a client of our own:
+// context deadlines are honoured (so a partition cannot hang a heartbeat
+// past its deadline) and cloud maintenance notifications are off.
+func cloneOptions(rdb *redis.Client) *redis.Options {
+	opt := *rdb.Options()
+	opt.ContextTimeoutEnabled = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &opt
 }

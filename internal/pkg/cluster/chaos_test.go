@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type coordResult struct {
+	out *Outcome
+	err error
+}
+
+func coordinateAsync(t *testing.T, rdb *redis.Client, plan Plan, o CoordOptions) chan coordResult {
+	t.Helper()
+	c := make(chan coordResult, 1)
+	go func() {
+		out, err := Coordinate(context.Background(), rdb, plan, o)
+		c <- coordResult{out, err}
+	}()
+	return c
+}
+
+func segOwnedBy(t *testing.T, log *arrivalLog, w string) int {
+	t.Helper()
+	var segs []int
+	waitFor(t, 10*time.Second, w+" to start a segment", func() bool { segs = log.segOf(w); return len(segs) > 0 })
+	return segs[0]
+}
+
+func sentBy(log *arrivalLog, w string) int {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	n := 0
+	for _, as := range log.byK {
+		for _, a := range as {
+			if a.w == w {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestKilledWorkerIsReassigned: a worker vanishes without abandoning (as
+// with kill -9). Its segment moves to the spare within 7 s, and no segment
+// ever has two owners at once.
+func TestKilledWorkerIsReassigned(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	pools := map[string]*testPool{}
+	for _, id := range []string{"a", "b", "c", "spare"} {
+		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
+	}
+	waitRunners(t, rdb, 4)
+	obs := &countObserver{}
+	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":30}`), Duration: 10 * time.Second, Workers: 3, Spares: 1},
+		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf, Observer: obs})
+	// The spare joins too; which runner gets which role depends on ranking,
+	// so kill whichever segment owner is not the spare-to-be.
+	var victim string
+	waitFor(t, 10*time.Second, "a segment owner to send", func() bool {
+		for _, id := range []string{"a", "b", "c", "spare"} {
+			if sentBy(log, id) >= 3 {
+				victim = id
+				return true
+			}
+		}
+		return false
+	})
+	seg := segOwnedBy(t, log, victim)
+	pools[victim].p.o.skipAbandon = true
+	pools[victim].cancel()
+	killed := time.Now()
+	var heir string
+	var at time.Time
+	waitFor(t, 9*time.Second, "the killed worker's segment to be driven again", func() bool {
+		for id := range pools {
+			if id == victim {
+				continue
+			}
+			if ts, ok := log.firstBy(id, seg, killed); ok {
+				heir, at = id, ts
+				return true
+			}
+		}
+		return false
+	})
+	if d := at.Sub(killed); d > 7*time.Second+200*time.Millisecond {
+		t.Errorf("segment %d resumed %s after the kill, want ≤ 7s", seg, d)
+	} else {
+		t.Logf("segment %d resumed on %s %s after the kill", seg, heir, d)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Coordinate: %v", r.err)
+	}
+	log.checkNoDoubleOwner(t)
+	if r.out.Reassignments != 1 || obs.reassigned.Load() != 1 {
+		t.Errorf("reassignments = %d (observer %d), want 1", r.out.Reassignments, obs.reassigned.Load())
+	}
+	if r.out.Degraded {
+		t.Error("run marked degraded although a spare took over")
+	}
+	lost := slices.IndexFunc(r.out.Workers, func(w WorkerRow) bool { return w.ID == victim })
+	if lost < 0 || !r.out.Workers[lost].Lost {
+		t.Errorf("worker row for %s not marked lost: %+v", victim, r.out.Workers)
+	}
+}
+
+// TestAbandonReassignsAtOnce: a gracefully stopping worker hands its
+// segment back and the spare resumes it in under a second.
+func TestAbandonReassignsAtOnce(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	pools := map[string]*testPool{}
+	for _, id := range []string{"a", "b", "spare"} {
+		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
+	}
+	waitRunners(t, rdb, 3)
+	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":40}`), Duration: 5 * time.Second, Workers: 2, Spares: 1},
+		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf})
+	var victim string
+	waitFor(t, 10*time.Second, "a segment owner to send", func() bool {
+		for id := range pools {
+			if sentBy(log, id) >= 3 {
+				victim = id
+				return true
+			}
+		}
+		return false
+	})
+	seg := segOwnedBy(t, log, victim)
+	pools[victim].cancel()
+	stopped := time.Now()
+	var at time.Time
+	waitFor(t, 5*time.Second, "the abandoned segment to be driven again", func() bool {
+		for id := range pools {
+			if id != victim {
+				if ts, ok := log.firstBy(id, seg, stopped); ok {
+					at = ts
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if d := at.Sub(stopped); d >= time.Second {
+		t.Errorf("abandoned segment resumed after %s, want < 1s", d)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Coordinate: %v", r.err)
+	}
+	log.checkNoDoubleOwner(t)
+	if r.out.Reassignments != 1 {
+		t.Errorf("reassignments = %d, want 1", r.out.Reassignments)
+	}
+}
+
+// TestPartitionedWorkerSelfFences: a worker cut off from Redis stops its
+// own load within 3.5 s, before the coordinator reassigns its segment.
+func TestPartitionedWorkerSelfFences(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	px := startProxy(t, srv.Addr())
+	log := newArrivalLog()
+	cut := startPool(t, px.Addr(), "cut", log.runner("cut"), func(o *PoolOptions) { o.Capacity = 1 })
+	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
+	startPool(t, srv.Addr(), "spare", log.runner("spare"), nil)
+	waitRunners(t, rdb, 3)
+	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":20}`), Duration: 11 * time.Second, Workers: 2, Spares: 1},
+		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf})
+	waitFor(t, 10*time.Second, "all three to join", func() bool { return len(cut.p.Runs()) == 1 })
+	// "cut" may have become the spare; then there is nothing to fence, so
+	// wait until we know it owns a segment.
+	waitFor(t, 10*time.Second, "the proxied worker to send", func() bool { return sentBy(log, "cut") >= 2 || len(log.segOf("spare")) > 0 && sentBy(log, "b") > 5 })
+	if sentBy(log, "cut") < 2 {
+		t.Skip("the proxied runner was ranked as the spare; nothing to fence")
+	}
+	seg := segOwnedBy(t, log, "cut")
+	px.Cut()
+	cutAt := time.Now()
+	waitFor(t, 6*time.Second, "the cut worker to stop its load", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return !log.stops["cut"].IsZero()
+	})
+	log.mu.Lock()
+	fencedAfter := log.stops["cut"].Sub(cutAt)
+	log.mu.Unlock()
+	if fencedAfter > 3600*time.Millisecond {
+		t.Errorf("cut worker stopped its load %s after the cut, want ≤ 3.5s", fencedAfter)
+	}
+	select {
+	case lv := <-cut.leaves:
+		if !errors.Is(lv.err, ErrSelfFenced) {
+			t.Errorf("cut worker left with %v, want ErrSelfFenced", lv.err)
+		}
+	case <-time.After(8 * time.Second): // it tries to flush and abandon first, with bounded timeouts
+		t.Error("cut worker did not leave the run")
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Coordinate: %v", r.err)
+	}
+	log.checkNoDoubleOwner(t)
+	if ts, ok := log.firstBy("spare", seg, cutAt); !ok {
+		t.Error("the fenced segment was never taken over")
+	} else {
+		log.mu.Lock()
+		stop := log.stops["cut"]
+		log.mu.Unlock()
+		if !ts.After(stop) {
+			t.Errorf("spare drove segment %d at %s, before the fenced owner stopped at %s", seg, ts, stop)
+		}
+		t.Logf("fenced after %s; spare took over %s after the cut", fencedAfter, ts.Sub(cutAt))
+	}
+}

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+)
+
+type countObserver struct {
+	workers    atomic.Int64
+	reassigned atomic.Int64
+}
+
+func (o *countObserver) SetWorkers(n int)   { o.workers.Store(int64(n)) }
+func (o *countObserver) SegmentReassigned() { o.reassigned.Add(1) }
+
+// TestThreeWorkersExactTotal: three runners split one plan; every arrival
+// index is sent exactly once and the merged metrics count them all.
+func TestThreeWorkersExactTotal(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	for _, id := range []string{"a", "b", "c"} {
+		startPool(t, srv.Addr(), id, log.runner(id), nil)
+	}
+	waitRunners(t, rdb, 3)
+	const rate, secs = 90, 2
+	var live atomic.Int64
+	obs := &countObserver{}
+	out, err := Coordinate(context.Background(), rdb, Plan{
+		Spec: []byte(fmt.Sprintf(`{"rate":%d}`, rate)), Duration: secs * time.Second, Workers: 3, JoinTimeout: 5 * time.Second,
+	}, CoordOptions{RunID: "exact", StartLead: 300 * time.Millisecond, Logf: t.Logf, Observer: obs,
+		OnSecond: func(*snapshot.Snapshot) { live.Add(1) }})
+	if err != nil {
+		t.Fatalf("Coordinate: %v", err)
+	}
+	const want = rate * secs
+	if got := log.count(); got != want {
+		t.Errorf("distinct arrivals = %d, want %d", got, want)
+	}
+	log.checkNoDoubleOwner(t)
+	if got := out.Total.Counters["arrivals"]; got != want {
+		t.Errorf("merged arrivals counter = %d, want %d", got, want)
+	}
+	if got := out.Total.Hists["latency"].TotalCount(); got != want {
+		t.Errorf("merged histogram count = %d, want %d", got, want)
+	}
+	if len(out.Workers) != 3 {
+		t.Fatalf("worker rows = %d, want 3", len(out.Workers))
+	}
+	for _, w := range out.Workers {
+		if w.Samples != want/3 {
+			t.Errorf("worker %s samples = %d, want %d (exact equal split)", w.ID, w.Samples, want/3)
+		}
+	}
+	if len(out.Seconds) != secs {
+		t.Errorf("per-second series has %d seconds, want %d", len(out.Seconds), secs)
+	}
+	if live.Load() != secs {
+		t.Errorf("OnSecond called %d times, want %d", live.Load(), secs)
+	}
+	if obs.workers.Load() != 3 {
+		t.Errorf("observer workers = %d, want 3", obs.workers.Load())
+	}
+	st, err := Status(context.Background(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Runs) != 1 || st.Runs[0].State != StateDone || len(st.Runs[0].Segments) != 3 {
+		t.Fatalf("Status runs = %+v, want one DONE run with 3 segments", st.Runs)
+	}
+	if ttl := rdb.TTL(context.Background(), runKeys("exact").meta()).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("meta TTL after finalize = %s, want ≤ 1h", ttl)
+	}
+}
+
+// TestJoinTimeoutMessage: too few workers → a message naming the counts
+// and the available runners.
+func TestJoinTimeoutMessage(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Labels = []string{"gpu"} })
+	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
+	waitRunners(t, rdb, 2)
+	_, err := Coordinate(context.Background(), rdb, Plan{
+		Spec: []byte(`{"rate":10}`), Duration: time.Second, Workers: 3, MinWorkers: 2, JoinTimeout: time.Second, Labels: []string{"gpu"},
+	}, CoordOptions{Logf: t.Logf})
+	want := "only 1 of 3 workers joined within 1s (min_workers 2); available runners: a, b"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Coordinate error = %v, want %q", err, want)
+	}
+	if log.running.Load() != 0 {
+		t.Fatal("load started although the run failed to recruit")
+	}
+}
+
+// TestRedisRestartAbortsEveryone: Redis restarts without persistence
+// mid-run; the coordinator and every worker stop with the reason.
+func TestRedisRestartAbortsEveryone(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	pools := []*testPool{
+		startPool(t, srv.Addr(), "a", log.runner("a"), nil),
+		startPool(t, srv.Addr(), "b", log.runner("b"), nil),
+	}
+	waitRunners(t, rdb, 2)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Coordinate(context.Background(), rdb, Plan{Spec: []byte(`{"rate":20}`), Duration: 30 * time.Second, Workers: 2},
+			CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf})
+		errc <- err
+	}()
+	waitFor(t, 10*time.Second, "first arrivals", func() bool { return log.count() > 2 })
+	srv.Restart()
+	restarted := time.Now()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "coordination state lost: redis restarted (run_id changed)") {
+			t.Fatalf("Coordinate error = %v, want coordination state lost: redis restarted (run_id changed)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("coordinator did not notice the Redis restart within 10s")
+	}
+	for _, p := range pools {
+		select {
+		case lv := <-p.leaves:
+			if !errors.Is(lv.err, ErrStateLost) {
+				t.Errorf("runner %s left with %v, want ErrStateLost", p.p.ID(), lv.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("runner %s did not leave within 10s of the restart", p.p.ID())
+		}
+	}
+	waitFor(t, 5*time.Second, "load to stop", func() bool { return log.running.Load() == 0 })
+	t.Logf("everyone stopped %s after the restart", time.Since(restarted))
+}

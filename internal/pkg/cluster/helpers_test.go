@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+	"github.com/forgeload/forgeload/internal/pkg/redistest"
+)
+
+func newClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// arrival is one arrival the fake runner sent.
+type arrival struct {
+	w   string
+	seg int
+	at  time.Time
+}
+
+// arrivalLog is a fake target shared by every worker of a test: it records
+// which worker sent each global arrival index, and when.
+type arrivalLog struct {
+	mu      sync.Mutex
+	byK     map[uint64][]arrival
+	stops   map[string]time.Time // worker → when its context was cancelled
+	starts  map[string][]Assignment
+	running atomic.Int64
+}
+
+func newArrivalLog() *arrivalLog {
+	return &arrivalLog{byK: map[uint64][]arrival{}, stops: map[string]time.Time{}, starts: map[string][]Assignment{}}
+}
+
+type fakeSpec struct {
+	Rate int `json:"rate"`
+}
+
+// runner returns a SegmentRunner for worker w: arrivals k = 0,1,… at
+// StartAt + k/rate, sending only those Owns(k) accepts, and shipping one
+// snapshot per run second.
+func (l *arrivalLog) runner(w string) SegmentRunner {
+	return SegmentRunnerFunc(func(ctx context.Context, a Assignment) error {
+		l.running.Add(1)
+		defer l.running.Add(-1)
+		l.mu.Lock()
+		l.starts[w] = append(l.starts[w], a)
+		l.mu.Unlock()
+		var spec fakeSpec
+		if err := json.Unmarshal(a.Spec, &spec); err != nil || spec.Rate <= 0 {
+			return err
+		}
+		interval := time.Second / time.Duration(spec.Rate)
+		total := uint64(int64(a.Duration) / int64(interval))
+		k := uint64(math.Ceil(float64(a.Offset) / float64(interval)))
+		cur := (*snapshot.Snapshot)(nil)
+		emit := func() {
+			if cur != nil {
+				a.Sink.Second(cur)
+				cur = nil
+			}
+		}
+		defer emit()
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
+		for ; k < total; k++ {
+			if !a.Owns(k) {
+				continue
+			}
+			at := a.StartAt.Add(time.Duration(k) * interval)
+			timer.Reset(time.Until(at))
+			select {
+			case <-ctx.Done():
+				l.mu.Lock()
+				l.stops[w] = time.Now()
+				l.mu.Unlock()
+				return context.Cause(ctx)
+			case <-timer.C:
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			l.mu.Lock()
+			l.byK[k] = append(l.byK[k], arrival{w: w, seg: a.Index, at: time.Now()})
+			l.mu.Unlock()
+			sec := int(time.Duration(k) * interval / time.Second)
+			if cur != nil && cur.Second != sec {
+				emit()
+			}
+			if cur == nil {
+				cur = snapshot.New(sec)
+			}
+			cur.Add("arrivals", 1)
+			cur.Record("latency", 1000+int64(k%50))
+		}
+		return nil
+	})
+}
+
+// checkNoDoubleOwner asserts that no index was sent twice and that, per
+// segment, the arrival intervals of different workers never overlap.
+func (l *arrivalLog) checkNoDoubleOwner(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type span struct{ first, last time.Time }
+	spans := map[int]map[string]*span{}
+	for k, as := range l.byK {
+		if len(as) > 1 {
+			t.Errorf("arrival %d sent %d times (by %v and %v)", k, len(as), as[0].w, as[1].w)
+		}
+		for _, a := range as {
+			if spans[a.seg] == nil {
+				spans[a.seg] = map[string]*span{}
+			}
+			s := spans[a.seg][a.w]
+			if s == nil {
+				spans[a.seg][a.w] = &span{a.at, a.at}
+				continue
+			}
+			if a.at.Before(s.first) {
+				s.first = a.at
+			}
+			if a.at.After(s.last) {
+				s.last = a.at
+			}
+		}
+	}
+	for seg, ws := range spans {
+		var list []*span
+		var names []string
+		for w, s := range ws {
+			list = append(list, s)
+			names = append(names, w)
+		}
+		for i := range list {
+			for j := range list {
+				if i != j && list[i].first.Before(list[j].first) && list[i].last.After(list[j].first) {
+					t.Errorf("segment %d driven by %s and %s at once", seg, names[i], names[j])
+				}
+			}
+		}
+	}
+}
+
+func (l *arrivalLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.byK)
+}
+
+func (l *arrivalLog) firstBy(w string, seg int, after time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best time.Time
+	for _, as := range l.byK {
+		for _, a := range as {
+			if a.w == w && a.seg == seg && a.at.After(after) && (best.IsZero() || a.at.Before(best)) {
+				best = a.at
+			}
+		}
+	}
+	return best, !best.IsZero()
+}
+
+func (l *arrivalLog) segOf(w string) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for _, a := range l.starts[w] {
+		if !slices.Contains(out, a.Index) {
+			out = append(out, a.Index)
+		}
+	}
+	return out
+}
+
+type leave struct {
+	run string
+	err error
+}
+
+// testPool is one in-process daemon.
+type testPool struct {
+	p      *Pool
+	cancel context.CancelFunc
+	done   chan error
+	leaves chan leave
+}
+
+func startPool(t *testing.T, addr, id string, r SegmentRunner, mod func(*PoolOptions)) *testPool {
+	t.Helper()
+	tp := &testPool{done: make(chan error, 1), leaves: make(chan leave, 8)}
+	o := PoolOptions{ID: id, Runner: r, Capacity: 1, Logf: t.Logf, OnLeave: func(run string, err error) { tp.leaves <- leave{run, err} }}
+	if mod != nil {
+		mod(&o)
+	}
+	p, err := NewPool(newClient(t, addr), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.p = p
+	ctx, cancel := context.WithCancel(context.Background())
+	tp.cancel = cancel
+	go func() { tp.done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-tp.done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("pool %s did not stop within 10s", id)
+		}
+	})
+	return tp
+}
+
+func waitRunners(t *testing.T, rdb *redis.Client, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "runners to announce", func() bool {
+		st, err := Status(context.Background(), rdb)
+		return err == nil && len(st.Runners) >= n
+	})
+}
+
+func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	return srv, newClient(t, srv.Addr())
+}
+
+// proxy is a TCP relay to Redis that can be cut: after Cut it keeps the
+// connections open but forwards nothing, like a network partition.
+type proxy struct {
+	ln     net.Listener
+	target string
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); p.pipe(up, c) }()
+			go func() { defer p.wg.Done(); p.pipe(c, up) }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) Addr() string { return p.ln.Addr().String() }
+func (p *proxy) Cut()         { p.cut.Store(true) }
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.cut.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				return
+			}
+			return
+		}
+	}
+}

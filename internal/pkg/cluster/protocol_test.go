@@ -1,0 +1,163 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
+	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+)
+
+// startedLog is a SegmentRunner that records which segments started and
+// runs each until cancelled.
+type startedLog struct {
+	mu      sync.Mutex
+	started []int
+}
+
+func (s *startedLog) RunSegment(ctx context.Context, a Assignment) error {
+	s.mu.Lock()
+	s.started = append(s.started, a.Index)
+	s.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (s *startedLog) list() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.started...)
+}
+
+func createTestRun(t *testing.T, rdb *redis.Client, run string) {
+	t.Helper()
+	k := runKeys(run)
+	err := createRunScript.Run(context.Background(), rdb, []string{k.state(), k.coord(), k.gen(), k.meta()},
+		"c:1", 60000, 3600, "plan", `{}`, "duration_ms", 60000, "ttl", 3600).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApplyIgnoresStaleCommands: duplicated, reordered and older-term
+// commands are ignored and applied_gen only grows.
+func TestApplyIgnoresStaleCommands(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	ctx := context.Background()
+	createTestRun(t, rdb, "P1")
+	k := runKeys("P1")
+	rdb.HSet(ctx, k.workers(), "w1", "{}")
+	rl := &startedLog{}
+	p, err := NewPool(rdb, PoolOptions{ID: "w1", Runner: rl, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.rdb.Close() })
+	m := newMember(p, "P1", []byte(`{}`), time.Minute, 3600)
+	m.loadCtx, m.cancelLoad = context.WithCancelCause(ctx)
+	m.ship = newShipper(m)
+	m.fenceT = time.AfterFunc(time.Hour, func() {})
+	t.Cleanup(func() { m.fenceT.Stop(); m.cancelLoad(nil); close(m.quit); m.segWG.Wait() })
+	seq, _ := segment.Equal(2)
+	startAt := time.Now().Add(time.Minute).UnixMilli()
+	steps := []struct {
+		d           desired
+		wantApplied int64
+		wantIgnored int64
+	}{
+		{desired{Gen: 3, Term: 1, Phase: phasePrepare, Segments: []int{0}, Seq: seq.Bounds()}, 3, 0},
+		{desired{Gen: 3, Term: 1, Phase: phasePrepare, Segments: []int{0}, Seq: seq.Bounds()}, 3, 1}, // duplicate
+		{desired{Gen: 5, Term: 1, Phase: phaseRun, Segments: []int{0}, Seq: seq.Bounds(), StartAtMs: startAt}, 5, 1},
+		{desired{Gen: 4, Term: 1, Phase: phaseRun, Segments: []int{1}, Seq: seq.Bounds(), StartAtMs: startAt}, 5, 2}, // reordered: 4 after 5
+		{desired{Gen: 9, Term: 0, Phase: phaseStop, Seq: seq.Bounds()}, 5, 3},                                        // older term
+		{desired{Gen: 6, Term: 1, Phase: phaseRun, Segments: []int{1}, Seq: seq.Bounds(), StartAtMs: startAt}, 6, 3},
+	}
+	for i, st := range steps {
+		m.apply(ctx, st.d)
+		if m.appliedGen != st.wantApplied || m.ignored.Load() != st.wantIgnored {
+			t.Fatalf("step %d (gen %d term %d): applied_gen %d ignored %d, want %d and %d", i, st.d.Gen, st.d.Term, m.appliedGen, m.ignored.Load(), st.wantApplied, st.wantIgnored)
+		}
+	}
+	if got := rdb.HGet(ctx, k.ready(), "w1").Val(); got != "3" {
+		t.Errorf("ready[w1] = %q, want 3 (prepared once)", got)
+	}
+	if got := rdb.HGet(ctx, k.status("w1"), "applied_gen").Val(); got != "6" {
+		t.Errorf("status.applied_gen = %q, want 6 (the ack)", got)
+	}
+	waitFor(t, 2*time.Second, "segment 1 to start", func() bool { return len(rl.list()) >= 2 })
+	if got := rl.list(); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Errorf("segments started = %v, want [0 1] (gen 4 never started segment 1 early)", got)
+	}
+	if _, ok := m.segs[0]; ok || m.segs[1] == nil {
+		t.Errorf("running segments = %v, want only 1", m.segs)
+	}
+}
+
+// TestConvergesFromDesired: a worker that missed three commands (they were
+// never put on its stream) converges from the desired hash alone.
+func TestConvergesFromDesired(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	ctx := context.Background()
+	rl := &startedLog{}
+	startPool(t, srv.Addr(), "w1", rl, nil)
+	waitRunners(t, rdb, 1)
+	createTestRun(t, rdb, "P2")
+	k := runKeys("P2")
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P2"}})
+	waitFor(t, 5*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	seq, _ := segment.Equal(1)
+	// gens 2, 3 and 4 were "sent" while w1 was away; only desired gen 5 is there.
+	d := desired{Gen: 5, Term: 1, Phase: phaseRun, Segments: []int{0}, Seq: seq.Bounds(), StartAtMs: time.Now().UnixMilli()}
+	rdb.HSet(ctx, k.desired("w1"), d.hash())
+	waitFor(t, 3*time.Second, "applied_gen 5 in status", func() bool {
+		return rdb.HGet(ctx, k.status("w1"), "applied_gen").Val() == "5"
+	})
+	if got := rl.list(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("segments started = %v, want [0]", got)
+	}
+	if n, _ := rdb.XLen(ctx, k.cmd("w1")).Result(); n != 0 {
+		t.Fatalf("cmd stream has %d entries; the test must not send commands", n)
+	}
+}
+
+// TestMetricsDedup: an entry XADDed twice with the same (w, q) counts once.
+func TestMetricsDedup(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	ctx := context.Background()
+	k := runKeys("P3")
+	snap := snapshot.New(0)
+	snap.Add("arrivals", 7)
+	snap.Record("latency", 1500)
+	body, _ := snap.MarshalBinary()
+	for range 2 { // a retried XADD after a timeout
+		rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": "w1", "g": 1, "q": 1, "s": 0, "f": 0, "b": body}})
+	}
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": "w2", "g": 1, "q": 1, "s": 0, "f": 0, "b": body}})
+	msgs, err := rdb.XRange(ctx, k.metrics(), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg := newMerger()
+	for _, msg := range msgs {
+		mg.add(msg.Values)
+	}
+	if got := mg.total.Counters["arrivals"]; got != 14 {
+		t.Errorf("merged arrivals = %d, want 14 (w1 once + w2 once)", got)
+	}
+	if got := mg.total.Hists["latency"].TotalCount(); got != 2 {
+		t.Errorf("merged latency count = %d, want 2", got)
+	}
+	if mg.dups != 1 {
+		t.Errorf("duplicates dropped = %d, want 1", mg.dups)
+	}
+	if got := mg.seconds[0].Counters["arrivals"]; got != 14 {
+		t.Errorf("second 0 arrivals = %d, want 14", got)
+	}
+}
