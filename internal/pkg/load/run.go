@@ -215,7 +215,7 @@ func (e *engine) run(ctx context.Context) *Result {
 		defer t.Stop()
 		endC = t.C
 	}
-	stopped := false
+	stopped, byEnd := false, false
 	select {
 	case <-allDone:
 		// An open plan that ran out of arrivals by time still lasts until
@@ -223,6 +223,7 @@ func (e *engine) run(ctx context.Context) *Result {
 		if o.open() && hasEnd && !e.sched.totalHit {
 			select {
 			case <-endC:
+				byEnd = true
 			case <-ctx.Done():
 				res.Interrupted = true
 			}
@@ -231,7 +232,7 @@ func (e *engine) run(ctx context.Context) *Result {
 		res.Interrupted = true
 		stopped = true
 	case <-endC:
-		stopped = true
+		stopped, byEnd = true, true
 	}
 	stopAt := time.Now()
 	close(e.stop)
@@ -254,6 +255,11 @@ func (e *engine) run(ctx context.Context) *Result {
 	close(collDone)
 	wg.Wait()
 	res.Elapsed = end.Sub(res.Start)
+	if byEnd {
+		// Requests finishing in the grace period belong to the plan: the
+		// achieved rate is over the planned time, not the drain.
+		res.Elapsed = e.base.Add(planEnd).Sub(res.Start)
+	}
 	if res.Open {
 		from := o.Offset
 		to := o.Offset + res.Elapsed

@@ -192,6 +192,10 @@ func TestRunGraceLetsInFlightFinish(t *testing.T) {
 		if res.Requests != 10 || res.Errors != 0 {
 			t.Errorf("requests = %d errors = %d, want 10 and 0", res.Requests, res.Errors)
 		}
+		// The drain after the plan's end does not dilute the achieved rate.
+		if res.Elapsed != time.Second || res.RPS() != 10 {
+			t.Errorf("elapsed = %v rps = %v, want 1s and 10", res.Elapsed, res.RPS())
+		}
 	})
 }
 
