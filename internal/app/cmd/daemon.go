@@ -21,6 +21,7 @@ import (
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/config"
+	"github.com/forgeload/forgeload/internal/pkg/load/plan"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
@@ -119,10 +120,9 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	m.Capacity.Set(float64(cfg.Runner.Capacity))
 
 	pol, err := policy.New(ctx, policy.Options{
-		Allow:  cfg.Load.AllowTargets,
-		Deny:   cfg.Load.DenyTargets,
-		Forge:  reg.Address,
-		Limits: policy.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
+		Allow: cfg.Load.AllowTargets,
+		Deny:  cfg.Load.DenyTargets,
+		Forge: reg.Address,
 	})
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -143,6 +143,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		Cancelling:       true,
 		Instance:         reg.Address,
 		Policy:           pol,
+		Limits:           plan.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
 		ProgressInterval: cfg.Load.ProgressInterval,
 		Logger:           log,
 		Observer:         jobObserver{m},

@@ -22,6 +22,7 @@ import (
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/demo"
+	"github.com/forgeload/forgeload/internal/pkg/load/plan"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -153,9 +154,8 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 		}
 	}
 	pol, err := policy.New(ctx, policy.Options{
-		Allow:  cfg.Load.AllowTargets,
-		Deny:   cfg.Load.DenyTargets,
-		Limits: policy.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
+		Allow: cfg.Load.AllowTargets,
+		Deny:  cfg.Load.DenyTargets,
 	})
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -191,6 +191,7 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 			Timeout:          cfg.Runner.Timeout,
 			ReportInterval:   cfg.Runner.ReportInterval,
 			Policy:           pol,
+			Limits:           plan.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
 			ProgressInterval: cfg.Load.ProgressInterval,
 			LocalRepo:        cwd,
 			Logger:           logrus.NewEntry(logger),

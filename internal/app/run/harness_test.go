@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/sirupsen/logrus"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/client"
@@ -58,6 +59,11 @@ func (h *harness) runner(o Options) *Runner {
 	if o.Name == "" {
 		o.Name = "test-runner"
 	}
+	if o.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(testWriter{h.t})
+		o.Logger = logrus.NewEntry(l)
+	}
 	o.Instance = h.forge.URL()
 	o.Cancelling = true
 	return New(h.cl, o)
@@ -105,4 +111,13 @@ func wantContains(t *testing.T, what, got, want string) {
 	if !strings.Contains(got, want) {
 		t.Fatalf("%s does not contain %q; got:\n%s", what, want, got)
 	}
+}
+
+// testWriter sends the runner's daemon-side log to the test log, so a
+// failure shows what the runner said.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -14,6 +14,7 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 	"github.com/sirupsen/logrus"
 
+	"github.com/forgeload/forgeload/internal/pkg/load/plan"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -60,6 +61,11 @@ type Options struct {
 	LocalRepo string
 	// Policy is the admin's target policy; nil means the default policy.
 	Policy *policy.Policy
+	// Limits are the admin's caps on what one load step may ask for
+	// (load.max_rate, load.max_concurrency, load.max_duration).
+	Limits plan.Limits
+	// LoadObserver receives load-step activity for metrics; nil means none.
+	LoadObserver LoadObserver
 	// ProgressInterval is how often a load step logs a progress line.
 	ProgressInterval time.Duration
 	// Logger receives daemon-side messages (never job output); nil discards.

@@ -1,7 +1,8 @@
-// Package policy owns the runner admin's target policy: where load may go and
-// how much of it a job may ask for (the `load` section of the daemon config,
-// DESIGN.md section 6). A [Policy] is checked twice: once on a job's targets
-// before any byte is sent ([Policy.CheckURL], [Policy.CheckLimits]) and again
+// Package policy owns the runner admin's target policy: where load may go
+// (the allow_targets and deny_targets of the daemon config's `load` section,
+// DESIGN.md section 6; the rate, concurrency and duration caps are checked
+// by the load plan). A [Policy] is checked twice: once on a job's targets
+// before any byte is sent ([Policy.CheckURL]) and again
 // at dial time on the resolved address ([Policy.Control]), so a DNS answer that
 // changes to a denied address after the first check is still refused.
 //

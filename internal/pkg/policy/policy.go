@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/config"
 )
@@ -22,13 +21,6 @@ var ErrDenied = errors.New("target denied by the runner's load policy")
 // builtinDeny are always denied: link-local ranges and cloud metadata services.
 var builtinDeny = []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128"}
 
-// Limits caps what one job may ask for. Zero means unlimited.
-type Limits struct {
-	MaxRate        float64       // load.max_rate, requests per second
-	MaxConcurrency int           // load.max_concurrency, workers or VUs
-	MaxDuration    time.Duration // load.max_duration
-}
-
 // Options configures [New]. The zero value is the default policy with no
 // forge address and no limits.
 type Options struct {
@@ -37,8 +29,7 @@ type Options struct {
 	// Forge is the forge's instance URL; its host and port are denied, so a
 	// job cannot load-test the forge that feeds it. Other ports of the same
 	// host stay allowed.
-	Forge  string
-	Limits Limits
+	Forge string
 	// Resolver resolves target hosts for the pre-flight check; nil uses
 	// net.DefaultResolver.
 	Resolver *net.Resolver
@@ -61,14 +52,13 @@ type Policy struct {
 	forgeIPs    []netip.Addr
 	forgeHost   string
 	forgePort   int
-	limits      Limits
 	resolver    *net.Resolver
 }
 
 // New builds a policy and reports the first malformed rule, naming the
 // config key and the accepted forms.
 func New(ctx context.Context, o Options) (*Policy, error) {
-	p := &Policy{limits: o.Limits, resolver: o.Resolver}
+	p := &Policy{resolver: o.Resolver}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
 	}
@@ -246,37 +236,3 @@ func (p *Policy) HostsAllowed(hosts []string) bool {
 	}
 	return true
 }
-
-// LimitError is returned by [Policy.CheckLimits].
-type LimitError struct {
-	What  string // "rate", "concurrency" or "duration"
-	Asked string
-	Limit string
-	Key   string
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("the job asks for %s %s, above this runner's limit of %s (%s); lower it in the load config or ask the runner admin to raise %s", e.What, e.Asked, e.Limit, e.Key, e.Key)
-}
-
-// CheckLimits fails when a job asks for more than the admin allows. rate is
-// the peak requests per second (0 for closed-model runs), concurrency the
-// peak workers or VUs, duration the planned length. A duration of 0 (a run
-// bounded only by its total) passes: the runner then caps the run at
-// [Policy.MaxDuration] itself.
-func (p *Policy) CheckLimits(rate float64, concurrency int, duration time.Duration) error {
-	l := p.limits
-	if l.MaxRate > 0 && rate > l.MaxRate {
-		return &LimitError{What: "a rate of", Asked: fmt.Sprintf("%g req/s", rate), Limit: fmt.Sprintf("%g req/s", l.MaxRate), Key: "load.max_rate"}
-	}
-	if l.MaxConcurrency > 0 && concurrency > l.MaxConcurrency {
-		return &LimitError{What: "a concurrency of", Asked: strconv.Itoa(concurrency), Limit: strconv.Itoa(l.MaxConcurrency), Key: "load.max_concurrency"}
-	}
-	if l.MaxDuration > 0 && duration > l.MaxDuration {
-		return &LimitError{What: "a duration of", Asked: duration.String(), Limit: l.MaxDuration.String(), Key: "load.max_duration"}
-	}
-	return nil
-}
-
-// MaxDuration is load.max_duration, 0 when unlimited.
-func (p *Policy) MaxDuration() time.Duration { return p.limits.MaxDuration }

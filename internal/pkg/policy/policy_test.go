@@ -138,29 +138,3 @@ func TestControlWithGlobAllowList(t *testing.T) {
 		t.Fatal("Control(true) on metadata address = nil, want refusal")
 	}
 }
-
-func TestCheckLimits(t *testing.T) {
-	t.Parallel()
-	p := mustNew(t, Options{Limits: Limits{MaxRate: 1000, MaxConcurrency: 50, MaxDuration: time.Minute}})
-	tests := []struct {
-		rate    float64
-		conc    int
-		dur     time.Duration
-		wantKey string
-	}{
-		{1000, 50, time.Minute, ""},
-		{1001, 1, time.Second, "load.max_rate"},
-		{1, 51, time.Second, "load.max_concurrency"},
-		{1, 1, 2 * time.Minute, "load.max_duration"},
-		{1, 1, 0, ""},
-	}
-	for _, tt := range tests {
-		err := p.CheckLimits(tt.rate, tt.conc, tt.dur)
-		if tt.wantKey == "" && err != nil {
-			t.Errorf("CheckLimits(%g, %d, %s) = %v, want nil", tt.rate, tt.conc, tt.dur, err)
-		}
-		if tt.wantKey != "" && (err == nil || !strings.Contains(err.Error(), tt.wantKey)) {
-			t.Errorf("CheckLimits(%g, %d, %s) = %v, want error naming %s", tt.rate, tt.conc, tt.dur, err, tt.wantKey)
-		}
-	}
-}

@@ -1,0 +1,253 @@
+package run
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/load/plan"
+	"github.com/forgeload/forgeload/internal/pkg/policy"
+)
+
+// countingServer is a local load target that counts the requests it sees
+// and remembers when it saw the last one.
+type countingServer struct {
+	*httptest.Server
+	n    atomic.Int64
+	last atomic.Int64 // unix nanos of the last request
+}
+
+func newCountingServer(t *testing.T, listen string, delay time.Duration) *countingServer {
+	t.Helper()
+	cs := &countingServer{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.n.Add(1)
+		cs.last.Store(time.Now().UnixNano())
+		if delay > 0 {
+			time.Sleep(delay) // the target's simulated service time
+		}
+		w.Write([]byte("ok\n"))
+	})
+	srv := httptest.NewUnstartedServer(h)
+	if listen != "" {
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			t.Skipf("cannot listen on %s: %v", listen, err)
+		}
+		srv.Listener = l
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	cs.Server = srv
+	return cs
+}
+
+func TestLoadStepSuccessOutputsAndSummary(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 0)
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    outputs:
+      p99: ${{ steps.api.outputs.p99_ms }}
+    steps:
+      - id: api
+        uses: forgeload/load@v1
+        with:
+          target: `+target.URL+`/hello
+          rate: 200
+          duration: 2s
+          concurrency: 10
+          thresholds: |
+            http_req_duration:p99 < 1s
+            http_req_failed:rate < 1%
+      - run: echo "requests=${{ steps.api.outputs.requests }} passed=${{ steps.api.outputs.thresholds_passed }} rps=${{ steps.api.outputs.rps }}"
+`, Options{ProgressInterval: 500 * time.Millisecond, Capabilities: "job-summary"})
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	if got := target.n.Load(); got != 400 {
+		t.Fatalf("target saw %d requests, want exactly 400 (200/s for 2s)", got)
+	}
+	steplog := strings.Join(stepLog(t, v, 0), "\n")
+	wantContains(t, "load step log", steplog, "load test: GET "+target.URL+"/hello, 200 req/s")
+	if n := strings.Count(steplog, "req/s"); n < 3 {
+		t.Fatalf("load step log has %d progress/summary lines with req/s, want progress lines; log:\n%s", n, steplog)
+	}
+	wantContains(t, "load step log", steplog, "http_req_duration:p99 < 1s")
+	wantContains(t, "log", log, "requests=400 passed=true")
+	if v.Outputs["p99"] == "" {
+		t.Fatalf("job output p99 missing: %v", v.Outputs)
+	}
+	if _, err := strconv.ParseFloat(v.Outputs["p99"], 64); err != nil {
+		t.Fatalf("p99 output %q is not a number", v.Outputs["p99"])
+	}
+	if s := h.forge.Summaries(); len(s) == 0 {
+		t.Fatal("no job summary uploaded")
+	}
+}
+
+func TestLoadStepConfigFileAndInlineOverride(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 0)
+	h := newHarness(t)
+	// The config file sits in the workspace; a run: step writes it there,
+	// as a checkout would.
+	v := h.run(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    steps:
+      - run: |
+          mkdir -p perf
+          printf 'target: `+target.URL+`/\nrate: 1000\ntotal: 500\nconcurrency: 4\n' > perf/api.yaml
+      - uses: forgeload/load@v1
+        with:
+          config: perf/api.yaml
+          total: 50
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, logText(v))
+	}
+	if got := target.n.Load(); got != 50 {
+		t.Fatalf("target saw %d requests, want 50 (the inline total wins)", got)
+	}
+}
+
+func TestLoadStepFailedThresholdFailsStep(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 30*time.Millisecond)
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    steps:
+      - id: api
+        uses: forgeload/load@v1
+        with:
+          target: `+target.URL+`/
+          rate: 50
+          duration: 1s
+          concurrency: 10
+          thresholds: http_req_duration:p99 < 1ms
+      - if: always()
+        run: echo "passed=${{ steps.api.outputs.thresholds_passed }}"
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v, want FAILURE; log:\n%s", v.Result, logText(v))
+	}
+	if v.Steps[0].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("load step result %v, want FAILURE", v.Steps[0].Result)
+	}
+	wantContains(t, "log", logText(v), "1 of 1 thresholds failed: http_req_duration:p99 < 1ms")
+	wantContains(t, "log", logText(v), "passed=false")
+}
+
+func TestLoadStepBadInput(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tests := []struct{ with, want string }{
+		{"target: http://127.0.0.1:1/\n          rate: fast\n          duration: 1s", `rate: "fast" is not a number`},
+		{"target: http://127.0.0.1:1/\n          rate: 10\n          duration: 1s\n          thresholds: http_req_duration:p99 <", "threshold"},
+		{"target: http://127.0.0.1:1/\n          rate: 10\n          duration: 1s\n          colour: red", `"colour"`},
+		{"config: missing.yaml", "missing.yaml"},
+	}
+	for _, tt := range tests {
+		v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          "+tt.with+"\n", Options{})
+		if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(logText(v), tt.want) {
+			t.Errorf("with %q: result %v, log does not contain %q:\n%s", tt.with, v.Result, tt.want, logText(v))
+		}
+	}
+}
+
+func TestLoadStepLimits(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 0)
+	h := newHarness(t)
+	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+target.URL+"/\n          rate: 5000\n          duration: 1s\n",
+		Options{Limits: planLimits(100)})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "load.max_rate")
+	if got := target.n.Load(); got != 0 {
+		t.Fatalf("target saw %d requests, want none", got)
+	}
+}
+
+func TestLoadStepDeniedTarget(t *testing.T) {
+	t.Parallel()
+	denied := newCountingServer(t, "127.0.0.2:0", 0)
+	h := newHarness(t)
+	pol, err := policy.New(context.Background(), policy.Options{Deny: []string{"127.0.0.2/32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+denied.URL+"/\n          rate: 10\n          duration: 1s\n",
+		Options{Policy: pol})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), `is denied by load.deny_targets rule "127.0.0.2/32"`)
+	if got := denied.n.Load(); got != 0 {
+		t.Fatalf("the denied target saw %d requests", got)
+	}
+	// The forge's own address is denied by default.
+	v = h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+h.forge.URL()+"/api/actions\n          rate: 10\n          duration: 1s\n", Options{})
+	wantContains(t, "log", logText(v), "the forge's own address")
+}
+
+func TestLoadStepCancelStopsLoadFast(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 0)
+	h := newHarness(t)
+	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + target.URL + "/\n          rate: 100\n          duration: 60s\n      - if: always()\n        run: echo always-ran\n")})
+	done := make(chan error, 1)
+	go func() {
+		done <- h.runner(Options{ReportInterval: time.Second}).Run(context.Background(), task)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for target.n.Load() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatal("load never reached the target")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancelAt := time.Now()
+	h.forge.Cancel(task.GetId())
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	stopped := time.Unix(0, target.last.Load())
+	if lag := stopped.Sub(cancelAt); lag > 2*time.Second {
+		t.Fatalf("the target saw requests %s after the cancel, want < 2s", lag)
+	}
+	v := h.forge.Task(task.GetId())
+	if v.Result != runnerv1.Result_RESULT_CANCELLED {
+		t.Fatalf("result %v, want CANCELLED", v.Result)
+	}
+	wantContains(t, "log", logText(v), "always-ran")
+}
+
+func planLimits(maxRate float64) plan.Limits { return plan.Limits{MaxRate: maxRate} }
