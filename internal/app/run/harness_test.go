@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/sirupsen/logrus"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+	"github.com/sirupsen/logrus"
 
 	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
