@@ -1,0 +1,44 @@
+package load_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// A closed-loop run of exactly 100 requests over 4 workers, then the text
+// summary's request count.
+func ExampleRun() {
+	req := load.RequesterFunc(func(ctx context.Context) error { return nil })
+	res, err := load.Run(context.Background(), load.Options{Requester: req, Concurrency: 4, Total: 100})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("requests:", res.Requests, "errors:", res.Errors)
+	// Output: requests: 100 errors: 0
+}
+
+// The global arrival schedule of a ramp from 0 to 100 req/s over 10 s:
+// arrival k is due when the integral of the rate reaches k.
+func ExampleNewSchedule() {
+	s := load.NewSchedule(&load.Options{Stages: []load.Stage{load.Ramp(0, 100, 10*time.Second)}})
+	for range 4 {
+		k, t, _ := s.Next()
+		fmt.Printf("t_%d = %v\n", k, t.Round(time.Millisecond))
+	}
+	// Output:
+	// t_0 = 0s
+	// t_1 = 447ms
+	// t_2 = 632ms
+	// t_3 = 775ms
+}
+
+// Summaries are written from one result model; thresholds come in as Checks.
+func ExampleWriteText() {
+	r := &load.Result{Elapsed: time.Second}
+	_ = load.WriteText(os.Stdout, r, []load.Check{{Name: "http_req_failed:rate < 1%", Actual: "0.00%", Passed: true}})
+}
