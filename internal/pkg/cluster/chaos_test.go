@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,5 +222,56 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 			t.Errorf("spare drove segment %d at %s, before the fenced owner stopped at %s", seg, ts, stop)
 		}
 		t.Logf("fenced after %s; spare took over %s after the cut", fencedAfter, ts.Sub(cutAt))
+	}
+}
+
+// TestLossPolicies: with on_worker_loss abort an abandoning worker fails
+// the run; with continue its segment stays unowned and the run is degraded.
+func TestLossPolicies(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []LossPolicy{LossAbort, LossContinue} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			srv, rdb := startRedis(t)
+			log := newArrivalLog()
+			pools := map[string]*testPool{}
+			for _, id := range []string{"a", "b"} {
+				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
+			}
+			waitRunners(t, rdb, 2)
+			res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":20}`), Duration: 4 * time.Second, Workers: 2, OnWorkerLoss: policy},
+				CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf})
+			waitFor(t, 10*time.Second, "b to send", func() bool { return sentBy(log, "b") >= 2 })
+			pools["b"].cancel()
+			r := <-res
+			switch policy {
+			case LossAbort:
+				if r.err == nil || !strings.Contains(r.err.Error(), "on_worker_loss is abort") {
+					t.Fatalf("Coordinate error = %v, want the abort policy named", r.err)
+				}
+				select {
+				case lv := <-pools["a"].leaves:
+					if !errors.Is(lv.err, ErrAborted) {
+						t.Errorf("a left with %v, want ErrAborted", lv.err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Error("a did not leave the aborted run")
+				}
+			case LossContinue:
+				if r.err != nil {
+					t.Fatalf("Coordinate: %v", r.err)
+				}
+				if !r.out.Degraded || r.out.Reassignments != 0 {
+					t.Errorf("degraded=%v reassignments=%d, want true and 0", r.out.Degraded, r.out.Reassignments)
+				}
+				st, _ := Status(context.Background(), rdb)
+				for _, s := range st.Runs[0].Segments {
+					if s.Owner == "b" {
+						t.Errorf("segment %d still owned by the lost worker b", s.Index)
+					}
+				}
+			}
+			log.checkNoDoubleOwner(t)
+		})
 	}
 }

@@ -564,6 +564,11 @@ func (c *coordinator) prepare(ctx context.Context) error {
 		if len(missing) == 0 {
 			return nil
 		}
+		for _, id := range missing {
+			if n, err := c.rdb.Exists(ctx, c.k.alive(id)).Result(); err == nil && n == 0 {
+				return fmt.Errorf("run %s: worker %s left before it prepared (its lease expired); no segment was started, retry the job", c.run, id)
+			}
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("run %s: workers %s did not prepare within %s (barrier_timeout)", c.run, strings.Join(missing, ", "), c.o.BarrierTimeout)
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +161,30 @@ func TestMetricsDedup(t *testing.T) {
 	if got := mg.seconds[0].Counters["arrivals"]; got != 14 {
 		t.Errorf("second 0 arrivals = %d, want 14", got)
 	}
+}
+
+func FuzzParseDesired(f *testing.F) {
+	f.Add("5", "1", "run", `{"own":[0],"seq":["0","1"]}`, "123")
+	f.Add("x", "", "", "{", "")
+	f.Fuzz(func(t *testing.T, gen, term, phase, segs, startAt string) {
+		d, err := parseDesired(map[string]string{"gen": gen, "term": term, "phase": phase, "segments": segs, "start_at": startAt})
+		if err != nil {
+			return
+		}
+		back, err := parseDesired(stringMap(d.hash()))
+		if err != nil {
+			t.Fatalf("re-parse of %+v: %v", d, err)
+		}
+		if back.Gen != d.Gen || back.Term != d.Term || back.Phase != d.Phase || back.StartAtMs != d.StartAtMs {
+			t.Fatalf("round trip changed %+v into %+v", d, back)
+		}
+	})
+}
+
+func stringMap(m map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
 }
