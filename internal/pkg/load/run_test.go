@@ -340,3 +340,46 @@ func TestValidate(t *testing.T) {
 		t.Errorf("valid options: Validate() = %v", err)
 	}
 }
+
+func TestRunStripedHostsFireTheSingleHostPlan(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const hosts = 3
+		plan := Options{Concurrency: 4, Stages: []Stage{Ramp(0, 300, 2*time.Second)}, Rate: 150, Duration: 4 * time.Second, Total: 500, Arrival: Poisson, Seed: 9}
+		single := plan
+		single.Requester = &countingRequester{}
+		want, err := Run(t.Context(), single)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := make([]*Result, hosts)
+		done := make(chan struct{})
+		for i := range hosts {
+			o := plan
+			o.Requester = &countingRequester{}
+			o.Owns = func(k uint64) bool { return k%hosts == uint64(i) }
+			go func() {
+				defer func() { done <- struct{}{} }()
+				results[i], _ = Run(t.Context(), o)
+			}()
+		}
+		for range hosts {
+			<-done
+		}
+		merged := &Result{}
+		for _, r := range results {
+			if r.Requests < want.Requests/hosts-1 || r.Requests > want.Requests/hosts+1 {
+				t.Errorf("one host sent %d, want about %d", r.Requests, want.Requests/hosts)
+			}
+			merged.Merge(r)
+		}
+		if merged.Requests != want.Requests || want.Requests != 500 {
+			t.Errorf("hosts together sent %d, single host %d, want 500", merged.Requests, want.Requests)
+		}
+		for i, s := range want.Seconds {
+			if i < len(merged.Seconds) && merged.Seconds[i].Requests != s.Requests {
+				t.Errorf("second %d: hosts together %d, single host %d", s.Second, merged.Seconds[i].Requests, s.Requests)
+			}
+		}
+	})
+}
