@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/plan"
@@ -125,6 +126,20 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if !f.quiet {
 		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
 	}
+	if cfg.LogErrors {
+		// Crankfire's log_errors: the first failures, then one a second.
+		every := &rate.Sometimes{First: 10, Interval: time.Second}
+		names := cfg.Mix()
+		s.LogFailure = func(smp *load.Sample, err error) {
+			every.Do(func() {
+				name := ""
+				if smp.Endpoint < len(names) {
+					name = names[smp.Endpoint].Name
+				}
+				fmt.Fprintf(stderr, "request failed: endpoint %q status %d class %s: %v\n", name, smp.Status, smp.Class, err)
+			})
+		}
+	}
 	p, err := plan.New(cfg, s)
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -134,7 +149,13 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	if err := load.WriteText(stdout, res, checks); err != nil {
+	// Crankfire's json_output: true prints the JSON summary instead of the
+	// table.
+	summary := load.Reporter(load.WriteText)
+	if cfg.JSONOutput && f.jsonOutput == "" {
+		summary = load.WriteJSON
+	}
+	if err := summary(stdout, res, checks); err != nil {
 		return err
 	}
 	for _, out := range []struct {

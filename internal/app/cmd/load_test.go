@@ -123,3 +123,27 @@ func TestLoadCommandBadInputExits2(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
+	t.Parallel()
+	srv, _ := loadTarget(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cf.yaml")
+	if err := os.WriteFile(cfg, []byte("target: "+srv.URL+"/fail\ntotal: 3\njson_output: true\nlog_errors: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runMain(t, "load", "-f", cfg, "-q")
+	if code != ExitOK {
+		t.Fatalf("exit = %d, want 0 (no thresholds); stderr:\n%s", code, stderr)
+	}
+	var sum struct {
+		Requests int64 `json:"requests"`
+		Errors   int64 `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Requests != 3 || sum.Errors != 3 {
+		t.Errorf("stdout = %q (err %v), want a JSON summary of 3 failed requests", stdout, err)
+	}
+	if strings.Count(stderr, "request failed:") != 3 || !strings.Contains(stderr, "status 500") {
+		t.Errorf("stderr = %q, want the 3 failures logged", stderr)
+	}
+}
