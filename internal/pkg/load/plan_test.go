@@ -1,6 +1,7 @@
 package load
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -281,4 +282,25 @@ func FuzzDecodeHistogram(f *testing.F) {
 			t.Errorf("decoded histogram has negative values")
 		}
 	})
+}
+
+func TestResultJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := goldenResult()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Requests != r.Requests || !back.Latency.Equal(r.Latency) || len(back.Seconds) != len(r.Seconds) || back.Endpoints[1].Latency.Count() != r.Endpoints[1].Latency.Count() {
+		t.Error("a Result does not survive a JSON round trip")
+	}
+	// A shipped result merges like the original.
+	back.Merge(r)
+	if back.Requests != 2*r.Requests || back.Seconds[0].Requests != 2*r.Seconds[0].Requests {
+		t.Errorf("merged shipped result: %d requests, want %d", back.Requests, 2*r.Requests)
+	}
 }
