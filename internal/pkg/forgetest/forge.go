@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -93,6 +94,11 @@ type Forge struct {
 	maxInflight  map[string]int64
 	headers      map[string]http.Header
 	faults       map[string]*Fault
+
+	gitRoot  string   // bare repositories made by AddRepo; removed by Close
+	repo     string   // the last AddRepo's name, for the default context
+	repoSHA  string   // and its commit
+	gitAuths []string // task tokens that authenticated git requests
 }
 
 // New starts a Forge on 127.0.0.1 with a random port and registers
@@ -146,6 +152,7 @@ func NewServer(opts ...Option) (*Forge, error) {
 	// served so that either client shape is tested.
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{step}/summary", f.handleSummary)
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/summary", f.handleSummary)
+	mux.HandleFunc("/", f.serveGit)
 
 	f.srv = &http.Server{
 		Handler:           mux,
@@ -195,9 +202,13 @@ func (f *Forge) Close() {
 		return
 	}
 	f.closed = true
+	gitRoot := f.gitRoot
 	f.mu.Unlock()
 	_ = f.srv.Close()
 	f.serveWG.Wait()
+	if gitRoot != "" {
+		_ = os.RemoveAll(gitRoot)
+	}
 }
 
 // Down simulates an outage: the listener is closed, so new TCP connections

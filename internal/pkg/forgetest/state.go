@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -348,6 +349,11 @@ func (f *Forge) QueueJob(j Job) int64 {
 	j.Vars = maps.Clone(j.Vars)
 	j.Needs = maps.Clone(j.Needs)
 	ctx := f.defaultContext(jobKey)
+	if f.repo != "" {
+		owner, _, _ := strings.Cut(f.repo, "/")
+		ctx["repository"], ctx["repository_owner"], ctx["sha"] = f.repo, owner, f.repoSHA
+		ctx["repositoryUrl"] = f.URL() + "/" + f.repo + ".git"
+	}
 	for k, v := range j.Context {
 		ctx[k] = v
 	}
