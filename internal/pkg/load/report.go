@@ -67,6 +67,20 @@ type EndpointSummary struct {
 	Status    map[string]int64 `json:"status,omitempty"`
 }
 
+// SecondSummary is one row of the per-second series of a [Summary].
+type SecondSummary struct {
+	Second    int     `json:"second"`
+	Requests  int64   `json:"requests"`
+	Errors    int64   `json:"errors"`
+	Dropped   int64   `json:"dropped"`
+	InFlight  int     `json:"in_flight"`
+	TargetRPS float64 `json:"target_rps,omitempty"`
+	P50       float64 `json:"p50_ms"`
+	P90       float64 `json:"p90_ms"`
+	P95       float64 `json:"p95_ms"`
+	P99       float64 `json:"p99_ms"`
+}
+
 // Summary is the reported view of a [Result]: what the text, JSON and
 // Markdown summaries show, and what the forge step outputs are read from.
 type Summary struct {
@@ -88,6 +102,7 @@ type Summary struct {
 	GeneratorBound   bool              `json:"generator_bound"`
 	Interrupted      bool              `json:"interrupted"`
 	Endpoints        []EndpointSummary `json:"endpoints"`
+	Seconds          []SecondSummary   `json:"seconds"`
 	Thresholds       []Check           `json:"thresholds,omitempty"`
 	ThresholdsPassed bool              `json:"thresholds_passed"`
 }
@@ -127,6 +142,14 @@ func Summarize(r *Result, checks []Check) Summary {
 			es.RPS = float64(e.Requests) / r.Elapsed.Seconds()
 		}
 		s.Endpoints = append(s.Endpoints, es)
+	}
+	s.Seconds = make([]SecondSummary, 0, len(r.Seconds))
+	for _, x := range r.Seconds {
+		s.Seconds = append(s.Seconds, SecondSummary{
+			Second: x.Second, Requests: x.Requests, Errors: x.Errors, Dropped: x.Dropped,
+			InFlight: x.InFlight, TargetRPS: x.TargetRPS,
+			P50: ms(x.P50), P90: ms(x.P90), P95: ms(x.P95), P99: ms(x.P99),
+		})
 	}
 	for _, c := range checks {
 		s.ThresholdsPassed = s.ThresholdsPassed && c.Passed
