@@ -58,7 +58,6 @@ func newNode(t *testing.T, extra string) *node {
   file: %s
   fetch_interval: 100ms
   fetch_interval_max: 200ms
-  report_interval: 200ms
   env_file: ""
 %s`, n.file, extra)
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o600); err != nil {

@@ -1,0 +1,155 @@
+package cmd
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+)
+
+// target is a local load target counting requests and the time of the last.
+type target struct {
+	*httptest.Server
+	n, last atomic.Int64
+}
+
+func newTarget(t *testing.T) *target {
+	t.Helper()
+	tg := &target{}
+	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tg.n.Add(1)
+		tg.last.Store(time.Now().UnixNano())
+		_, _ = w.Write([]byte("ok\n"))
+	}))
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+func waitDone(t *testing.T, f *forgetest.Forge, id int64, d *daemon) forgetest.TaskView {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v, err := f.WaitTask(ctx, id, func(v forgetest.TaskView) bool { return v.Done && v.Archived })
+	if err != nil {
+		t.Fatalf("task %d not done: %v; daemon output:\n%s", id, err, d.out.String())
+	}
+	return v
+}
+
+// TestE2EPerfJobsThroughDaemon drives the real daemon with a sequence of
+// jobs: broken ones fail with their message and the daemon keeps polling;
+// a perf job with checkout, run and load succeeds with its log rows, step
+// ranges and outputs; a failing threshold fails its job.
+func TestE2EPerfJobsThroughDaemon(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	if _, err := f.AddRepo("team/api", map[string]string{
+		"perf/api.yaml": "target: " + tg.URL + "/items\nrate: 100\nduration: 2s\nconcurrency: 8\nthresholds:\n  - \"http_req_failed:rate < 1%\"\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, "load:\n  progress_interval: 500ms\n")
+	registered(t, f, n, "e2e-perf")
+	d := n.startDaemon()
+	job := func(payload string) int64 {
+		return f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload)})
+	}
+
+	bad := []struct{ payload, want string }{
+		{"jobs: [broken", "parse workflow"},
+		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps: [{run: echo}]\n  b:\n    runs-on: forgeload\n    steps: [{run: echo}]\n", "exactly one"},
+		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: actions/setup-go@v5\n", "forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"},
+		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo ${{ nosuch.thing }}\n", `unknown context "nosuch"`},
+	}
+	for _, b := range bad {
+		v := waitDone(t, f, job(b.payload), d)
+		if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(strings.Join(v.Log, "\n"), b.want) {
+			t.Fatalf("bad job %q: result %v, log lacks %q:\n%s", b.payload, v.Result, b.want, strings.Join(v.Log, "\n"))
+		}
+	}
+
+	id := job(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    outputs:
+      p99: ${{ steps.api.outputs.p99_ms }}
+      requests: ${{ steps.api.outputs.requests }}
+    steps:
+      - uses: actions/checkout@v4
+      - run: grep -c rate perf/api.yaml
+      - id: api
+        uses: forgeload/load@v1
+        with:
+          config: perf/api.yaml
+          thresholds: |
+            http_req_duration:p99 < 2s
+      - run: echo "p99=${{ steps.api.outputs.p99_ms }} passed=${{ steps.api.outputs.thresholds_passed }}"
+`)
+	v := waitDone(t, f, id, d)
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("perf job: %v\n%s", v.Result, log)
+	}
+	if got := tg.n.Load(); got != 200 {
+		t.Fatalf("target saw %d requests, want 200", got)
+	}
+	for i, s := range v.Steps {
+		if s.Result != runnerv1.Result_RESULT_SUCCESS || s.LogLength == 0 {
+			t.Fatalf("step %d: %+v", i, s)
+		}
+		if i > 0 && s.LogIndex < v.Steps[i-1].LogIndex+v.Steps[i-1].LogLength {
+			t.Fatalf("step %d starts at row %d, inside step %d", i, s.LogIndex, i-1)
+		}
+	}
+	loadRows := strings.Join(v.Log[v.Steps[2].LogIndex:v.Steps[2].LogIndex+v.Steps[2].LogLength], "\n")
+	for _, want := range []string{"/100.0 req/s", "Load test summary", "Requests                  200", "Thresholds: PASS"} {
+		if !strings.Contains(loadRows, want) {
+			t.Fatalf("load step rows lack %q:\n%s", want, loadRows)
+		}
+	}
+	if v.Outputs["requests"] != "200" || v.Outputs["p99"] == "" {
+		t.Fatalf("job outputs %v", v.Outputs)
+	}
+	if !strings.Contains(log, "passed=true") {
+		t.Fatalf("the step after the load step did not see its outputs:\n%s", log)
+	}
+
+	id = job("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          total: 20\n          thresholds: http_req_duration:max < 1ns\n")
+	if v := waitDone(t, f, id, d); v.Result != runnerv1.Result_RESULT_FAILURE || v.Steps[0].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("threshold job: %v\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+}
+
+// TestE2ECancelMidLoad presses cancel in the fake forge while the daemon
+// runs a load step: the target stops seeing requests within 2 s, always()
+// steps run, and the task ends CANCELLED.
+func TestE2ECancelMidLoad(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-cancel-load")
+	// The default report interval (1s) is what bounds the cancel here.
+	d := n.startDaemon()
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 100\n          duration: 60s\n      - if: always()\n        run: echo cleanup-ran\n")})
+	waitFor(t, "load reaching the target", 30*time.Second, func() bool { return tg.n.Load() > 100 })
+	cancelAt := time.Now()
+	f.Cancel(id)
+	v := waitDone(t, f, id, d)
+	if lag := time.Unix(0, tg.last.Load()).Sub(cancelAt); lag > 2*time.Second {
+		t.Fatalf("requests went on %s after cancel, want < 2s", lag)
+	}
+	if v.Result != runnerv1.Result_RESULT_CANCELLED || !strings.Contains(strings.Join(v.Log, "\n"), "cleanup-ran") {
+		t.Fatalf("cancelled job: %v\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+}
