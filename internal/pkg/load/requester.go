@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -122,7 +123,8 @@ func itoa(n int) string {
 // ClassNone for nil. Context deadline errors are timeouts, cancellation is
 // ClassCanceled, a [StatusError] is classed by its code, and errors from the
 // network stack (net.Error, syscall errors, EOF-like resets) are
-// ClassNetwork.
+// ClassNetwork, as is a connection closed early (io.EOF,
+// io.ErrUnexpectedEOF).
 func Classify(err error) ErrorClass {
 	if err == nil {
 		return ClassNone
@@ -145,8 +147,9 @@ func Classify(err error) ErrorClass {
 		return ClassNetwork
 	}
 	var errno syscall.Errno
-	if errors.As(err, &errno) || errors.Is(err, net.ErrClosed) {
-		return ClassNetwork
+	if errors.As(err, &errno) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return ClassNetwork // includes a peer closing the connection mid-exchange
 	}
 	return ClassOther
 }

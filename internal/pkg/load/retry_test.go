@@ -26,7 +26,8 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", StatusError{Code: 404}), ClassHTTP4xx},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, ClassNetwork},
 		{syscall.ECONNRESET, ClassNetwork},
-		{io.ErrUnexpectedEOF, ClassOther},
+		{io.ErrUnexpectedEOF, ClassNetwork},
+		{fmt.Errorf("read: %w", io.EOF), ClassNetwork},
 		{errors.New("boom"), ClassOther},
 	} {
 		if got := Classify(tc.err); got != tc.want {

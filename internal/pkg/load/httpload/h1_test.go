@@ -67,9 +67,9 @@ func TestH1ResponseShapes(t *testing.T) {
 		{"until close", "HTTP/1.0 200 OK\r\n\r\nall of it", 200, 9, load.ClassNone},
 		{"5xx", "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 3\r\nConnection: close\r\n\r\nbad", 502, 3, load.ClassHTTP5xx},
 		{"garbage", "SMTP ready\r\n\r\n", 0, 0, load.ClassProtocol},
-		{"truncated body", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", 200, 5, load.ClassProtocol},
+		{"truncated body", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", 200, 5, load.ClassNetwork},
 		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 200, 0, load.ClassProtocol},
-		{"no response", "", 0, 0, load.ClassProtocol},
+		{"no response", "", 0, 0, load.ClassNetwork},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
