@@ -203,7 +203,7 @@ func (e *engine) run(ctx context.Context) *Result {
 	allDone := make(chan struct{})
 	go func() { workersWG.Wait(); close(allDone) }()
 	collDone := make(chan struct{})
-	wg.Go(func() { e.collect(res, allDone, collDone) })
+	wg.Go(func() { e.collect(res, collDone) })
 
 	var endC <-chan time.Time
 	planEnd, hasEnd := o.Duration, o.Duration > 0
@@ -401,9 +401,9 @@ func (e *engine) vuController() {
 	}
 }
 
-// collect closes one plan second at a time until allDone, then flushes the
-// final partial second once stop is signalled through collDone.
-func (e *engine) collect(res *Result, allDone, collDone <-chan struct{}) {
+// collect closes one plan second at a time, and flushes the final partial
+// second when collDone is closed (after every worker has returned).
+func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 	o := e.o
 	sec := int(e.planNow() / time.Second)
 	every := o.progressEvery()
