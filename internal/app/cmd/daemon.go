@@ -148,6 +148,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		Logger:           log,
 		Observer:         jobObserver{m},
 		ReportObserver:   newReportObserver(m),
+		LoadObserver:     newLoadObserver(m),
 	})
 	poller := poll.New(cl, runner, poll.Options{
 		Capacity:         cfg.Runner.Capacity,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/app/poll"
 	"github.com/forgeload/forgeload/internal/app/run"
+	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
 	"github.com/forgeload/forgeload/internal/pkg/report"
 )
@@ -95,4 +96,72 @@ func okLabel(ok bool) string {
 		return metrics.ResultSuccess
 	}
 	return metrics.ResultError
+}
+
+// loadObserver feeds one load step's per-second snapshots into the load
+// metrics. It keeps its own share of the gauges, so concurrent load steps
+// add up and a finished one takes its share away.
+type loadObserver struct {
+	m        *metrics.Metrics
+	mu       sync.Mutex
+	rate     float64
+	inflight int
+}
+
+var _ run.LoadObserver = (*loadObserver)(nil)
+
+func newLoadObserver(m *metrics.Metrics) func() run.LoadObserver {
+	return func() run.LoadObserver { return &loadObserver{m: m} }
+}
+
+func (o *loadObserver) LoadStarted(targetRPS float64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rate = targetRPS
+	o.m.LoadTargetRate.Add(targetRPS)
+}
+
+func (o *loadObserver) Second(s *load.Snapshot) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	req := o.m.LoadRequestsTotal
+	for code, n := range s.Status {
+		req.WithLabelValues(metrics.ProtocolHTTP, metrics.HTTPResult(code)).Add(float64(n))
+	}
+	for class, n := range s.Classes {
+		switch class {
+		case "timeout":
+			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadTimeout).Add(float64(n))
+		case "canceled":
+			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadCancelled).Add(float64(n))
+		case "http_4xx", "http_5xx":
+			continue // counted by status code above
+		default:
+			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadError).Add(float64(n))
+		}
+	}
+	if s.Dropped > 0 {
+		o.m.LoadDroppedTotal.Add(float64(s.Dropped))
+	}
+	o.m.LoadInflight.Add(float64(s.InFlight - o.inflight))
+	o.inflight = s.InFlight
+	if s.TargetRPS > 0 && s.TargetRPS != o.rate {
+		o.m.LoadTargetRate.Add(s.TargetRPS - o.rate)
+		o.rate = s.TargetRPS
+	}
+	if s.Latency != nil {
+		s.Latency.Buckets(func(upper time.Duration, n int64) {
+			for range n {
+				o.m.LoadRequestDuration.Observe(upper.Seconds())
+			}
+		})
+	}
+}
+
+func (o *loadObserver) LoadDone() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.m.LoadTargetRate.Sub(o.rate)
+	o.m.LoadInflight.Sub(float64(o.inflight))
+	o.rate, o.inflight = 0, 0
 }

@@ -99,7 +99,10 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		}
 	}
 
-	obs := j.r.o.LoadObserver
+	var obs LoadObserver
+	if j.r.o.LoadObserver != nil {
+		obs = j.r.o.LoadObserver()
+	}
 	settings := plan.Settings{
 		Limits:           j.r.o.Limits,
 		DialControl:      pol.Control(pol.HostsAllowed(hosts)),

@@ -64,8 +64,9 @@ type Options struct {
 	// Limits are the admin's caps on what one load step may ask for
 	// (load.max_rate, load.max_concurrency, load.max_duration).
 	Limits plan.Limits
-	// LoadObserver receives load-step activity for metrics; nil means none.
-	LoadObserver LoadObserver
+	// LoadObserver makes the observer of each load step, for the daemon's
+	// load metrics; nil means none. It is called once per load step.
+	LoadObserver func() LoadObserver
 	// ProgressInterval is how often a load step logs a progress line.
 	ProgressInterval time.Duration
 	// Logger receives daemon-side messages (never job output); nil discards.
