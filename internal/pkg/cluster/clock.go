@@ -12,6 +12,9 @@ import (
 // one with the lowest RTT wins.
 const clockSamples = 5
 
+// clockRemeasure is how often a worker re-measures its clock offset.
+const clockRemeasure = 30 * time.Second
+
 // clock is a measured offset between this host's wall clock and Redis's.
 // redis_time ≈ local_wall + offset.
 type clock struct {

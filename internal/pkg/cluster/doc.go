@@ -32,6 +32,21 @@
 //   - A Redis restart (INFO run_id changed) or vanished run state fails the
 //     run with [ErrStateLost]; nothing continues silently.
 //
+// # Wiring (for the daemon)
+//
+//	pool, err := cluster.NewPool(rdb, cluster.PoolOptions{ID: cfg.Cluster.Name, Capacity: …, Runner: adapter})
+//	go pool.Run(ctx) // returns after abandoning every run when ctx ends (SIGTERM)
+//
+//	out, err := cluster.Coordinate(ctx, rdb, cluster.Plan{Spec: specJSON, Duration: d, Workers: n, MinWorkers: m,
+//		JoinTimeout: jt, OnWorkerLoss: cluster.LossPolicy(p)}, cluster.CoordOptions{Coordinator: cfg.Cluster.Name, Logf: stepLog})
+//
+// The adapter implements [SegmentRunner] by building the engine's options
+// from the [Assignment] (Owns, ScaleVUs, StartAt, Offset) and forwarding
+// its per-second snapshots to [Assignment.Sink]. Thresholds are checked on
+// [Outcome.Total]; per-worker rows are in [Outcome.Workers]. Both sides
+// take only a *redis.Client, so multi-process tests can point separate
+// forgeload processes at one redistest server.
+//
 // Resource pools are seeded from [Plan.Resources] and used with [Acquire]
 // and [Release], which check owner and generation in Lua.
 package cluster

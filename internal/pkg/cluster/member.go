@@ -34,6 +34,7 @@ type member struct {
 	abandon  atomic.Bool
 
 	clock      clock
+	clockAt    time.Time
 	appliedGen int64
 	maxTerm    int64
 	cur        desired
@@ -100,6 +101,7 @@ func (m *member) loop(parent context.Context) (err error) {
 	if m.clock, err = measureClock(ctx, m.p.rdb); err != nil {
 		m.logf("%v", err)
 	}
+	m.clockAt = time.Now()
 	m.ship = newShipper(m)
 	shipCtx, stopShip := context.WithCancel(ctx)
 	var bg sync.WaitGroup
@@ -203,6 +205,11 @@ func (m *member) heartbeat(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, m.p.o.Heartbeat)
 	defer cancel()
 	m.sampleCPU()
+	if time.Since(m.clockAt) > clockRemeasure {
+		if c, err := measureClock(cctx, m.p.rdb); err == nil {
+			m.clock, m.clockAt = c, time.Now()
+		}
+	}
 	pipe := m.p.rdb.Pipeline()
 	renew := aliveRenewScript.Eval(cctx, pipe, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.appliedGen, m.p.o.LeaseTTL.Milliseconds())
 	pipe.HSet(cctx, m.k.status(m.p.o.ID), m.statusFields())
@@ -255,7 +262,7 @@ func (m *member) statusFields() map[string]any {
 		"phase": m.cur.Phase, "applied_gen": m.appliedGen, "cmd_cursor": cursor,
 		"target_vus": 0, "active_vus": 0, "cpu_pct": strconv.FormatFloat(m.cpuPct, 'f', 1, 64),
 		"clock_offset_ms": m.clock.offset.Milliseconds(), "rtt_us": m.clock.rtt.Microseconds(),
-		"last_seq": m.ship.lastSeq(), "segments": segList(slices.Sorted(maps.Keys(m.segs))),
+		"last_seq": m.ship.lastSeq(), "iters_dropped": m.ship.dropped(), "segments": segList(slices.Sorted(maps.Keys(m.segs))),
 	}
 }
 

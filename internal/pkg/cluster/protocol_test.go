@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -122,6 +123,10 @@ func TestConvergesFromDesired(t *testing.T) {
 	if got := rl.list(); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("segments started = %v, want [0]", got)
 	}
+	waitFor(t, 3*time.Second, "status to show w1 busy with P2", func() bool {
+		st, err := Status(ctx, rdb)
+		return err == nil && len(st.Runners) == 1 && len(st.Runners[0].BusyRuns) == 1 && st.Runners[0].BusyRuns[0] == "P2" && st.Runners[0].Capacity == 1
+	})
 	if n, _ := rdb.XLen(ctx, k.cmd("w1")).Result(); n != 0 {
 		t.Fatalf("cmd stream has %d entries; the test must not send commands", n)
 	}
@@ -187,4 +192,31 @@ func stringMap(m map[string]any) map[string]string {
 		out[k] = fmt.Sprint(v)
 	}
 	return out
+}
+
+// TestCoordinatorLostWorkerLeaves: with the coordinator lease gone for
+// longer than CoordLostAfter, a worker stops and leaves (no zombie load).
+func TestCoordinatorLostWorkerLeaves(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	ctx := context.Background()
+	rl := &startedLog{}
+	tp := startPool(t, srv.Addr(), "w1", rl, func(o *PoolOptions) { o.CoordLostAfter = 1500 * time.Millisecond })
+	waitRunners(t, rdb, 1)
+	createTestRun(t, rdb, "P4")
+	k := runKeys("P4")
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P4"}})
+	waitFor(t, 5*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	rdb.Del(ctx, k.coord())
+	select {
+	case lv := <-tp.leaves:
+		if !errors.Is(lv.err, ErrCoordinatorLost) {
+			t.Fatalf("left with %v, want ErrCoordinatorLost", lv.err)
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("worker did not leave a run whose coordinator vanished")
+	}
+	if rdb.Exists(ctx, k.alive("w1")).Val() != 0 {
+		t.Error("alive key still set after leaving")
+	}
 }

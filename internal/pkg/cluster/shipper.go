@@ -24,6 +24,7 @@ type shipper struct {
 	mu      sync.Mutex
 	pending map[int]*snapshot.Snapshot
 	q       int64 // last sequence number assigned; writer-owned but read by lastSeq
+	drops   int64 // cumulative DroppedKey counter, for the heartbeat
 	flushCh chan flushReq
 
 	inflight *shipEntry // writer-owned
@@ -57,6 +58,13 @@ func (s *shipper) Second(snap *snapshot.Snapshot) {
 		s.pending[snap.Second] = p
 	}
 	p.Merge(snap)
+	s.drops += snap.Counters[DroppedKey]
+}
+
+func (s *shipper) dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drops
 }
 
 func (s *shipper) lastSeq() int64 {

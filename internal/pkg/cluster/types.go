@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
@@ -124,15 +125,16 @@ func parseDesired(h map[string]string) (desired, error) {
 	if len(h) == 0 {
 		return d, nil
 	}
-	if _, err := fmt.Sscan(h["gen"], &d.Gen); err != nil {
+	var err error
+	if d.Gen, err = strconv.ParseInt(h["gen"], 10, 64); err != nil {
 		return d, fmt.Errorf("desired.gen %q: %w", h["gen"], err)
 	}
-	if _, err := fmt.Sscan(h["term"], &d.Term); err != nil {
+	if d.Term, err = strconv.ParseInt(h["term"], 10, 64); err != nil {
 		return d, fmt.Errorf("desired.term %q: %w", h["term"], err)
 	}
 	d.Phase = h["phase"]
 	if v := h["start_at"]; v != "" {
-		if _, err := fmt.Sscan(v, &d.StartAtMs); err != nil {
+		if d.StartAtMs, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return d, fmt.Errorf("desired.start_at %q: %w", v, err)
 		}
 	}
