@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/dnstest"
 )
 
 func mustNew(t *testing.T, o Options) *Policy {
@@ -136,5 +139,48 @@ func TestControlWithGlobAllowList(t *testing.T) {
 	}
 	if err := p.Control(true)("tcp", "169.254.169.254:80", nil); err == nil {
 		t.Fatal("Control(true) on metadata address = nil, want refusal")
+	}
+}
+
+// TestDNSRebindingRefusedAtDial resolves a name to an allowed address for
+// the pre-flight check, then to a denied one for the dial: the dial must be
+// refused and the denied listener must see nothing.
+func TestDNSRebindingRefusedAtDial(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int64
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+	}
+	bad := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { seen.Add(1) }))
+	bad.Listener = l
+	bad.Start()
+	defer bad.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+
+	var lookups atomic.Int64
+	dns := dnstest.Start(t, func(string) netip.Addr {
+		if lookups.Add(1) == 1 {
+			return netip.MustParseAddr("127.0.0.1")
+		}
+		return netip.MustParseAddr("127.0.0.2")
+	})
+	p := mustNew(t, Options{Deny: []string{"127.0.0.2/32"}, Resolver: dns.Resolver()})
+	target := "http://rebind.test:" + port + "/"
+	if err := p.CheckURL(context.Background(), target); err != nil {
+		t.Fatalf("pre-flight CheckURL(%s) = %v, want allowed (the name resolves to 127.0.0.1 first)", target, err)
+	}
+	d := &net.Dialer{Timeout: 2 * time.Second, Control: p.Control(false), Resolver: dns.Resolver()}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	resp, err := client.Get(target)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("GET after the DNS answer changed succeeded, want a policy refusal")
+	}
+	if !errors.Is(err, ErrDenied) {
+		t.Fatalf("GET after rebinding: %v, want ErrDenied", err)
+	}
+	if seen.Load() != 0 {
+		t.Fatalf("the denied address saw %d requests", seen.Load())
 	}
 }
