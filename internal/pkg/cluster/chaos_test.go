@@ -275,3 +275,39 @@ func TestLossPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestReassignWithoutSpare: with no spare the lost segment goes to the live
+// worker with headroom; once everyone is at MaxSegments the next loss
+// leaves a segment unowned and the run degraded.
+func TestReassignWithoutSpare(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	pools := map[string]*testPool{}
+	for _, id := range []string{"a", "b", "c"} {
+		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
+	}
+	waitRunners(t, rdb, 3)
+	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":30}`), Duration: 5 * time.Second, Workers: 3, MaxSegments: 2},
+		CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf, HeadroomCPU: 1e6})
+	waitFor(t, 10*time.Second, "everyone to send", func() bool {
+		return sentBy(log, "a") > 1 && sentBy(log, "b") > 1 && sentBy(log, "c") > 1
+	})
+	pools["a"].cancel()
+	waitFor(t, 3*time.Second, "a's segment to move", func() bool { return len(log.segOf("b"))+len(log.segOf("c")) == 3 })
+	// Whoever took it now holds 2 = MaxSegments; losing the other leaves
+	// one segment without an owner.
+	other := "b"
+	if len(log.segOf("b")) == 2 {
+		other = "c"
+	}
+	pools[other].cancel()
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Coordinate: %v", r.err)
+	}
+	if r.out.Reassignments != 1 || !r.out.Degraded {
+		t.Errorf("reassignments=%d degraded=%v, want 1 and true", r.out.Reassignments, r.out.Degraded)
+	}
+	log.checkNoDoubleOwner(t)
+}

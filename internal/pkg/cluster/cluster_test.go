@@ -59,6 +59,23 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 			t.Errorf("worker %s samples = %d, want %d (exact equal split)", w.ID, w.Samples, want/3)
 		}
 	}
+	// Start skew: every worker's local start instant is the same moment.
+	var starts []time.Time
+	for _, id := range []string{"a", "b", "c"} {
+		log.mu.Lock()
+		for _, a := range log.starts[id] {
+			starts = append(starts, a.StartAt)
+		}
+		log.mu.Unlock()
+	}
+	if len(starts) != 3 {
+		t.Fatalf("got %d segment starts, want 3", len(starts))
+	}
+	for _, s := range starts[1:] {
+		if d := s.Sub(starts[0]).Abs(); d > 10*time.Millisecond {
+			t.Errorf("start skew %s between workers, want ≤ 10ms", d)
+		}
+	}
 	if len(out.Seconds) != secs {
 		t.Errorf("per-second series has %d seconds, want %d", len(out.Seconds), secs)
 	}

@@ -91,6 +91,9 @@ type CoordOptions struct {
 	Observer Observer
 	// Logf receives progress lines (joins, start time, reassignments); nil discards.
 	Logf func(format string, args ...any)
+	// HeadroomCPU is the CPU percentage (100 = one core) at or above which
+	// a live worker is not given a lost segment; default 70.
+	HeadroomCPU float64
 	// OnSecond receives each closed run second, merged across workers, for
 	// live progress. It is called from Coordinate's goroutine.
 	OnSecond func(*snapshot.Snapshot)
@@ -205,6 +208,9 @@ func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOption
 	def(&o.SweepInterval, DefaultSweepInterval)
 	def(&o.StopTimeout, DefaultStopTimeout)
 	def(&o.SecondGrace, DefaultSecondGrace)
+	if o.HeadroomCPU <= 0 {
+		o.HeadroomCPU = 70
+	}
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
@@ -880,7 +886,7 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 }
 
 // pickTarget: a spare first, then the live owner with the most headroom
-// (cpu < 70%% and fewer than MaxSegments segments); "" when none.
+// (cpu below HeadroomCPU and fewer than MaxSegments segments); "" when none.
 func (c *coordinator) pickTarget(ctx context.Context) string {
 	best, bestSegs, bestCPU := "", 0, 0.0
 	for _, id := range c.order {
@@ -898,7 +904,7 @@ func (c *coordinator) pickTarget(ctx context.Context) string {
 			continue
 		}
 		cpu, _ := c.rdb.HGet(ctx, c.k.status(id), "cpu_pct").Float64()
-		if cpu >= 70 {
+		if cpu >= c.o.HeadroomCPU {
 			continue
 		}
 		if best == "" || len(w.segs) < bestSegs || (len(w.segs) == bestSegs && cpu < bestCPU) {

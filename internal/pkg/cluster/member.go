@@ -389,6 +389,7 @@ func (m *member) startSegment(i int, startAtMs int64) {
 		Run: m.run, Spec: m.spec, Index: i, Range: m.seq.Segment(i), Sequence: m.seq,
 		Owns: m.seq.OwnsFunc(i), ScaleVUs: m.seq.ScaleFunc(i),
 		StartAt: startAt, Offset: off, Duration: m.duration, Sink: m.ship,
+		Worker: m.p.o.ID, CurrentGen: m.shipGen.Load,
 	}
 	sr := &segRun{idx: i, cancel: cancel, done: make(chan struct{})}
 	m.segs[i] = sr

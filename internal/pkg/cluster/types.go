@@ -56,6 +56,10 @@ type Assignment struct {
 	Duration time.Duration
 	// Sink receives per-second snapshots whose Second counts from StartAt.
 	Sink Sink
+	// Worker is this runner's id and CurrentGen its current applied
+	// generation: the pair [Acquire] and [Release] need.
+	Worker     string
+	CurrentGen func() int64
 }
 
 // Sink receives the metrics of one run second. Second must not block: it
