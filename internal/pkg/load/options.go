@@ -113,7 +113,10 @@ type Options struct {
 
 	// Grace is how long in-flight requests may finish after arrivals stop
 	// (end of plan, or the context is done) before their context is
-	// cancelled. Default DefaultGrace; negative cancels at once.
+	// cancelled. At the end of an open plan, arrivals that fell due before
+	// the end but are still waiting for a worker are sent (late) during the
+	// grace period too; what is still unsent when it expires is dropped.
+	// Default DefaultGrace; negative cancels at once.
 	Grace time.Duration
 
 	// Progress, if set, is called every ProgressInterval from the

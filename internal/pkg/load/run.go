@@ -235,7 +235,13 @@ func (e *engine) run(ctx context.Context) *Result {
 		stopped, byEnd = true, true
 	}
 	stopAt := time.Now()
-	close(e.stop)
+	// An open plan that reached its end stops by itself: its schedule has
+	// no arrivals past the end, and arrivals that fell due before it are
+	// still sent (late) during the grace period. Otherwise stop now.
+	drain := byEnd && o.open()
+	if !drain {
+		close(e.stop)
+	}
 	if stopped {
 		if g := o.grace(); g > 0 {
 			t := time.NewTimer(g)
@@ -245,11 +251,19 @@ func (e *engine) run(ctx context.Context) *Result {
 			}
 			t.Stop()
 		}
+		if drain {
+			close(e.stop)
+		}
 		cancelReq()
 		<-allDone
+	} else if drain {
+		close(e.stop)
 	}
 	end := time.Now()
 	if o.open() {
+		if drain {
+			stopAt = end
+		}
 		e.dropUnsent(stopAt)
 	}
 	close(collDone)

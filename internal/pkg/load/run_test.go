@@ -383,3 +383,29 @@ func TestRunStripedHostsFireTheSingleHostPlan(t *testing.T) {
 		}
 	})
 }
+
+func TestRunSendsBacklogDueBeforeTheEnd(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		// One worker, 100 arrivals in 1 s, 15 ms each: at the end a third
+		// of the plan is still due; it is sent (late) in the grace period,
+		// not dropped.
+		req := &countingRequester{sleep: 15 * time.Millisecond}
+		res, err := Run(t.Context(), Options{Requester: req, Concurrency: 1, Rate: 100, Duration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 100 || res.Dropped != 0 || res.Late == 0 {
+			t.Errorf("requests = %d dropped = %d late = %d; want 100, 0, > 0", res.Requests, res.Dropped, res.Late)
+		}
+		// Short grace: what is still due when it expires is dropped.
+		req = &countingRequester{sleep: 15 * time.Millisecond}
+		res, err = Run(t.Context(), Options{Requester: req, Concurrency: 1, Rate: 100, Duration: time.Second, Grace: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests+res.Dropped != 100 || res.Dropped == 0 {
+			t.Errorf("requests = %d dropped = %d; want some dropped, 100 in all", res.Requests, res.Dropped)
+		}
+	})
+}
