@@ -220,3 +220,47 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 		t.Error("alive key still set after leaving")
 	}
 }
+
+// TestShipperMergesWhileRedisIsAway: Second never blocks; with no writer
+// running, snapshots of one second merge into a single pending entry.
+func TestShipperMergesWhileRedisIsAway(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	p, err := NewPool(rdb, PoolOptions{ID: "w1", Runner: &startedLog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.rdb.Close() })
+	m := newMember(p, "P5", nil, time.Minute, 3600)
+	s := newShipper(m)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 1000 {
+			snap := snapshot.New(i % 2)
+			snap.Add("arrivals", 1)
+			snap.Add(DroppedKey, 1)
+			snap.Record("latency", int64(100+i))
+			s.Second(snap)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Second blocked with no writer draining")
+	}
+	if len(s.pending) != 2 || s.pending[0].Counters["arrivals"] != 500 || s.pending[1].Hists["latency"].TotalCount() != 500 {
+		t.Fatalf("pending = %d seconds (arrivals[0]=%d), want 2 seconds of 500 merged snapshots", len(s.pending), s.pending[0].Counters["arrivals"])
+	}
+	if s.dropped() != 1000 {
+		t.Errorf("dropped = %d, want 1000", s.dropped())
+	}
+	// Now ship: two entries with q 1 and 2, then a final marker.
+	if err := s.send(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := rdb.XRange(context.Background(), runKeys("P5").metrics(), "-", "+").Result()
+	if len(msgs) != 3 || msgs[2].Values["f"] != "1" || msgs[0].Values["q"] != "1" {
+		t.Fatalf("stream = %v, want 2 seconds and a final marker with q 1..3", msgs)
+	}
+}
