@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
@@ -99,13 +100,28 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		}
 	}
 
+	// A refusal at dial time (the DNS answer changed to a denied address)
+	// stops the run at once and fails the step with the policy's message.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var refused atomic.Pointer[error]
+	control := pol.Control(pol.HostsAllowed(hosts))
+	dialControl := func(network, address string, c syscall.RawConn) error {
+		err := control(network, address, c)
+		if err != nil && refused.CompareAndSwap(nil, &err) {
+			stopRun(err)
+		}
+		return err
+	}
+
 	var obs LoadObserver
 	if j.r.o.LoadObserver != nil {
 		obs = j.r.o.LoadObserver()
 	}
 	settings := plan.Settings{
 		Limits:           j.r.o.Limits,
-		DialControl:      pol.Control(pol.HostsAllowed(hosts)),
+		DialControl:      dialControl,
+		Resolver:         j.r.o.Resolver,
 		ProgressInterval: j.r.o.ProgressInterval,
 		Progress:         func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) },
 	}
@@ -136,7 +152,7 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		obs.LoadStarted(p.Options.Rate)
 		defer obs.LoadDone()
 	}
-	res, checks, err := p.Run(ctx)
+	res, checks, err := p.Run(runCtx)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -150,6 +166,10 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 	}
 	sum := load.Summarize(res, checks)
 	outputs := loadOutputs(sum)
+	if r := refused.Load(); r != nil {
+		j.rep.Logf(i, "::error::forgeload/load: stopped: %v", *r)
+		return runnerv1.Result_RESULT_FAILURE, outputs
+	}
 	if ctx.Err() != nil {
 		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
 		return runnerv1.Result_RESULT_CANCELLED, outputs

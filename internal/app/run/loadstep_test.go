@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/dnstest"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/load/plan"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
@@ -211,6 +213,43 @@ func TestLoadStepDeniedTarget(t *testing.T) {
 	// The forge's own address is denied by default.
 	v = h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+h.forge.URL()+"/api/actions\n          rate: 10\n          duration: 1s\n", Options{})
 	wantContains(t, "log", logText(v), "the forge's own address")
+}
+
+// TestLoadStepDNSRebinding makes the target's name resolve to an allowed
+// address for the pre-flight check and to a denied one afterwards: the
+// step fails with the policy message and the denied address sees nothing.
+func TestLoadStepDNSRebinding(t *testing.T) {
+	t.Parallel()
+	allowed := newCountingServer(t, "127.0.0.1:0", 0)
+	_, port, _ := net.SplitHostPort(allowed.Listener.Addr().String())
+	denied := newCountingServer(t, "127.0.0.2:"+port, 0)
+	var lookups atomic.Int64
+	dns := dnstest.Start(t, func(string) netip.Addr {
+		if lookups.Add(1) == 1 {
+			return netip.MustParseAddr("127.0.0.1")
+		}
+		return netip.MustParseAddr("127.0.0.2")
+	})
+	pol, err := policy.New(context.Background(), policy.Options{Deny: []string{"127.0.0.2/32"}, Resolver: dns.Resolver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: http://rebind.test:"+port+"/\n          total: 20\n          concurrency: 2\n          timeout: 2s\n          thresholds: http_req_failed:rate < 1%\n",
+		Options{Policy: pol, Resolver: dns.Resolver()})
+	if got := denied.n.Load(); got != 0 {
+		t.Fatalf("the denied address saw %d requests after the DNS answer changed", got)
+	}
+	if got := allowed.n.Load(); got != 0 {
+		t.Fatalf("the allowed address saw %d requests; the dial should have used the new answer", got)
+	}
+	if lookups.Load() < 2 {
+		t.Fatalf("%d DNS lookups: the dial did not resolve again", lookups.Load())
+	}
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "denied by load.deny_targets")
 }
 
 func TestLoadStepCancelStopsLoadFast(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -61,6 +62,9 @@ type Options struct {
 	LocalRepo string
 	// Policy is the admin's target policy; nil means the default policy.
 	Policy *policy.Policy
+	// Resolver resolves load targets at dial time; nil is the system
+	// resolver. The policy checks the addresses it returns.
+	Resolver *net.Resolver
 	// Limits are the admin's caps on what one load step may ask for
 	// (load.max_rate, load.max_concurrency, load.max_duration).
 	Limits plan.Limits

@@ -95,6 +95,10 @@ type Options struct {
 	// before it is made (net.Dialer.Control); an error refuses the
 	// connection. The runner enforces its target policy here.
 	DialControl func(network, address string, c syscall.RawConn) error
+	// Resolver resolves target host names at dial time; nil uses the
+	// system resolver. Tests use it to change a DNS answer between the
+	// runner's pre-flight policy check and the dial.
+	Resolver *net.Resolver
 	// DisableKeepAlives opens a new connection for every request.
 	DisableKeepAlives bool
 	// NetHTTP sends http:// requests through net/http too. By default
@@ -152,7 +156,7 @@ func New(o Options) (*Driver, error) {
 	if conns <= 0 {
 		conns = DefaultConnections
 	}
-	dialer := &net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl}
+	dialer := &net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 30 * time.Second, Control: o.DialControl, Resolver: o.Resolver}
 	tlsConf := &tls.Config{InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // opt-in for self-signed targets
 	if o.TLSConfig != nil {
 		tlsConf = o.TLSConfig.Clone()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strconv"
 	"syscall"
@@ -35,6 +36,9 @@ type Settings struct {
 	// DialControl enforces the target policy on resolved addresses; see
 	// httpload.Options.DialControl.
 	DialControl func(network, address string, c syscall.RawConn) error
+	// Resolver is passed to httpload.Options.Resolver; nil is the system
+	// resolver.
+	Resolver *net.Resolver
 	// Progress and ProgressInterval are passed to load.Options.
 	Progress         func(load.Progress)
 	ProgressInterval time.Duration
@@ -139,6 +143,7 @@ func New(cfg *spec.Config, s Settings) (*Plan, error) {
 		Timeout:     cfg.Timeout,
 		Connections: max(workers, 1),
 		DialControl: s.DialControl,
+		Resolver:    s.Resolver,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load config %s: %w", cfg.Source(), err)
