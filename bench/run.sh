@@ -11,6 +11,8 @@
 #   BENCH_DURATION  seconds per throughput and rate run (default 10)
 #   BENCH_RATES     fixed rates for the rate scenario (default "5000 20000 50000")
 #   BENCH_STALL_SECONDS  seconds of the stall probe (default 20)
+#   BENCH_EXTRA_THROUGHPUT  extra rows of the throughput table (default "engine-nethttp engine-raw")
+#   BENCH_EXTRA_RATE        extra rows of the rate and stall tables, e.g. "engine-nethttp" (default none)
 #   BENCH_NICE      nice value for generator and target, e.g. -10 on a shared box (default 0)
 #   BENCH_GEN_CPU, BENCH_TARGET_CPU   cores for generator and target (default 0 and 1)
 #
@@ -99,11 +101,13 @@ build_ours() {
 	else
 		log "forgeload load is not available yet; the engine is measured through flrun instead (see $OUT/raw/forgeload-build.log)"
 	fi
-	# Generators in table order: the command when it exists, else the engine
-	# through flrun, and always the raw-client prototype.
+	# Ours: the command when it builds, else the engine through flrun on the
+	# same driver path. The throughput table adds the engine over net/http
+	# and over flrun's raw client, to show what the HTTP client costs.
 	OURS=(forgeload)
-	[ -n "$FORGELOAD" ] || OURS=(engine)
-	OURS+=(engine-raw)
+	[ -n "$FORGELOAD" ] || OURS=(engine-h1)
+	read -r -a EXTRA_TP <<<"${BENCH_EXTRA_THROUGHPUT-engine-nethttp engine-raw}"
+	read -r -a EXTRA_RATE <<<"${BENCH_EXTRA_RATE-}"
 }
 
 # ---------------------------------------------------------------- target
@@ -235,22 +239,21 @@ summary_metrics() {
 run_forgeload() { # RUNID SECONDS RATE (0: closed model)
 	local rate=()
 	[ "$3" = 0 ] || rate=(--rate "$3")
-	gen "$1" "$2" "$FORGELOAD" load --target "$URL/" --concurrency "$CONNS" --duration "$2s" "${rate[@]}" --json-output "$OUT/raw/$1.json"
+	gen "$1" "$2" "$FORGELOAD" load --quiet --target "$URL/" --concurrency "$CONNS" --duration "$2s" "${rate[@]}" --json-output "$OUT/raw/$1.json"
 	summary_metrics "$1"
 }
 
-# engine: the load engine with its own net/http driver, driven by flrun (the
-# stand-in for forgeload load while the command does not exist).
-run_engine() {
-	gen "$1" "$2" "$OUT/flrun" -target "$URL/" -client nethttp -c "$CONNS" -d "$2s" -rate "$3" -json "$OUT/raw/$1.json"
-	summary_metrics "$1"
+# engine-h1, engine-nethttp, engine-raw: the load engine driven by flrun,
+# with httpload's HTTP/1.1 fast path (what forgeload load uses; the stand-in
+# when the command does not build), with httpload over net/http, and with
+# flrun's own raw HTTP/1.1 client.
+run_flrun() { # CLIENT RUNID SECONDS RATE
+	gen "$2" "$3" "$OUT/flrun" -target "$URL/" -client "$1" -c "$CONNS" -d "$3s" -rate "$4" -json "$OUT/raw/$2.json"
+	summary_metrics "$2"
 }
-
-# engine-raw: the same engine with flrun's purpose-built HTTP/1.1 client.
-run_engine-raw() { # RUNID SECONDS RATE
-	gen "$1" "$2" "$OUT/flrun" -target "$URL/" -client raw -c "$CONNS" -d "$2s" -rate "$3" -json "$OUT/raw/$1.json"
-	summary_metrics "$1"
-}
+run_engine-h1() { run_flrun h1 "$@"; }
+run_engine-nethttp() { run_flrun nethttp "$@"; }
+run_engine-raw() { run_flrun raw "$@"; }
 
 # measure SCEN TOOL SECONDS RATE: REPS runs of TOOL, each on a freshly reset
 # target, recording the target's own view and the generator's peak RSS.
@@ -284,11 +287,11 @@ cmdline() {
 		;;
 	forgeload)
 		[ "$3" = 0 ] || r=" --rate $3"
-		echo "forgeload load --concurrency $CONNS --duration ${2}s$r"
+		echo "forgeload load --quiet --target URL --concurrency $CONNS --duration ${2}s$r"
 		;;
-	engine | engine-raw)
+	engine-*)
 		[ "$3" = 0 ] || r=" -rate $3"
-		echo "flrun -client $([ "$1" = engine ] && echo nethttp || echo raw) -c $CONNS -d ${2}s$r"
+		echo "flrun -client ${1#engine-} -c $CONNS -d ${2}s$r"
 		;;
 	esac
 }
@@ -296,7 +299,7 @@ cmdline() {
 scenario_throughput() {
 	start_target fast
 	header "(a) Closed-loop maximum throughput, $CONNS connections, ${DUR}s"
-	local t tools=(wrk hey vegeta "${OURS[@]}")
+	local t tools=(wrk hey vegeta "${OURS[@]}" "${EXTRA_TP[@]}")
 	for t in "${tools[@]}"; do measure tp "$t" "$DUR" 0; done
 	local wrk wrkcpu
 	wrk=$(med tp-wrk rps)
@@ -319,7 +322,7 @@ scenario_throughput() {
 scenario_rate() {
 	start_target fast
 	header "(b) Fixed rates, $CONNS connections (\`-max-workers=$CONNS\` for vegeta), ${DUR}s"
-	local r t tools=("${OURS[@]}" vegeta)
+	local r t tools=("${OURS[@]}" vegeta "${EXTRA_RATE[@]}")
 	for r in $RATES; do
 		for t in "${tools[@]}"; do measure "rate$r" "$t" "$DUR" "$r"; done
 	done
@@ -342,7 +345,7 @@ scenario_stall() {
 	start_target stall
 	local secs=${BENCH_STALL_SECONDS:-20} r=1000
 	header "(c) Stall probe: $r req/s for ${secs}s, the target freezing 1 s of every 5 s"
-	local t tools=("${OURS[0]}" vegeta)
+	local t tools=("${OURS[@]}" vegeta "${EXTRA_RATE[@]}")
 	for t in "${tools[@]}"; do measure stall "$t" "$secs" "$r"; done
 	emit "| tool | p50 ms | p90 ms | p99 ms | p99.9 ms | sent/expected (target) | dropped |"
 	emit "|---|---:|---:|---:|---:|---:|---:|"

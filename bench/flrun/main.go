@@ -37,7 +37,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("flrun", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.target, "target", "", "http:// URL to send GET requests to (required)")
-	fs.StringVar(&c.client, "client", "nethttp", "nethttp (the engine's httpload driver) or raw (bench-only HTTP/1.1 client)")
+	fs.StringVar(&c.client, "client", "h1", "h1 (httpload's default HTTP/1.1 fast path), nethttp (httpload over net/http) or raw (bench-only HTTP/1.1 client)")
 	fs.IntVar(&c.conc, "c", 50, "concurrency: workers (open model) or looping users (closed model)")
 	fs.Float64Var(&c.rate, "rate", 0, "arrival rate in req/s; 0 selects the closed model")
 	fs.DurationVar(&c.dur, "d", 10*time.Second, "duration")
@@ -53,8 +53,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected argument %q: flrun takes flags only", fs.Arg(0))
 	case c.target == "":
 		return c, fmt.Errorf("-target is required: give the http:// URL of bench/target")
-	case c.client != "nethttp" && c.client != "raw":
-		return c, fmt.Errorf("-client %q is unknown: use nethttp or raw", c.client)
+	case c.client != "h1" && c.client != "nethttp" && c.client != "raw":
+		return c, fmt.Errorf("-client %q is unknown: use h1, nethttp or raw", c.client)
 	case c.conc < 1:
 		return c, fmt.Errorf("-c %d: use at least 1", c.conc)
 	case c.rate < 0:
@@ -85,6 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			Timeout:     c.timeout,
 			Connections: c.conc,
 			Protocol:    httpload.HTTP1,
+			NetHTTP:     c.client == "nethttp",
 		})
 		if err != nil {
 			return err

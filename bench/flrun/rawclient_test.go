@@ -132,7 +132,7 @@ func TestParseFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "-target is required"},
-		{[]string{"-target", "http://x", "-client", "fasthttp"}, `-client "fasthttp" is unknown`},
+		{[]string{"-target", "http://x", "-client", "fasthttp"}, `-client "fasthttp" is unknown: use h1, nethttp or raw`},
 		{[]string{"-target", "http://x", "-d", "1h"}, "use a duration in (0, 10m]"},
 		{[]string{"-target", "http://x", "-c", "0"}, "use at least 1"},
 		{[]string{"-target", "http://x", "-rate", "-1"}, "-rate -1"},
