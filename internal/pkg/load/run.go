@@ -415,6 +415,9 @@ func (e *engine) vuController() {
 	}
 }
 
+// minProgressWindow is the shortest final window that gets a progress line.
+const minProgressWindow = 200 * time.Millisecond
+
 // collect closes one plan second at a time, and flushes the final partial
 // second when collDone is closed (after every worker has returned).
 func (e *engine) collect(res *Result, collDone <-chan struct{}) {
@@ -432,12 +435,19 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 		window.Merge(snap.Latency)
 		winReq += snap.Requests
 		winSecs++
-		if o.Progress != nil && (winSecs >= every || final) {
+		// The final flush covers a partial second: its rate is over the
+		// time it really spans, and a sliver (the drain right after a
+		// whole-second plan end) gets no line, since the summary follows.
+		winDur := time.Duration(winSecs) * time.Second
+		if final {
+			winDur = e.planNow() - time.Duration(sec-winSecs+1)*time.Second
+		}
+		if o.Progress != nil && (winSecs >= every || final) && winDur >= minProgressWindow {
 			p := Progress{
 				Elapsed:   e.planNow(),
 				Requests:  res.Requests,
 				Errors:    res.Errors,
-				RPS:       float64(winReq) / float64(winSecs),
+				RPS:       float64(winReq) / winDur.Seconds(),
 				TargetRPS: snap.TargetRPS,
 				P50:       window.Quantile(0.50),
 				P95:       window.Quantile(0.95),
