@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,5 +152,46 @@ func TestE2ECancelMidLoad(t *testing.T) {
 	}
 	if v.Result != runnerv1.Result_RESULT_CANCELLED || !strings.Contains(strings.Join(v.Log, "\n"), "cleanup-ran") {
 		t.Fatalf("cancelled job: %v\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+}
+
+// TestE2EForgeOutageLosesNothing refuses every connection to the forge for
+// 10 s while the daemon runs a job that logs steadily: the forge must end
+// with exactly the rows the job produced, in order, and a SUCCESS.
+func TestE2EForgeOutageLosesNothing(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("a 10 s outage")
+	}
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-outage")
+	d := n.startDaemon()
+	const lines = 300
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(fmt.Sprintf(
+		"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: for i in $(seq 1 %d); do echo \"row-$i\"; sleep 0.05; done\n", lines))})
+	waitFor(t, "the first rows", 30*time.Second, func() bool {
+		return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "row-20\n")
+	})
+	f.Down()
+	<-time.After(10 * time.Second) // the outage's length is what is under test, not a wait for an event
+	f.Up()
+	v := waitDone(t, f, id, d)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v after the outage", v.Result)
+	}
+	var rows []string
+	for _, r := range v.Log {
+		if strings.HasPrefix(r, "row-") {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != lines {
+		t.Fatalf("the forge has %d row lines, want %d", len(rows), lines)
+	}
+	for i, r := range rows {
+		if want := fmt.Sprintf("row-%d", i+1); r != want {
+			t.Fatalf("row %d = %q, want %q (gap, duplicate or reorder)", i, r, want)
+		}
 	}
 }
