@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rhysd/actionlint"
+
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // JobStatus is the status of the job so far, as the status functions
@@ -199,7 +201,7 @@ func checkContext(name, src string) error {
 		}
 	}
 	msg := fmt.Sprintf("unknown context %q in %s", name, show(src))
-	if s := suggest(name, contexts[:]); s != "" {
+	if s := suggest.Closest(name, contexts[:], strings.ToLower); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return fmt.Errorf("%s known: %s", withSep(msg), strings.Join(contexts[:], ", "))
@@ -213,7 +215,7 @@ func checkFunc(n *actionlint.FuncCallNode, src string) error {
 			names[i] = f.name
 		}
 		msg := fmt.Sprintf("unknown function %q in %s", n.Callee, show(src))
-		if s := suggest(n.Callee, names); s != "" {
+		if s := suggest.Closest(n.Callee, names, strings.ToLower); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return fmt.Errorf("%s known: %s", withSep(msg), strings.Join(names, ", "))

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // MaxPayloadBytes is the largest workflow payload Parse accepts.
@@ -565,7 +567,7 @@ func joinPath(path, k string) string {
 
 func unknownKey(k *yaml.Node, path, name string, set []string) error {
 	msg := fmt.Sprintf("unknown key %q", name)
-	if s := suggest(name, set); s != "" {
+	if s := suggest.Closest(name, set, strings.ToLower); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	msg = withSep(msg) + " allowed: " + strings.Join(set, ", ")
@@ -681,44 +683,4 @@ func boolOrExpr(n *yaml.Node, path string) (string, error) {
 		return v, err
 	}
 	return "", perr(n, path, "%q must be true, false or a ${{ }} expression", v)
-}
-
-// suggest returns the member of set closest to name, if it is close enough
-// to be a likely typo.
-func suggest(name string, set []string) string {
-	best, bestD := "", 3
-	ln := strings.ToLower(name)
-	for _, s := range set {
-		d := editDistance(ln, strings.ToLower(s))
-		if d < bestD {
-			best, bestD = s, d
-		}
-	}
-	if bestD > len(name)/2 {
-		return ""
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

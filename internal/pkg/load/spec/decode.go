@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // decoder walks a yaml.Node tree into a Config, recording where each key was
@@ -168,7 +170,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 				where = "in " + path
 			}
 			msg := fmt.Sprintf("unknown key %q %s", k.Value, where)
-			if s := suggest(k.Value, names); s != "" {
+			if s := suggest.Closest(k.Value, names, normKey); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			d.fail(k, "", "%s; known keys: %s", msg, strings.Join(names, ", "))
@@ -186,45 +188,6 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 		d.mark(k, p)
 		f.set(v, p)
 	}
-}
-
-// suggest returns the known name closest to key, or "" when none is close.
-func suggest(key string, names []string) string {
-	nk := normKey(key)
-	best, bestD := "", math.MaxInt
-	for _, name := range names {
-		dist := levenshtein(nk, normKey(name))
-		if dist < bestD {
-			best, bestD = name, dist
-		}
-	}
-	if bestD <= max(1, len(nk)/3) {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return math.MaxInt
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // scalar returns the text of a scalar node; null is "". want describes the

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // supersedes lists, for keys that are alternatives to others, the keys a
@@ -68,7 +70,7 @@ func (c *Config) override(kv map[string]any) error {
 		f := lookupField(fields, top)
 		if f == nil {
 			msg := fmt.Sprintf("unknown key %q", key)
-			if s := suggest(top, names); s != "" {
+			if s := suggest.Closest(top, names, normKey); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			d.errs.add(&Error{Source: "inline", Msg: msg + "; known keys: " + strings.Join(names, ", ")})
