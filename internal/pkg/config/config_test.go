@@ -150,9 +150,9 @@ func TestParseErrors(t *testing.T) {
 		want string // the whole error, or a prefix of it ending in "..."
 	}{
 		{"unknown key", "runner:\n  capacty: 2\n", nil,
-			`f.yaml:2: key "runner.capacty" is unknown; known keys in runner: capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, insecure, labels, report_interval, shutdown_timeout, timeout`},
+			`f.yaml:2: key "runner.capacty" is unknown (did you mean "capacity"?); known keys in runner: capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, insecure, labels, report_interval, shutdown_timeout, timeout`},
 		{"unknown section", "runers:\n  capacity: 2\n", nil,
-			`f.yaml:1: key "runers" is unknown; known keys at the top level: cluster, load, log, metrics, runner`},
+			`f.yaml:1: key "runers" is unknown (did you mean "runner"?); known keys at the top level: cluster, load, log, metrics, runner`},
 		{"not a number", "runner:\n  capacity: abc\n", nil,
 			`f.yaml:2: runner.capacity: "abc" is not a whole number (want e.g. 2)`},
 		{"float for int", "runner:\n  capacity: 1.5\n", nil,

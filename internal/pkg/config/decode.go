@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // parser decodes one config source after another into a Config and
@@ -158,7 +160,11 @@ func (p *parser) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			if path != "" {
 				where = "in " + path
 			}
-			p.errorf(k, "key %q is unknown; known keys %s: %s", full, where, strings.Join(knownKeys(t), ", "))
+			hint := ""
+			if s := suggest.Closest(k.Value, knownKeys(t), strings.ToLower); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			p.errorf(k, "key %q is unknown%s; known keys %s: %s", full, hint, where, strings.Join(knownKeys(t), ", "))
 			continue
 		}
 		p.decodeValue(val, v.Field(idx), full)
