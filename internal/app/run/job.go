@@ -33,8 +33,9 @@ type job struct {
 	path   []string // GITHUB_PATH additions, newest first
 	steps  map[string]workflow.StepResult
 
-	mu    sync.Mutex
-	pgids []int // process groups of run: steps, killed at job end
+	mu       sync.Mutex
+	pgids    []int // process groups of run: steps, killed at job end
+	timedOut bool  // the job's timeout-minutes ended it
 }
 
 func newJob(r *Runner, task *runnerv1.Task) *job {
@@ -97,6 +98,15 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 
 	status := workflow.StatusSuccess
 	ec := j.exprContext(status)
+	if d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes); err != nil {
+		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
+		return runnerv1.Result_RESULT_FAILURE
+	} else if d > 0 && d < j.r.o.Timeout {
+		// The job's own timeout-minutes, when shorter than runner.timeout.
+		var cancel context.CancelFunc
+		jobCtx, cancel = context.WithTimeoutCause(jobCtx, d, errJobTimeout)
+		defer cancel()
+	}
 	if j.wf.Job.If != "" {
 		ok, err := ec.EvalIf(j.wf.Job.If)
 		if err != nil {
@@ -164,6 +174,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	}
 	if jobCtx.Err() != nil {
 		status = workflow.StatusCancelled
+		j.timedOut = errors.Is(context.Cause(jobCtx), errJobTimeout)
 	}
 	j.jobOutputs(j.exprContext(status))
 	switch status {

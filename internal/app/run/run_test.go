@@ -218,7 +218,18 @@ func TestRunJobTimeout(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result = %v, want FAILURE", v.Result)
 	}
-	wantContains(t, "log", logText(v), "exceeded runner.timeout")
+	wantContains(t, "log", logText(v), "exceeded its time limit")
+}
+
+func TestRunJobTimeoutMinutes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    timeout-minutes: 0.01\n    steps:\n      - run: sleep 30\n      - if: always()\n        run: echo cleanup\n", Options{})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want FAILURE", v.Result)
+	}
+	wantContains(t, "log", logText(v), "exceeded its time limit")
+	wantContains(t, "log", logText(v), "cleanup")
 }
 
 func TestRunStepTimeout(t *testing.T) {

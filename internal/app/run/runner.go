@@ -71,6 +71,9 @@ type Options struct {
 	// LoadObserver makes the observer of each load step, for the daemon's
 	// load metrics; nil means none. It is called once per load step.
 	LoadObserver func() LoadObserver
+	// Cluster coordinates load steps with distributed.workers > 1; nil
+	// means no cluster is configured and such steps fail.
+	Cluster ClusterCoordinator
 	// ProgressInterval is how often a load step logs a progress line.
 	ProgressInterval time.Duration
 	// Logger receives daemon-side messages (never job output); nil discards.
@@ -166,8 +169,8 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 		}()
 		return j.run(tctx, ctx)
 	}()
-	if err := context.Cause(tctx); errors.Is(err, errJobTimeout) {
-		rep.Logf(-1, "::error::the job exceeded runner.timeout (%s) and was stopped", r.o.Timeout)
+	if err := context.Cause(tctx); errors.Is(err, errJobTimeout) || j.timedOut {
+		rep.Logf(-1, "::error::the job exceeded its time limit (runner.timeout %s, or the job's timeout-minutes) and was stopped", r.o.Timeout)
 		result = runnerv1.Result_RESULT_FAILURE
 	}
 	j.killGroups()
