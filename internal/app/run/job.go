@@ -152,7 +152,14 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 				continue
 			}
 			var cancel context.CancelFunc
-			stepCtx, cancel = context.WithTimeout(context.WithoutCancel(outer), DefaultCleanupTimeout)
+			// A cancel from the forge leaves cleanup its full bound; a
+			// daemon that is shutting down (outer is done) gives it less,
+			// so the final report still beats the service manager's kill.
+			bound := DefaultCleanupTimeout
+			if outer.Err() != nil {
+				bound = ShutdownCleanupTimeout
+			}
+			stepCtx, cancel = context.WithTimeout(context.WithoutCancel(outer), bound)
 			defer cancel()
 		}
 		res, outputs := j.runStep(stepCtx, ec, st, i)

@@ -25,7 +25,12 @@ import (
 const (
 	DefaultTimeout        = 3 * time.Hour
 	DefaultReportInterval = time.Second
+	// DefaultCleanupTimeout bounds each if: always()/cancelled() step that
+	// runs after a cancel from the forge.
 	DefaultCleanupTimeout = 5 * time.Minute
+	// ShutdownCleanupTimeout bounds each such step when the daemon itself
+	// cancelled the job at its shutdown deadline.
+	ShutdownCleanupTimeout = 20 * time.Second
 )
 
 // Options configures a [Runner]. The zero value of each field picks the
