@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -102,9 +103,13 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	labels := cfg.Runner.Labels
-	if len(reg.Labels) > 0 && g.config == "" {
-		labels = reg.Labels
+	labels := effectiveLabels(cfg.Runner.Labels, reg.Labels)
+	if !slices.Equal(labels, reg.Labels) {
+		// Keep the registration in step with what the forge is told.
+		reg.Labels = labels
+		if err := config.SaveRegistration(cfg.Runner.File, reg); err != nil {
+			log.WithError(err).Warn("could not record the new labels in the registration file")
+		}
 	}
 
 	caps, err := declare(ctx, cl, labels, log)
@@ -132,6 +137,15 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		return withCode(ExitBadInput, err)
 	}
 
+	link, err := newClusterLink(ctx, cfg, m, log)
+	if err != nil {
+		return err
+	}
+	var coord run.ClusterCoordinator
+	if link != nil {
+		coord = link
+	}
+
 	runner := run.New(cl, run.Options{
 		Name:             reg.Name,
 		Version:          ver.Version(),
@@ -149,7 +163,17 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		Observer:         jobObserver{m},
 		ReportObserver:   newReportObserver(m),
 		LoadObserver:     newLoadObserver(m),
+		Cluster:          coord,
 	})
+	if link != nil {
+		// The pool ends with the first signal (abandoning its segments so
+		// they move at once) or when the daemon returns.
+		poolCtx, stopPool := context.WithCancel(ctx)
+		defer func() { stopPool(); link.Close() }()
+		if err := link.startPool(poolCtx, cfg, config.LabelNames(labels), runner); err != nil {
+			return withCode(ExitBadInput, err)
+		}
+	}
 	poller := poll.New(cl, runner, poll.Options{
 		Capacity:         cfg.Runner.Capacity,
 		FetchTimeout:     cfg.Runner.FetchTimeout,
@@ -250,6 +274,16 @@ func declare(ctx context.Context, cl *client.Client, labels []string, log *logru
 	default:
 		return "", fmt.Errorf("declare this runner to the forge: %w", err)
 	}
+}
+
+// effectiveLabels picks the labels to declare: runner.labels when the
+// config changes them from the default, otherwise those chosen at
+// registration (register --labels).
+func effectiveLabels(configured, registered []string) []string {
+	if len(registered) > 0 && slices.Equal(configured, []string{config.DefaultLabel}) {
+		return registered
+	}
+	return configured
 }
 
 // jobEnvs merges runner.env_file and runner.envs (envs win).

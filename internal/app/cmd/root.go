@@ -83,6 +83,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		newDaemonCmd(g),
 		newExecCmd(g),
 		newLoadCmd(),
+		newClusterCmd(g),
 	)
 	return root
 }

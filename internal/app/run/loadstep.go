@@ -59,10 +59,12 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		return fail("with: %v", err)
 	}
 	var cfg *spec.Config
-	if path := with["config"]; path != "" {
+	cfgPath := with["config"]
+	if path := cfgPath; path != "" {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(j.ws, path)
 		}
+		cfgPath = path
 		cfg, err = spec.Load(path)
 	} else {
 		cfg, err = spec.Parse("with", []byte("{}"))
@@ -98,6 +100,10 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		if u, err := url.Parse(e.URL); err == nil {
 			hosts = append(hosts, u.Hostname())
 		}
+	}
+
+	if cfg.Distributed != nil && cfg.Distributed.Workers > 1 {
+		return runDistributed(ctx, j, i, cfg, cfgPath, inline)
 	}
 
 	// A refusal at dial time (the DNS answer changed to a denied address)
@@ -144,9 +150,6 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		return fail("%v", err)
 	}
 	defer p.Close()
-	if cfg.Distributed != nil && cfg.Distributed.Workers > 1 {
-		return fail("distributed.workers is %d, but this runner has no cluster configured (cluster.redis_url in the daemon config); remove distributed: or ask the runner admin to join a cluster", cfg.Distributed.Workers)
-	}
 	j.rep.Logf(i, "load test: %s", describePlan(cfg, &p.Options))
 	if obs != nil {
 		obs.LoadStarted(p.Options.Rate)

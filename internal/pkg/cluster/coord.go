@@ -458,6 +458,7 @@ func (c *coordinator) offer(ctx context.Context, offered map[string]bool, need i
 	type cand struct {
 		id  string
 		cap int
+		own bool
 	}
 	var cands []cand
 	var present []string
@@ -476,12 +477,23 @@ func (c *coordinator) offer(ctx context.Context, offered map[string]bool, need i
 		if h["busy_run"] != "" {
 			busy = len(strings.Split(h["busy_run"], ","))
 		}
-		if busy >= max(capacity, 1) {
+		// The coordinator's own runner always takes part (it accepts its
+		// own offer whatever its capacity); others need a free slot.
+		own := id == c.o.Coordinator
+		if !own && busy >= capacity {
 			continue
 		}
-		cands = append(cands, cand{id, capacity})
+		cands = append(cands, cand{id, capacity, own})
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return b.cap - a.cap })
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.own != b.own {
+			if a.own {
+				return -1
+			}
+			return 1
+		}
+		return b.cap - a.cap
+	})
 	for _, cd := range cands {
 		if len(offered) >= need {
 			break

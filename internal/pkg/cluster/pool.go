@@ -32,8 +32,14 @@ type PoolOptions struct {
 	Host string
 	// Labels must include every label a plan asks for; see [Plan.Labels].
 	Labels []string
-	// Capacity is how many runs this runner serves at once; default 1.
+	// Capacity is how many runs this runner serves at once; default 1. A
+	// run this runner coordinates itself is always accepted (the
+	// coordinator runs a segment of its own test) but counts as busy.
 	Capacity int
+	// OwnRunsOnly makes this runner serve only the runs it coordinates
+	// (cluster.max_segments: 0): it advertises capacity 0, so coordinators
+	// never recruit it, and declines offers from other coordinators.
+	OwnRunsOnly bool
 	// MaxVUs is advertised for ranking; 0 means unknown.
 	MaxVUs int
 	// Version is advertised in the presence hash.
@@ -224,7 +230,7 @@ func (p *Pool) announce(ctx context.Context) error {
 	_, err := p.rdb.TxPipelined(cctx, func(pipe redis.Pipeliner) error {
 		pipe.HSet(cctx, presenceKey(p.o.ID), map[string]any{
 			"host": p.o.Host, "labels": strings.Join(p.o.Labels, ","), "cpus": runtime.NumCPU(),
-			"max_vus": p.o.MaxVUs, "capacity": p.o.Capacity, "busy_run": strings.Join(busy, ","),
+			"max_vus": p.o.MaxVUs, "capacity": p.advertisedCapacity(), "busy_run": strings.Join(busy, ","),
 			"version": p.o.Version,
 		})
 		pipe.PExpire(cctx, presenceKey(p.o.ID), p.o.LeaseTTL)
@@ -259,15 +265,24 @@ func (p *Pool) readInbox(ctx context.Context, rc *redis.Client, cursor string, o
 	}
 }
 
-// accept handles one join offer: fields run, term.
+func (p *Pool) advertisedCapacity() int {
+	if p.o.OwnRunsOnly {
+		return 0
+	}
+	return p.o.Capacity
+}
+
+// accept handles one join offer: fields run, coord, term. An offer from
+// this runner's own coordinator is accepted whatever the capacity.
 func (p *Pool) accept(ctx context.Context, off map[string]any) {
 	run, _ := off["run"].(string)
 	if run == "" || strings.ContainsAny(run, "{}") {
 		return
 	}
+	own := off["coord"] == p.o.ID
 	p.mu.Lock()
 	_, dup := p.members[run]
-	full := len(p.members) >= p.o.Capacity
+	full := !own && (p.o.OwnRunsOnly || len(p.members) >= p.o.Capacity)
 	p.mu.Unlock()
 	if dup || full {
 		p.o.Logf("cluster: runner %s declined run %s (busy: %d of %d)", p.o.ID, run, len(p.Runs()), p.o.Capacity)

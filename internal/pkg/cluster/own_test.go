@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCoordinatorRunsOwnSegment: the coordinator's own runner is recruited
+// first even when it serves only its own runs (max_segments 0), and a
+// runner with OwnRunsOnly is never recruited by another coordinator.
+func TestCoordinatorRunsOwnSegment(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Capacity = 4 })
+	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
+	startPool(t, srv.Addr(), "own", log.runner("own"), func(o *PoolOptions) { o.OwnRunsOnly = true })
+	waitRunners(t, rdb, 3)
+
+	out, err := Coordinate(context.Background(), rdb, Plan{
+		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 2, JoinTimeout: 5 * time.Second,
+	}, CoordOptions{RunID: "own1", Coordinator: "own", StartLead: 200 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("Coordinate: %v", err)
+	}
+	var ids []string
+	for _, w := range out.Workers {
+		ids = append(ids, w.ID)
+	}
+	if !slices.Contains(ids, "own") || !slices.Contains(ids, "a") {
+		t.Errorf("workers = %v, want the coordinator's own runner and the one with the most capacity (a)", ids)
+	}
+	if got := log.count(); got != 20 {
+		t.Errorf("arrivals = %d, want 20", got)
+	}
+
+	_, err = Coordinate(context.Background(), rdb, Plan{
+		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 1500 * time.Millisecond,
+	}, CoordOptions{RunID: "own2", Coordinator: "elsewhere", StartLead: 200 * time.Millisecond, Logf: t.Logf})
+	if err == nil || !strings.Contains(err.Error(), "only 2 of 3 workers joined") {
+		t.Fatalf("Coordinate by another coordinator: err = %v, want only 2 of 3 joined (own serves only its own runs)", err)
+	}
+}
