@@ -320,3 +320,19 @@ func TestE2EShutdownDrainsThenCancels(t *testing.T) {
 		}
 	}
 }
+
+func TestEffectiveLabels(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		configured, registered, want []string
+	}{
+		{[]string{"forgeload"}, []string{"perf", "gpu"}, []string{"perf", "gpu"}}, // default config: keep what register chose
+		{[]string{"big"}, []string{"perf"}, []string{"big"}},                      // the admin changed the config: it wins
+		{[]string{"forgeload"}, nil, []string{"forgeload"}},                       // an old registration without labels
+	}
+	for _, tt := range tests {
+		if got := effectiveLabels(tt.configured, tt.registered); strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("effectiveLabels(%v, %v) = %v, want %v", tt.configured, tt.registered, got, tt.want)
+		}
+	}
+}
