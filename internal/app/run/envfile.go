@@ -29,7 +29,7 @@ func parseEnvData(name string, data []byte) (map[string]string, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
+		text := sc.Text() // ScanLines already drops one trailing \r
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -44,7 +44,7 @@ func parseEnvData(name string, data []byte) (map[string]string, error) {
 			closed := false
 			for sc.Scan() {
 				line++
-				l := strings.TrimSuffix(sc.Text(), "\r")
+				l := sc.Text()
 				if l == delim {
 					closed = true
 					break
