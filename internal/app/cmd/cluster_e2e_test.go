@@ -233,7 +233,9 @@ type clusterRig struct {
 	proxy *cutProxy // between w3 and Redis when the rig was asked for one
 }
 
-func newClusterRig(t *testing.T, proxyW3 bool) *clusterRig {
+// loadExtra adds lines to a worker's load: section (each indented by two
+// spaces).
+func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clusterRig {
 	t.Helper()
 	rg := &clusterRig{redis: redistest.Start(t), tg: newSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
@@ -247,7 +249,7 @@ func newClusterRig(t *testing.T, proxyW3 bool) *clusterRig {
 		if w == "w1" {
 			label = "coord"
 		}
-		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\ncluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n", label, url, w))
+		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n", label, loadExtra[w], url, w))
 		registered(t, rg.f, n, "e2e-"+w)
 		rg.n[w] = n
 		rg.d[w] = n.startDaemon()
@@ -283,10 +285,13 @@ func (rg *clusterRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
 // TestE2EClusterExactTotal: a job asking for 3 workers runs on all three
 // daemons, the target sees exactly the planned total split evenly, and the
 // step log has the joins, the start time, live progress and one merged
-// summary with per-worker rows.
+// summary with per-worker rows. w2's load.max_rate (150) is below the
+// plan's 300 req/s but above its share, so it takes part. Then: workers: 1
+// runs locally, and asking for more workers than exist fails naming how
+// many joined and which runners were available.
 func TestE2EClusterExactTotal(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false)
+	rg := newClusterRig(t, false, map[string]string{"w2": "  max_rate: 150\n"})
 	id := rg.job("          rate: 300\n          duration: 3s\n          concurrency: 20\n          distributed: '{workers: 3, join_timeout: 10s}'\n          thresholds: http_req_failed:rate < 1%\n")
 	v := rg.waitDone(t, id)
 	log := strings.Join(v.Log, "\n")
@@ -315,11 +320,22 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("job outputs %v, want requests 900 from the merged result and workers 3", v.Outputs)
 	}
 
+	before := rg.tg.n.Load()
+	v = rg.waitDone(t, rg.job("          total: 50\n          distributed: '{workers: 1}'\n"))
+	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "workers joined") || rg.tg.n.Load()-before != 50 {
+		t.Errorf("workers: 1 job: result %v, %d requests, want a local run of 50:\n%s", v.Result, rg.tg.n.Load()-before, log)
+	}
+	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 2s}'\n"))
+	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_FAILURE ||
+		!strings.Contains(log, "only 3 of 4 workers joined within 2s (min_workers 4); available runners: w1, w2, w3") {
+		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
+	}
+
 	code, out := rg.n["w2"].forgeload("cluster", "status")
 	if code != 0 {
 		t.Fatalf("cluster status exit %d:\n%s", code, out)
 	}
-	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (1)", "DONE", "0 0-1/3→w1@"} {
+	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (2)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, out)
 		}
@@ -378,7 +394,7 @@ func (rg *clusterRig) checkRateRecovered(t *testing.T, from time.Time) {
 // in its log.
 func TestE2EClusterKillWorker(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false)
+	rg := newClusterRig(t, false, nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w2", 600)
 	killed := time.Now()
@@ -409,7 +425,7 @@ func TestE2EClusterKillWorker(t *testing.T) {
 // which another worker resumes in under a second, without a TTL wait.
 func TestE2EClusterSIGTERMWorker(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false)
+	rg := newClusterRig(t, false, nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
 	termed := time.Now()
@@ -437,7 +453,7 @@ func TestE2EClusterSIGTERMWorker(t *testing.T) {
 // only after that, and the job succeeds.
 func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, true)
+	rg := newClusterRig(t, true, nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
 	cut := time.Now()
@@ -469,7 +485,7 @@ func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 // running, and the job fails with the reason in its log.
 func TestE2EClusterRedisRestartAborts(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false)
+	rg := newClusterRig(t, false, nil)
 	id := rg.job(lossJob)
 	rg.startedLoad(t, "w2", 600)
 	restarted := time.Now()
@@ -493,5 +509,22 @@ func TestE2EClusterRedisRestartAborts(t *testing.T) {
 		t.Errorf("load went on %s after the Redis restart, want it stopped within 5s", d)
 	} else {
 		t.Logf("all load stopped %s after the Redis restart", d.Round(time.Millisecond))
+	}
+}
+
+// TestE2EClusterWorkerPolicy: every worker checks the targets against its
+// OWN policy before it sends anything. w3 allows only 10.0.0.0/8, so it
+// refuses its share of a test against 127.0.0.1 and the job fails with
+// w3's reason; w3 sends nothing.
+func TestE2EClusterWorkerPolicy(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, false, map[string]string{"w3": "  allow_targets: [\"10.0.0.0/8\"]\n"})
+	v := rg.waitDone(t, rg.job("          rate: 60\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, "worker w3 could not run segment") {
+		t.Fatalf("job result %v, want failure naming w3's refusal:\n%s\n%s", v.Result, log, rg.logs())
+	}
+	if _, ok := rg.tg.segOfWorker("w3"); ok {
+		t.Errorf("w3 sent requests to a target its policy denies: %v", rg.tg.counts())
 	}
 }

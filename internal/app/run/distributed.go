@@ -150,13 +150,14 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 	}
 	open := o.Rate > 0 || len(o.Stages) > 0
 	sched := load.NewSchedule(&o)
+	planSecs := int((o.Duration + time.Second - 1) / time.Second)
 	targetAt := func(sec int) float64 {
-		if !open {
+		if !open || sec >= planSecs {
 			return 0
 		}
 		return sched.PlannedCount(time.Duration(sec)*time.Second, time.Duration(sec+1)*time.Second)
 	}
-	prog := newProgress(progressEvery(j.r.o.ProgressInterval), func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) })
+	prog := newProgress(progressEvery(j.r.o.ProgressInterval), planSecs, func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) })
 	grace := o.Grace
 	if grace == 0 {
 		grace = load.DefaultGrace
@@ -203,11 +204,11 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 	if err := load.WriteText(w, res, checks); err != nil {
 		return fail("write the summary: %v", err)
 	}
-	if err := WriteWorkers(w, out, false); err != nil {
+	if err := WriteWorkers(w, out, o.Duration, false); err != nil {
 		return fail("write the worker table: %v", err)
 	}
 	var md bytes.Buffer
-	if err := load.WriteMarkdown(&md, res, checks); err == nil && WriteWorkers(&md, out, true) == nil {
+	if err := load.WriteMarkdown(&md, res, checks); err == nil && WriteWorkers(&md, out, o.Duration, true) == nil {
 		j.uploadSummary(i, md.Bytes())
 	}
 	sum := load.Summarize(res, checks)
@@ -244,7 +245,7 @@ func cloneMap(m map[string]string) map[string]string {
 // WriteWorkers writes the per-worker rows of a distributed run: segments,
 // requests, rate, dropped arrivals, CPU and clock offset, and why a worker
 // was lost. markdown selects a Markdown table instead of aligned text.
-func WriteWorkers(w io.Writer, out *cluster.Outcome, markdown bool) error {
+func WriteWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, markdown bool) error {
 	head := []string{"worker", "host", "segments", "requests", "rate/s", "dropped", "cpu %", "clock offset", "status"}
 	var rows [][]string
 	for _, r := range out.Workers {
@@ -256,8 +257,16 @@ func WriteWorkers(w io.Writer, out *cluster.Outcome, markdown bool) error {
 		if r.Lost {
 			status = "lost: " + r.Reason
 		}
-		rows = append(rows, []string{r.ID, r.Host, strings.Join(segs, ","), strconv.FormatInt(r.Samples, 10),
-			strconv.FormatFloat(r.Rate, 'f', 1, 64), strconv.FormatInt(r.Dropped, 10),
+		var reqs int64
+		if r.Total != nil {
+			reqs = FromClusterSnapshot(r.Total, nil).Requests
+		}
+		rate := 0.0
+		if planned > 0 {
+			rate = float64(reqs) / planned.Seconds()
+		}
+		rows = append(rows, []string{r.ID, r.Host, strings.Join(segs, ","), strconv.FormatInt(reqs, 10),
+			strconv.FormatFloat(rate, 'f', 1, 64), strconv.FormatInt(r.Dropped, 10),
 			strconv.FormatFloat(r.CPUPct, 'f', 0, 64), r.ClockOffset.String(), status})
 	}
 	var b bytes.Buffer
@@ -289,6 +298,7 @@ func WriteWorkers(w io.Writer, out *cluster.Outcome, markdown bool) error {
 // progress turns merged run seconds into the step's progress lines.
 type progress struct {
 	every    int
+	last     int // seconds after it (the grace period) are not shown
 	emit     func(load.Progress)
 	seen     int
 	req, err int64
@@ -298,8 +308,8 @@ type progress struct {
 	inFlight int
 }
 
-func newProgress(every int, emit func(load.Progress)) *progress {
-	return &progress{every: every, emit: emit}
+func newProgress(every, last int, emit func(load.Progress)) *progress {
+	return &progress{every: every, last: last, emit: emit}
 }
 
 func progressEvery(d time.Duration) int {
@@ -317,10 +327,13 @@ func (p *progress) add(s *load.Snapshot) {
 	p.interval.Merge(&s.Stats)
 	p.target += s.TargetRPS
 	p.inFlight = s.InFlight
-	if p.seen%p.every != 0 {
+	if p.seen%p.every != 0 && p.seen != p.last || p.seen > p.last {
 		return
 	}
 	secs := float64(p.every)
+	if rem := p.seen % p.every; rem != 0 {
+		secs = float64(rem)
+	}
 	p.emit(load.Progress{
 		Elapsed: time.Duration(s.Second+1) * time.Second, Requests: p.req, Errors: p.err,
 		RPS: float64(p.interval.Requests) / secs, TargetRPS: p.target / secs,
@@ -350,7 +363,7 @@ func (r *Runner) RunSegment(ctx context.Context, a cluster.Assignment) error {
 	var hosts []string
 	for _, e := range cfg.Mix() {
 		if err := pol.CheckURL(ctx, e.URL); err != nil {
-			return fmt.Errorf("segment %d: %w", a.Index, err)
+			return err
 		}
 		if u, err := url.Parse(e.URL); err == nil {
 			hosts = append(hosts, u.Hostname())
@@ -391,7 +404,7 @@ func (r *Runner) RunSegment(ctx context.Context, a cluster.Assignment) error {
 	defer p.Close()
 	share, _ := a.Range.Len().Float64()
 	if err := checkShare(&p.Options, share, a.ScaleVUs, r.o.Limits); err != nil {
-		return fmt.Errorf("segment %d: %w", a.Index, err)
+		return err
 	}
 	p.Options.Owns, p.Options.ScaleVUs = a.Owns, a.ScaleVUs
 	p.Options.StartAt, p.Options.Offset = a.StartAt.Add(a.Offset), a.Offset
@@ -410,7 +423,7 @@ func (r *Runner) RunSegment(ctx context.Context, a cluster.Assignment) error {
 		return err
 	}
 	if r := refused.Load(); r != nil {
-		return fmt.Errorf("segment %d stopped: %w", a.Index, *r)
+		return fmt.Errorf("stopped: %w", *r)
 	}
 	if r.o.Logger != nil {
 		r.o.Logger.Infof("cluster run %s: segment %d done: %d requests, %d errors, %d dropped", a.Run, a.Index, res.Requests, res.Errors, res.Dropped)

@@ -34,6 +34,14 @@ const (
 	claimTTL              = 30 * time.Second
 )
 
+// evSegmentFailed is the event a worker emits when its SegmentRunner
+// returned an error; the coordinator fails the run with it. maxErrLen
+// bounds the message.
+const (
+	evSegmentFailed = "segment_failed"
+	maxErrLen       = 500
+)
+
 // DroppedKey is the counter key a [SegmentRunner] uses for arrivals it
 // could not start (no free VU); it is summed into [WorkerRow.Dropped].
 const DroppedKey = "dropped_iterations"
@@ -801,6 +809,10 @@ func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
 	case "error":
 		wi.stopped = true
 		c.logf("worker %s reported an error and stopped", w)
+	case evSegmentFailed:
+		seg, _ := v["seg"].(string)
+		msg, _ := v["error"].(string)
+		return fmt.Errorf("run %s: worker %s could not run segment %s: %s", c.run, w, seg, msg)
 	}
 	return nil
 }

@@ -163,6 +163,7 @@ func (m *member) loop(parent context.Context) (err error) {
 				delete(m.segs, sr.idx)
 				if sr.err != nil && m.loadCtx.Err() == nil {
 					m.logf("segment %d: %v", sr.idx, sr.err)
+					m.segmentFailed(ctx, sr.idx, sr.err)
 				}
 			}
 			if len(m.segs) == 0 && m.hadSegs && m.loadCtx.Err() == nil && !m.stopped {
@@ -422,6 +423,22 @@ func (m *member) event(ctx context.Context, pipe redis.Pipeliner, typ string, ge
 	maps.Copy(v, extra)
 	pipe.XAdd(ctx, &redis.XAddArgs{Stream: m.k.events(), MaxLen: eventsCap, Approx: true, Values: v})
 	pipe.ExpireNX(ctx, m.k.events(), time.Duration(m.ttl)*time.Second)
+}
+
+// segmentFailed tells the coordinator that segment i could not run (for
+// example this runner's policy refused the target), so it fails the run
+// with the reason instead of finishing short of the plan.
+func (m *member) segmentFailed(ctx context.Context, i int, err error) {
+	msg := err.Error()
+	if len(msg) > maxErrLen {
+		msg = msg[:maxErrLen] + "…"
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, _ = m.p.rdb.Pipelined(cctx, func(pipe redis.Pipeliner) error {
+		m.event(cctx, pipe, evSegmentFailed, m.appliedGen, map[string]any{"seg": i, "error": msg})
+		return nil
+	})
 }
 
 // flushAndStopped ships the final metrics, then emits typ (stopped/error).

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -42,5 +43,25 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 	}, CoordOptions{RunID: "own2", Coordinator: "elsewhere", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "only 2 of 3 workers joined") {
 		t.Fatalf("Coordinate by another coordinator: err = %v, want only 2 of 3 joined (own serves only its own runs)", err)
+	}
+}
+
+// TestSegmentErrorFailsRun: a worker whose SegmentRunner refuses its
+// segment (its own policy, its own limits) fails the whole run with the
+// reason, instead of the run finishing short of the plan.
+func TestSegmentErrorFailsRun(t *testing.T) {
+	t.Parallel()
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	startPool(t, srv.Addr(), "ok", log.runner("ok"), nil)
+	startPool(t, srv.Addr(), "strict", SegmentRunnerFunc(func(context.Context, Assignment) error {
+		return errors.New("target 127.0.0.1:80 is denied by this runner's policy")
+	}), nil)
+	waitRunners(t, rdb, 2)
+	_, err := Coordinate(context.Background(), rdb, Plan{
+		Spec: []byte(`{"rate":20}`), Duration: 3 * time.Second, Workers: 2, JoinTimeout: 5 * time.Second,
+	}, CoordOptions{RunID: "refused", StartLead: 200 * time.Millisecond, Logf: t.Logf})
+	if err == nil || !strings.Contains(err.Error(), "worker strict could not run segment") || !strings.Contains(err.Error(), "denied by this runner's policy") {
+		t.Fatalf("Coordinate: err = %v, want the refusing worker and its reason", err)
 	}
 }
