@@ -239,9 +239,16 @@ func writeClusterStatus(w io.Writer, st *cluster.PoolStatus) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.State), dash(r.Coordinator), start,
 			dash(strings.Join(r.Workers, ",")), dash(strings.Join(segs, "; ")))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range st.Runs {
 		if r.AbortReason != "" {
-			fmt.Fprintf(tw, "\t  aborted: %s\t\t\t\t\n", r.AbortReason)
+			if _, err := fmt.Fprintf(w, "run %s aborted: %s\n", r.ID, r.AbortReason); err != nil {
+				return err
+			}
 		}
 	}
-	return tw.Flush()
+	return nil
 }

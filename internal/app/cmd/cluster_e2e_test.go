@@ -335,6 +335,9 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("cluster status exit %d:\n%s", code, out)
 	}
+	if testing.Verbose() {
+		t.Logf("forgeload cluster status:\n%s", out)
+	}
 	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (2)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, out)
