@@ -142,12 +142,9 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 	j.rep.Logf(i, "distributed over %d workers (min_workers %d, join_timeout %s, on_worker_loss %s); each worker checks its share against its own target policy and limits",
 		ds.Workers, ds.Min(), ds.JoinTimeout, ds.OnWorkerLoss)
 
-	var obs LoadObserver
-	if j.r.o.LoadObserver != nil {
-		obs = j.r.o.LoadObserver()
-		obs.LoadStarted(o.Rate)
-		defer obs.LoadDone()
-	}
+	// The daemon's load metrics count what this host sends: its own
+	// segment does that through RunSegment, so the merged seconds are not
+	// fed to them here.
 	open := o.Rate > 0 || len(o.Stages) > 0
 	sched := load.NewSchedule(&o)
 	planSecs := int((o.Duration + time.Second - 1) / time.Second)
@@ -174,9 +171,6 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 		OnSecond: func(cs *snapshot.Snapshot) {
 			s := FromClusterSnapshot(cs, o.Endpoints)
 			s.TargetRPS = targetAt(s.Second)
-			if obs != nil {
-				obs.Second(s)
-			}
 			prog.add(s)
 		},
 	})
