@@ -187,6 +187,10 @@ vegeta_pcts() {
 			print "" }'
 }
 
+# target_ticks: the target's CPU time so far, in clock ticks.
+target_ticks() { awk '{print $14 + $15}' "/proc/$TARGET_PID/stat" 2>/dev/null || echo 0; }
+CLK_TCK=$(getconf CLK_TCK)
+
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 header() {
@@ -263,8 +267,12 @@ measure() {
 		id=$scen-$tool-r$i
 		reset_target
 		log "$id: $tool for ${secs}s at rate $rate"
+		local t0
+		t0=$(target_ticks)
 		"run_$tool" "$id" "$secs" "$rate"
 		target_stats "$OUT/raw/$id.target.json"
+		put "$id" tcpu "$(awk -v a="$t0" -v b="$(target_ticks)" -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", (b - a) / hz}')"
+		put "$id" later100 "$(jq '.max_100ms_after_1s' "$OUT/raw/$id.target.json")"
 		put "$id" rss "$(rss_mb "$id")"
 		put "$id" cpu "$(cpu_s "$id")"
 		put "$id" percpu "$(jq --arg c "$(cpu_s "$id")" 'if ($c|tonumber) > 0 then .total / ($c|tonumber) else "n/a" end' "$OUT/raw/$id.target.json")"
@@ -304,18 +312,18 @@ scenario_throughput() {
 	local wrk wrkcpu
 	wrk=$(med tp-wrk rps)
 	wrkcpu=$(med tp-wrk percpu)
-	emit "| tool | command | req/s | ratio to wrk | req/s seen by target | CPU s (user+sys) | requests per CPU-second | ratio to wrk per CPU-second | peak RSS MB |"
-	emit "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	emit "| tool | command | req/s | ratio to wrk | req/s seen by target | CPU s (user+sys) | requests per CPU-second | ratio to wrk per CPU-second | target CPU s | peak RSS MB |"
+	emit "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in "${tools[@]}"; do
 		local rps seen percpu
 		rps=$(med "tp-$t" rps)
 		seen=$(med "tp-$t" seen)
 		percpu=$(med "tp-$t" percpu)
 		[ "$seen" = n/a ] || seen=$(awk -v n="$seen" -v d="$DUR" 'BEGIN {print n/d}')
-		emit "| $t | \`$(cmdline "$t" "$DUR" 0)\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" cpu)" 2) | $(fmt "$percpu" 0) | $(ratio "$percpu" "$wrkcpu") | $(fmt "$(med "tp-$t" rss)" 1) |"
+		emit "| $t | \`$(cmdline "$t" "$DUR" 0)\` | $(fmt "$rps" 0) | $(ratio "$rps" "$wrk") | $(fmt "$seen" 0) | $(fmt "$(med "tp-$t" cpu)" 2) | $(fmt "$percpu" 0) | $(ratio "$percpu" "$wrkcpu") | $(fmt "$(med "tp-$t" tcpu)" 2) | $(fmt "$(med "tp-$t" rss)" 1) |"
 	done
 	emit ""
-	emit "Requests per CPU-second is the target's count divided by the generator's user+system time: on a shared machine it is steadier than req/s, because it does not depend on how much of the core the generator got."
+	emit "Requests per CPU-second is the target's count divided by the generator's user+system time: on a shared machine it is steadier than req/s, because it does not depend on how much of the core the generator got. Target CPU s near the run's length means the target, not the generator, was the ceiling."
 	emit "Goal: forgeload ≥ 0.70× wrk."
 }
 
@@ -326,14 +334,14 @@ scenario_rate() {
 	for r in $RATES; do
 		for t in "${tools[@]}"; do measure "rate$r" "$t" "$DUR" "$r"; done
 	done
-	emit "| rate | tool | achieved req/s (tool) | sent/expected (target) | first 100 ms: seen/expected | p50 ms | p90 ms | p99 ms | errors | dropped | peak RSS MB |"
-	emit "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	emit "| rate | tool | achieved req/s (tool) | sent/expected (target) | first 100 ms: seen/expected | busiest later 100 ms | p50 ms | p90 ms | p99 ms | errors | dropped | peak RSS MB |"
+	emit "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for r in $RATES; do
 		for t in "${tools[@]}"; do
 			local p=rate$r-$t seen first
 			seen=$(med "$p" seen)
 			first=$(med "$p" first100)
-			emit "| $r | $t | $(fmt "$(med "$p" rps)" 0) | $(ratio "$seen" $((r * DUR))) | $(fmt "$first" 0)/$((r / 10)) ($(ratio "$first" $((r / 10)))) | $(fmt "$(med "$p" p50)" 2) | $(fmt "$(med "$p" p90)" 2) | $(fmt "$(med "$p" p99)" 2) | $(fmt "$(med "$p" errors)" 0) | $(fmt "$(med "$p" dropped)" 0) | $(fmt "$(med "$p" rss)" 1) |"
+			emit "| $r | $t | $(fmt "$(med "$p" rps)" 0) | $(ratio "$seen" $((r * DUR))) | $(fmt "$first" 0)/$((r / 10)) ($(ratio "$first" $((r / 10)))) | $(ratio "$(med "$p" later100)" $((r / 10))) | $(fmt "$(med "$p" p50)" 2) | $(fmt "$(med "$p" p90)" 2) | $(fmt "$(med "$p" p99)" 2) | $(fmt "$(med "$p" errors)" 0) | $(fmt "$(med "$p" dropped)" 0) | $(fmt "$(med "$p" rss)" 1) |"
 		done
 	done
 	emit ""

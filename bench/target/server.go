@@ -124,6 +124,9 @@ type Stats struct {
 	SpanSeconds float64 `json:"span_s"`
 	// First100ms is how many arrived within 100 ms of the first one.
 	First100ms int64 `json:"first_100ms"`
+	// First100msBy10ms splits First100ms into 10 ms buckets, to show where
+	// in the first 100 ms a burst or a gap lies.
+	First100msBy10ms []int64 `json:"first_100ms_by_10ms"`
 	// Max100msAfter1s is the largest count in any aligned 100 ms window
 	// after the first second: the steady-state reference for First100ms.
 	Max100msAfter1s int64 `json:"max_100ms_after_1s"`
@@ -144,6 +147,7 @@ func (s *server) stats() Stats {
 		n := s.bucket[i].Load()
 		if i < per100 {
 			st.First100ms += n
+			st.First100msBy10ms = append(st.First100msBy10ms, n)
 		}
 		if n > 0 {
 			for len(st.PerSecond) <= i/perSec {

@@ -85,6 +85,9 @@ func TestStatsBuckets(t *testing.T) {
 	if st.Total != 230 || st.First100ms != 30 || st.Max100msAfter1s != 10 {
 		t.Errorf("stats = %+v, want total 230, first_100ms 30, max_100ms_after_1s 10", st)
 	}
+	if want := []int64{4, 3, 3, 4, 3, 3, 4, 3, 3}; !slices.Equal(st.First100msBy10ms[:9], want) || st.First100msBy10ms[9] != 0 {
+		t.Errorf("first_100ms_by_10ms = %v, want %v then 0", st.First100msBy10ms, want)
+	}
 	if len(st.PerSecond) != 3 || st.PerSecond[0] != 120 || st.PerSecond[1] != 100 || st.PerSecond[2] != 10 {
 		t.Errorf("per_second = %v, want [120 100 10]", st.PerSecond)
 	}
