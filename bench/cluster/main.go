@@ -87,7 +87,6 @@ type row struct {
 	ID       string  `json:"id"`
 	Requests int64   `json:"requests"`
 	RPS      float64 `json:"rps"`
-	CPUPct   float64 `json:"cpu_pct"`
 	Dropped  int64   `json:"dropped"`
 }
 
@@ -121,7 +120,7 @@ func coord(ctx context.Context, rdb *redis.Client, n int, target string, d time.
 		P50ms: ms(tot.Quantile(0.50)), P99ms: ms(tot.Quantile(0.99))}
 	for _, w := range out.Workers {
 		ws := run.FromClusterSnapshot(w.Total, nil)
-		res.PerW = append(res.PerW, row{ID: w.ID, Requests: ws.Requests, RPS: float64(ws.Requests) / d.Seconds(), CPUPct: w.CPUPct, Dropped: w.Dropped})
+		res.PerW = append(res.PerW, row{ID: w.ID, Requests: ws.Requests, RPS: float64(ws.Requests) / d.Seconds(), Dropped: w.Dropped})
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -136,8 +135,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // table turns coord's JSON lines into a Markdown table.
 func table(in io.Reader, out io.Writer) error {
 	dec := json.NewDecoder(in)
-	fmt.Fprintln(out, "| workers | requests | aggregate req/s | vs 1 worker | p50 | p99 | per worker req/s | per worker CPU % | dropped |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(out, "| workers | requests | aggregate req/s | vs 1 worker | p50 | p99 | per worker req/s | dropped |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
 	base := 0.0
 	for {
 		var r result
@@ -149,12 +148,11 @@ func table(in io.Reader, out io.Writer) error {
 		if base == 0 {
 			base = r.RPS
 		}
-		var rps, cpu []string
+		var rps []string
 		for _, w := range r.PerW {
 			rps = append(rps, fmt.Sprintf("%.0f", w.RPS))
-			cpu = append(cpu, fmt.Sprintf("%.0f", w.CPUPct))
 		}
-		fmt.Fprintf(out, "| %d | %d | %.0f | %.2f× | %.2f ms | %.2f ms | %s | %s | %d |\n", r.Workers, r.Requests, r.RPS, r.RPS/base,
-			r.P50ms, r.P99ms, strings.Join(rps, " / "), strings.Join(cpu, " / "), r.Dropped)
+		fmt.Fprintf(out, "| %d | %d | %.0f | %.2f× | %.2f ms | %.2f ms | %s | %d |\n", r.Workers, r.Requests, r.RPS, r.RPS/base,
+			r.P50ms, r.P99ms, strings.Join(rps, " / "), r.Dropped)
 	}
 }

@@ -45,8 +45,14 @@ command -v redis-server >/dev/null || {
 log "building bench/target and bench/cluster into $OUT"
 (cd "$ROOT" && go build -o "$OUT/target" ./bench/target && go build -o "$OUT/clusterbench" ./bench/cluster)
 
+TICKS=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pct() { echo $((($(cpu_ticks "$1") - ${before[$1]}) * 100 / TICKS / DUR)); }
+CPU_ROWS=()
+
 redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no >"$OUT/raw/redis.log" 2>&1 &
-PIDS+=($!)
+REDIS_PID=$!
+PIDS+=($REDIS_PID)
 REDIS=redis://127.0.0.1:$RPORT/0
 for _ in $(seq 100); do
 	redis-cli -p "$RPORT" ping >/dev/null 2>&1 && break
@@ -54,7 +60,8 @@ for _ in $(seq 100); do
 done
 
 "$OUT/target" -port 0 >"$OUT/raw/target.log" 2>&1 &
-PIDS+=($!)
+TARGET_PID=$!
+PIDS+=($TARGET_PID)
 URL=
 for _ in $(seq 100); do
 	URL=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$OUT/raw/target.log")
@@ -76,8 +83,15 @@ for n in $COUNTS; do
 	mode="closed loop, $CONC users"
 	[ "$RATE" != 0 ] && mode="$RATE req/s"
 	log "$n worker(s), $mode, ${DUR}s"
+	declare -A before=()
+	for p in "${wpids[@]}" "$TARGET_PID" "$REDIS_PID"; do before[$p]=$(cpu_ticks "$p"); done
 	timeout $((DUR + 60)) "$OUT/clusterbench" coord -redis "$REDIS" -workers "$n" -target "$URL/" \
 		-duration "${DUR}s" -concurrency "$CONC" -rate "$RATE" >>"$OUT/results.jsonl" 2>"$OUT/raw/coord-$n.log"
+	# CPU used during the run (start lead and final flush included), in
+	# percent of one core over the run's duration.
+	wcpu=()
+	for p in "${wpids[@]}"; do wcpu+=("$(pct "$p")"); done
+	CPU_ROWS+=("| $n | $(IFS=/; echo "${wcpu[*]}" | sed 's|/| / |g') | $(pct "$TARGET_PID") | $(pct "$REDIS_PID") |")
 	for p in "${wpids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
 done
@@ -85,3 +99,9 @@ done
 echo "$(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), ${DUR}s per run, raw outputs in $OUT"
 echo
 "$OUT/clusterbench" table <"$OUT/results.jsonl"
+echo
+echo "CPU during each run, % of one core (the machine has $(nproc) cores):"
+echo
+echo "| workers | each worker | target | redis |"
+echo "|---|---|---|---|"
+printf '%s\n' "${CPU_ROWS[@]}"
