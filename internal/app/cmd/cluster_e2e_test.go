@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -245,11 +246,12 @@ func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clu
 			rg.proxy = startCutProxy(t, rg.redis.Addr())
 			url = "redis://" + rg.proxy.addr() + "/0"
 		}
-		label := "spare"
+		label, metrics := "spare", ""
 		if w == "w1" {
-			label = "coord"
+			label, metrics = "coord", "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n"
 		}
-		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n", label, loadExtra[w], url, w))
+		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n%s",
+			label, loadExtra[w], url, w, metrics))
 		registered(t, rg.f, n, "e2e-"+w)
 		rg.n[w] = n
 		rg.d[w] = n.startDaemon()
@@ -422,6 +424,23 @@ func TestE2EClusterKillWorker(t *testing.T) {
 		}
 	}
 	rg.tg.checkNoDoubleDrive(t, 3)
+
+	// The coordinator's daemon counted the move in its metrics.
+	m := regexp.MustCompile(`serving metrics on (http://[0-9.:]+)/metrics`).FindStringSubmatch(rg.d["w1"].out.String())
+	if m == nil {
+		t.Fatalf("w1 did not log its metrics address:\n%s", rg.d["w1"].out.String())
+	}
+	resp, err := http.Get(m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"forgeload_cluster_segment_reassignments_total 1\n", "forgeload_cluster_workers 0\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("w1 /metrics lacks %q", want)
+		}
+	}
 }
 
 // TestE2EClusterSIGTERMWorker: SIGTERM makes a worker abandon its segment,
@@ -529,5 +548,27 @@ func TestE2EClusterWorkerPolicy(t *testing.T) {
 	}
 	if _, ok := rg.tg.segOfWorker("w3"); ok {
 		t.Errorf("w3 sent requests to a target its policy denies: %v", rg.tg.counts())
+	}
+}
+
+// TestClusterConfigErrors: the cluster status command and the daemon's
+// Redis client fail with the key, the address and the fix, and never show
+// the password of cluster.redis_url.
+func TestClusterConfigErrors(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "")
+	if code, out := n.forgeload("cluster", "status"); code == 0 || !strings.Contains(out, "cluster.redis_url is not set") {
+		t.Errorf("cluster status without redis_url: exit %d:\n%s", code, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	n = newNode(t, "cluster:\n  redis_url: redis://forgeload:s3cret-pw@"+addr+"/0\n")
+	code, out := n.forgeload("cluster", "status")
+	if code == 0 || !strings.Contains(out, "cannot reach redis") || !strings.Contains(out, addr) || strings.Contains(out, "s3cret-pw") {
+		t.Errorf("cluster status against a closed port: exit %d, want an error naming %s without the password:\n%s", code, addr, out)
 	}
 }
