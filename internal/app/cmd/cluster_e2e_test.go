@@ -572,3 +572,28 @@ func TestClusterConfigErrors(t *testing.T) {
 		t.Errorf("cluster status against a closed port: exit %d, want an error naming %s without the password:\n%s", code, addr, out)
 	}
 }
+
+// TestE2EClusterCancel: cancel in the forge UI stops the load on every
+// worker within about 2 s, and the job ends CANCELLED.
+func TestE2EClusterCancel(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, false, nil)
+	id := rg.job("          rate: 300\n          duration: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
+	rg.startedLoad(t, "w3", 300)
+	cancelAt := time.Now()
+	rg.f.Cancel(id)
+	v := rg.waitDone(t, id)
+	if v.Result != runnerv1.Result_RESULT_CANCELLED {
+		t.Fatalf("job result %v, want cancelled:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+	waitFor(t, "load to stop everywhere (no request for 1.5 s)", 10*time.Second, func() bool {
+		return time.Since(rg.tg.latest()) > 1500*time.Millisecond
+	})
+	// About 2 s: the 1 s report interval notices the cancel, then the abort
+	// reaches every worker; 3 s leaves room for a busy 2-core box.
+	if lag := rg.tg.latest().Sub(cancelAt); lag > 3*time.Second {
+		t.Errorf("load went on %s after cancel, want about 2 s at most", lag)
+	} else {
+		t.Logf("all workers stopped %s after cancel", lag.Round(time.Millisecond))
+	}
+}
