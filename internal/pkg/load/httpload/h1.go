@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
@@ -93,15 +94,62 @@ func (h *h1Client) get(ctx context.Context, addr string) (*h1Conn, bool, error) 
 		return c, true, nil
 	default:
 	}
+	c, err := h.dialConn(ctx, addr)
+	return c, false, err
+}
+
+// dialConn opens a new connection to addr.
+func (h *h1Client) dialConn(ctx context.Context, addr string) (*h1Conn, error) {
 	conn, err := h.dial(ctx, "tcp", addr)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return &h1Conn{conn: conn, r: bufio.NewReaderSize(conn, 8<<10)}, false, nil
+	return &h1Conn{conn: conn, r: bufio.NewReaderSize(conn, 8<<10)}, nil
 }
+
+// warm fills each host's pool with up to n new connections, dialling up to
+// warmParallel at once and for at most warmBudget in all, so warming a
+// thousand connections to a distant host cannot hold a run back. It
+// returns the first dial error.
+func (h *h1Client) warm(ctx context.Context, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, warmBudget)
+	defer cancel()
+	sem := make(chan struct{}, warmParallel)
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	for addr, pool := range h.pools {
+		for range min(n, cap(pool)-len(pool)) {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				c, err := h.dialConn(ctx, addr)
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+				h.put(addr, c)
+			}()
+		}
+	}
+	wg.Wait()
+	return first
+}
+
+// Warm-up bounds: connections dialled at once, and the whole warm-up.
+const (
+	warmParallel = 32
+	warmBudget   = 5 * time.Second
+)
 
 func (h *h1Client) put(addr string, c *h1Conn) {
 	select {

@@ -266,6 +266,19 @@ func (d *Driver) Close() {
 	}
 }
 
+// Warm opens up to n keep-alive connections to each plain-HTTP host before
+// a run, so the first arrivals do not each pay for a TCP handshake and the
+// schedule starts without a catch-up burst. It is best effort: the error
+// (the first failed dial, e.g. a target that is down or refused by
+// DialControl) is for the caller to log or ignore; the run then dials as
+// it goes. It does nothing for https and h2c targets.
+func (d *Driver) Warm(ctx context.Context, n int) error {
+	if d.h1 == nil {
+		return nil
+	}
+	return d.h1.warm(ctx, n)
+}
+
 // Do sends one request and returns its error.
 func (d *Driver) Do(ctx context.Context) error {
 	var s load.Sample

@@ -365,3 +365,49 @@ func BenchmarkHTTPPath(b *testing.B) {
 		b.Fatalf("%d errors", res.Errors)
 	}
 }
+
+// TestWarmOpensConnectionsBeforeTheRun counts the connections the target
+// accepts: Warm opens them all, and the requests after it reuse them.
+func TestWarmOpensConnectionsBeforeTheRun(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	d, err := New(Options{Endpoints: []Endpoint{{URL: srv.URL + "/"}}, Connections: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Warm(context.Background(), 4); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Load() < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // the server counts a connection when it accepts it
+	}
+	if got := conns.Load(); got != 4 {
+		t.Fatalf("connections after Warm(4) = %d, want 4", got)
+	}
+	var s load.Sample
+	for range 4 {
+		if err := d.DoSample(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got != 4 {
+		t.Fatalf("connections after 4 requests = %d, want 4 (warm ones reused)", got)
+	}
+	// A second Warm does not open more than the pool holds.
+	if err := d.Warm(context.Background(), 10); err != nil {
+		t.Fatal(err)
+	}
+	if got := conns.Load(); got > 4 {
+		t.Fatalf("connections after a second Warm = %d, want 4", got)
+	}
+}

@@ -205,6 +205,9 @@ func checkLimits(o *load.Options, l Limits) error {
 // Run runs the plan and evaluates its thresholds on the result. The error is
 // non-nil only when the run could not start.
 func (p *Plan) Run(ctx context.Context) (*load.Result, []load.Check, error) {
+	// Connections are opened before plan time 0 (best effort: a target
+	// that cannot be reached now is measured as failing requests).
+	_ = p.Driver.Warm(ctx, p.Options.Concurrency)
 	res, err := load.Run(ctx, p.Options)
 	if err != nil {
 		return nil, nil, err
