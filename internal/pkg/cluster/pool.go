@@ -161,7 +161,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	if err := p.announce(ctx); err != nil {
 		return fmt.Errorf("cluster pool %s: announce presence: %w", p.o.ID, err)
 	}
-	p.o.Logf("cluster: runner %s joined the pool (capacity %d)", p.o.ID, p.o.Capacity)
+	p.o.Logf("cluster: runner %s joined the pool (capacity %d)", p.o.ID, p.advertisedCapacity())
 
 	offers := make(chan map[string]any)
 	readCtx, stopRead := context.WithCancel(ctx)
