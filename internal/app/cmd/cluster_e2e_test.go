@@ -333,6 +333,36 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
 	}
 
+	// Closed model: 7 VUs split exactly as 2/3/2 (round(v·to) − round(v·from)),
+	// so segment 1 sends about 1.5 times what segments 0 and 2 send.
+	before = rg.tg.n.Load()
+	perSeg := func() [3]int {
+		var out [3]int
+		for tag, n := range rg.tg.counts() {
+			if _, s, ok := strings.Cut(tag, "/"); ok {
+				if i, err := strconv.Atoi(s); err == nil && i < 3 {
+					out[i] += n
+				}
+			}
+		}
+		return out
+	}
+	base := perSeg()
+	v = rg.waitDone(t, rg.job("          vus: 7\n          think_time: 50ms\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	after := perSeg()
+	var got [3]int
+	for i := range got {
+		got[i] = after[i] - base[i]
+	}
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || rg.tg.n.Load() == before {
+		t.Errorf("closed-model job: result %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+	if r0, r2 := float64(got[1])/float64(max(got[0], 1)), float64(got[1])/float64(max(got[2], 1)); r0 < 1.25 || r0 > 1.8 || r2 < 1.25 || r2 > 1.8 {
+		t.Errorf("closed model, 7 VUs: requests per segment %v, want segment 1 (3 VUs) at about 1.5× segments 0 and 2 (2 VUs each)", got)
+	} else {
+		t.Logf("closed model, 7 VUs: requests per segment %v", got)
+	}
+
 	code, out := rg.n["w2"].forgeload("cluster", "status")
 	if code != 0 {
 		t.Fatalf("cluster status exit %d:\n%s", code, out)
@@ -340,7 +370,7 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("forgeload cluster status:\n%s", out)
 	}
-	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (2)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
+	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (3)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, out)
 		}
