@@ -20,6 +20,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
 
@@ -333,6 +334,25 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
 	}
 
+	// Poisson arrivals without a seed: the coordinator picks one for all
+	// workers, so together they send exactly that seed's schedule.
+	before = rg.tg.n.Load()
+	v = rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	log = strings.Join(v.Log, "\n")
+	m := regexp.MustCompile(`poisson seed (\d+)`).FindStringSubmatch(log)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || m == nil {
+		t.Fatalf("poisson job: result %v, want success with the seed in the log:\n%s", v.Result, log)
+	}
+	seed, _ := strconv.ParseUint(m[1], 10, 64)
+	sched := load.NewSchedule(&load.Options{Rate: 200, Duration: 2 * time.Second, Arrival: load.Poisson, Seed: seed})
+	want := 0
+	for _, _, ok := sched.Next(); ok; _, _, ok = sched.Next() {
+		want++
+	}
+	if got := rg.tg.n.Load() - before; got != int64(want) {
+		t.Errorf("poisson over 3 workers: target saw %d requests, want the seed's single-host schedule of %d", got, want)
+	}
+
 	// Closed model: 7 VUs split exactly as 2/3/2 (round(v·to) − round(v·from)),
 	// so segment 1 sends about 1.5 times what segments 0 and 2 send.
 	before = rg.tg.n.Load()
@@ -370,7 +390,7 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("forgeload cluster status:\n%s", out)
 	}
-	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (3)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
+	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (4)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("cluster status lacks %q:\n%s", want, out)
 		}

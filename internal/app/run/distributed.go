@@ -124,9 +124,16 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 	if o.Duration <= 0 {
 		return fail("distributed.workers is %d but the test has no duration: set duration (a distributed test needs a fixed timeline)", ds.Workers)
 	}
+	inline = cloneMap(inline)
 	if !cfg.Has("duration") {
-		inline = cloneMap(inline)
 		inline["duration"] = o.Duration.String()
+	}
+	if o.Arrival == load.Poisson && cfg.Seed == 0 {
+		// Every worker must draw the same Poisson arrival sequence, or the
+		// striped shares would not add up to one schedule.
+		seed := int64(p.Seed&(1<<62-1)) | 1
+		inline["seed"] = strconv.FormatInt(seed, 10)
+		o.Seed = uint64(seed)
 	}
 	var raw []byte
 	if cfgPath != "" {
@@ -139,6 +146,9 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 		return fail("%v", err)
 	}
 	j.rep.Logf(i, "load test: %s", describePlan(cfg, &o))
+	if o.Arrival == load.Poisson {
+		j.rep.Logf(i, "poisson seed %d (set seed: to repeat this arrival sequence)", o.Seed)
+	}
 	j.rep.Logf(i, "distributed over %d workers (min_workers %d, join_timeout %s, on_worker_loss %s); each worker checks its share against its own target policy and limits",
 		ds.Workers, ds.Min(), ds.JoinTimeout, ds.OnWorkerLoss)
 
