@@ -27,6 +27,12 @@
 //     cancels its own load. The coordinator reassigns only after the 5 s
 //     lease expired and a sweep saw it, so no segment has two live owners.
 //   - Abandon (graceful shutdown) hands segments back at once.
+//   - A segment whose SegmentRunner fails (say the worker's own target
+//     policy refuses it) fails the whole run with that reason, rather than
+//     letting it finish short of the plan.
+//   - The coordinator's own runner is offered a segment first and accepts
+//     it whatever its capacity; [PoolOptions.OwnRunsOnly] makes a runner
+//     serve only the runs it coordinates.
 //   - Metrics leave each worker once per second through a single writer
 //     with a non-blocking merge buffer, and are de-duplicated by (w, q).
 //   - A Redis restart (INFO run_id changed) or vanished run state fails the
