@@ -28,8 +28,8 @@ func TestClosest(t *testing.T) {
 		{"capacty", "capacity"},
 		{"secret", "secrets"},
 		{"Labels", "labels"}, // one edit
-		{"xyz", ""},    // nothing close
-		{"tim", ""},    // 4 edits away
+		{"xyz", ""},          // nothing close
+		{"tim", ""},          // 4 edits away
 		{"timeot", "timeout"},
 	}
 	for _, tt := range tests {
