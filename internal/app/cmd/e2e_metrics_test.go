@@ -51,7 +51,13 @@ func TestE2EMetrics(t *testing.T) {
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	_, body := get("/metrics")
+	// The forge sees the final report a moment before the daemon counts
+	// the job, so wait for the count rather than racing it.
+	var body string
+	waitFor(t, "the finished job in /metrics", 10*time.Second, func() bool {
+		_, body = get("/metrics")
+		return strings.Contains(body, `forgeload_job_total{result="success"} 1`)
+	})
 	for _, want := range []string{
 		`forgeload_job_total{result="success"} 1`,
 		`forgeload_load_requests_total{protocol="http",result="ok"} 200`,
