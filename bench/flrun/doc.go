@@ -6,5 +6,6 @@
 // over net/http (-client nethttp), or through a purpose-built HTTP/1.1
 // keep-alive client that exists only here (-client raw), to measure how much
 // of the generator's cost is the HTTP client's. It writes the engine's JSON
-// summary to -json and optional CPU and allocation profiles.
+// summary to -json and optional CPU and allocation profiles and an execution
+// trace.
 package main

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -26,10 +27,10 @@ func main() {
 }
 
 type config struct {
-	target, client, jsonOut, cpuProfile, memProfile string
-	conc                                            int
-	rate                                            float64
-	dur, timeout                                    time.Duration
+	target, client, jsonOut, cpuProfile, memProfile, trace string
+	conc                                                   int
+	rate                                                   float64
+	dur, timeout                                           time.Duration
 }
 
 func parseFlags(args []string) (config, error) {
@@ -45,6 +46,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.jsonOut, "json", "", "write the JSON summary to this file (default stdout)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write an allocation profile to this file")
+	fs.StringVar(&c.trace, "trace", "", "write a runtime execution trace of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("parse flags: %w", err)
 	}
@@ -106,6 +108,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if c.memProfile != "" {
 		runtime.MemProfileRate = 4096
+	}
+	if c.trace != "" {
+		f, err := os.Create(c.trace)
+		if err != nil {
+			return fmt.Errorf("create trace: %w", err)
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return fmt.Errorf("start trace: %w", err)
+		}
+		defer trace.Stop()
 	}
 	res, err := load.Run(ctx, load.Options{Requester: req, Concurrency: c.conc, Rate: c.rate, Duration: c.dur})
 	if err != nil {
