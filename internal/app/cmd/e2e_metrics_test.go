@@ -52,11 +52,11 @@ func TestE2EMetrics(t *testing.T) {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
 	// The forge sees the final report a moment before the daemon counts
-	// the job, so wait for the count rather than racing it.
+	// the job and frees its slot, so wait for both rather than racing them.
 	var body string
 	waitFor(t, "the finished job in /metrics", 10*time.Second, func() bool {
 		_, body = get("/metrics")
-		return strings.Contains(body, `forgeload_job_total{result="success"} 1`)
+		return strings.Contains(body, `forgeload_job_total{result="success"} 1`) && strings.Contains(body, "forgeload_job_running 0")
 	})
 	for _, want := range []string{
 		`forgeload_job_total{result="success"} 1`,
