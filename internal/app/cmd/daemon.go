@@ -219,7 +219,9 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	case <-ctx.Done():
 		log.Infof("shutting down: polling stopped; running jobs get up to %s (runner.shutdown_timeout) to finish; send the signal again to cancel them now", cfg.Runner.ShutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.Runner.ShutdownTimeout)
+		watched := make(chan struct{})
 		go func() {
+			defer close(watched)
 			// The first signal is the one that cancelled ctx; wait for one more.
 			n := 0
 			for {
@@ -237,9 +239,10 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 			}
 		}()
 		if err := poller.Shutdown(sctx); err != nil {
-			log.WithError(err).Warn("running jobs were cancelled at the shutdown deadline; they reported CANCELLED")
+			log.WithError(err).Warn("running jobs were cancelled (shutdown deadline or second signal); they reported CANCELLED")
 		}
 		cancel()
+		<-watched
 		runErr = <-pollDone
 	}
 	stopSrv()

@@ -336,3 +336,25 @@ func TestEffectiveLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ESecondSignalCancelsAtOnce: with a long shutdown_timeout, the first
+// SIGTERM drains and a second one cancels the running job at once; it still
+// reports CANCELLED with its logs.
+func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "  shutdown_timeout: 10m\n")
+	registered(t, f, n, "e2e-second-signal")
+	d := n.startDaemon()
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo begin; sleep 120\n")})
+	waitFor(t, "job start", 20*time.Second, func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "begin") })
+	d.signal(t, syscall.SIGTERM)
+	waitFor(t, "the drain message", 10*time.Second, func() bool { return strings.Contains(d.out.String(), "send the signal again") })
+	d.signal(t, syscall.SIGTERM)
+	if code := d.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d after two signals:\n%s", code, d.out.String())
+	}
+	if v := f.Task(id); v.Result != runnerv1.Result_RESULT_CANCELLED || !v.Archived {
+		t.Fatalf("job after the second signal: %v archived=%v", v.Result, v.Archived)
+	}
+}
