@@ -153,76 +153,6 @@ func (tg *segTarget) checkNoDoubleDrive(t *testing.T, segs int) {
 	}
 }
 
-// cutProxy relays TCP to Redis and can be cut: after Cut it keeps the
-// connections open but forwards nothing, like a network partition.
-type cutProxy struct {
-	ln    net.Listener
-	cut   atomic.Bool
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); p.pipe(up, c) }()
-			go func() { defer p.wg.Done(); p.pipe(c, up) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !p.cut.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			return
-		}
-	}
-}
-
 // clusterRig is one fake forge, one redis-server, one target and three
 // forgeload daemons in one pool: w1 takes the jobs (label coord) and
 // coordinates; w2 and w3 only serve segments.
@@ -232,7 +162,7 @@ type clusterRig struct {
 	tg    *segTarget
 	d     map[string]*daemon
 	n     map[string]*node
-	proxy *cutProxy // between w3 and Redis when the rig was asked for one
+	proxy *redistest.Proxy // between w3 and Redis when the rig was asked for one
 }
 
 // loadExtra adds lines to a worker's load: section (each indented by two
@@ -244,8 +174,8 @@ func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clu
 	for _, w := range []string{"w1", "w2", "w3"} {
 		url := rg.redis.URL()
 		if w == "w3" && proxyW3 {
-			rg.proxy = startCutProxy(t, rg.redis.Addr())
-			url = "redis://" + rg.proxy.addr() + "/0"
+			rg.proxy = redistest.StartProxy(t, rg.redis.Addr())
+			url = "redis://" + rg.proxy.Addr() + "/0"
 		}
 		label, metrics := "spare", ""
 		if w == "w1" {
@@ -529,7 +459,7 @@ func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
 	cut := time.Now()
-	rg.proxy.cut.Store(true)
+	rg.proxy.Cut()
 	own := "w3/" + strconv.Itoa(seg)
 	// w3 is fenced once nothing more arrives from it; wait past the bound.
 	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > 4*time.Second })

@@ -3,9 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"math"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -255,74 +253,4 @@ func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 	return srv, newClient(t, srv.Addr())
 }
 
-// proxy is a TCP relay to Redis that can be cut: after Cut it keeps the
-// connections open but forwards nothing, like a network partition.
-type proxy struct {
-	ln     net.Listener
-	target string
-	cut    atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); p.pipe(up, c) }()
-			go func() { defer p.wg.Done(); p.pipe(c, up) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) Addr() string { return p.ln.Addr().String() }
-func (p *proxy) Cut()         { p.cut.Store(true) }
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 && !p.cut.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			return
-		}
-	}
-}
+func startProxy(t *testing.T, target string) *redistest.Proxy { return redistest.StartProxy(t, target) }

@@ -1,0 +1,53 @@
+package redistest
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestProxyRelaysThenGoesSilent(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(line)) // echo
+		}
+	}()
+	p := StartProxy(t, ln.Addr().String())
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); err != nil || got != "ping\n" {
+		t.Fatalf("echo through the proxy = %q, %v", got, err)
+	}
+	p.Cut()
+	if _, err := c.Write([]byte("lost\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if got, err := r.ReadString('\n'); err == nil {
+		t.Fatalf("read %q through a cut proxy, want silence", got)
+	}
+}
