@@ -222,20 +222,10 @@ func runDistributed(ctx context.Context, j *job, i int, cfg *spec.Config, cfgPat
 	if out.Degraded {
 		j.rep.Logf(i, "::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
-	if !sum.ThresholdsPassed {
-		var failed []string
-		for _, c := range checks {
-			if !c.Passed {
-				failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
-			}
-		}
-		j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed on the merged result: %s", len(failed), len(checks), strings.Join(failed, "; "))
-		return runnerv1.Result_RESULT_FAILURE, outputs
-	}
 	if sum.GeneratorBound {
 		j.rep.Logf(i, "::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
 	}
-	return runnerv1.Result_RESULT_SUCCESS, outputs
+	return j.thresholdResult(i, " on the merged result", checks), outputs
 }
 
 func cloneMap(m map[string]string) map[string]string {

@@ -177,20 +177,27 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
 		return runnerv1.Result_RESULT_CANCELLED, outputs
 	}
-	if !sum.ThresholdsPassed {
-		var failed []string
-		for _, c := range checks {
-			if !c.Passed {
-				failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
-			}
-		}
-		j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed: %s", len(failed), len(checks), strings.Join(failed, "; "))
-		return runnerv1.Result_RESULT_FAILURE, outputs
-	}
 	if sum.GeneratorBound {
 		j.rep.Logf(i, "::warning::the load generator fell behind (%d dropped, %d late arrivals): latencies describe this runner as much as the target; lower the rate or raise concurrency", sum.Dropped, sum.Late)
 	}
-	return runnerv1.Result_RESULT_SUCCESS, outputs
+	return j.thresholdResult(i, "", checks), outputs
+}
+
+// thresholdResult logs the failed thresholds, if any, and returns the
+// step's result: FAILURE when one failed. where qualifies the data, e.g.
+// " on the merged result".
+func (j *job) thresholdResult(i int, where string, checks []load.Check) runnerv1.Result {
+	var failed []string
+	for _, c := range checks {
+		if !c.Passed {
+			failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
+		}
+	}
+	if len(failed) == 0 {
+		return runnerv1.Result_RESULT_SUCCESS
+	}
+	j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
+	return runnerv1.Result_RESULT_FAILURE
 }
 
 // loadOutputs are the step outputs every load step sets.
