@@ -134,7 +134,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		j.rep.StepStart(i)
 		if err != nil {
 			j.rep.Logf(i, "::error::step %q: if: %v", st.DisplayName(), err)
-			j.finishStep(st, i, runnerv1.Result_RESULT_FAILURE, false)
+			j.finishStep(st, i, runnerv1.Result_RESULT_FAILURE)
 			status = workflow.StatusFailure
 			continue
 		}
@@ -197,7 +197,7 @@ func resultWord(r runnerv1.Result) string {
 	return strings.ToLower(strings.TrimPrefix(r.String(), "RESULT_"))
 }
 
-func (j *job) finishStep(st workflow.Step, i int, res runnerv1.Result, coe bool) {
+func (j *job) finishStep(st workflow.Step, i int, res runnerv1.Result) {
 	w := resultWord(res)
 	j.recordStep(st, w, w, nil)
 	j.rep.StepEnd(i, res)
