@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"slices"
@@ -92,6 +93,14 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	}
 	defer unlock() //nolint:errcheck // the lock dies with the process anyway
 	log = log.WithField("runner", reg.Name)
+	if fi, err := os.Stat(cfg.Runner.File); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		// The file holds the runner's token: tighten a copy that others can read.
+		if err := os.Chmod(cfg.Runner.File, 0o600); err != nil {
+			log.WithError(err).Warnf("%s is readable by other users (mode %o) and could not be made 0600; it holds this runner's token", cfg.Runner.File, fi.Mode().Perm())
+		} else {
+			log.Warnf("%s was readable by other users (mode %o); it holds this runner's token, so it is now 0600", cfg.Runner.File, fi.Mode().Perm())
+		}
+	}
 
 	cl, err := client.New(client.Options{
 		Address:  reg.Address,
@@ -112,9 +121,13 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		}
 	}
 
-	caps, err := declare(ctx, cl, labels, log)
+	caps, err := declareUntilUp(ctx, cl, labels, cfg.Runner.FetchInterval, cfg.Runner.FetchIntervalMax, log)
 	if err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		log.Info("stopped before the forge answered")
+		return nil
 	}
 
 	reg2 := prometheus.NewRegistry()
@@ -276,6 +289,28 @@ func declare(ctx context.Context, cl *client.Client, labels []string, log *logru
 		return "", fmt.Errorf("the forge no longer knows this runner (%w): register again with `forgeload register --replace`", poll.ErrUnregistered)
 	default:
 		return "", fmt.Errorf("declare this runner to the forge: %w", err)
+	}
+}
+
+// declareUntilUp calls Declare until the forge answers: a forge that is
+// down or failing at start-up is waited for with the poller's capped,
+// jittered backoff instead of ending the daemon. Only Unauthenticated (the
+// runner was deleted) is fatal. It returns with no error when ctx ends.
+func declareUntilUp(ctx context.Context, cl *client.Client, labels []string, base, ceiling time.Duration, log *logrus.Entry) (string, error) {
+	for n := 1; ; n++ {
+		caps, err := declare(ctx, cl, labels, log)
+		if err == nil || errors.Is(err, poll.ErrUnregistered) || ctx.Err() != nil {
+			return caps, err
+		}
+		wait := poll.Jitter(poll.Interval(n, base, ceiling), rand.Float64())
+		log.WithError(err).Warnf("the forge did not answer Declare; retrying in %s", wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", nil
+		case <-t.C:
+		}
 	}
 }
 

@@ -221,10 +221,15 @@ func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(strings.Join(v.Log, "\n"), "from-the-daemon") {
 		t.Fatalf("task result %v, log:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
-	// A second daemon cannot share the registration.
+	// A second daemon cannot share the registration, and register cannot
+	// replace it under the running one.
 	code, out := n.forgeload("daemon")
 	if code == 0 || !strings.Contains(out, "another forgeload daemon") {
 		t.Fatalf("second daemon: exit %d, output:\n%s", code, out)
+	}
+	code, out = n.forgeload("register", "--no-interactive", "--replace", "--instance", f.URL(), "--token", "reg-token", "--name", "usurper")
+	if code == 0 || !strings.Contains(out, "stop that daemon before registering again") {
+		t.Fatalf("register --replace under a running daemon: exit %d, output:\n%s", code, out)
 	}
 
 	d.signal(t, syscall.SIGTERM)
@@ -356,5 +361,32 @@ func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
 	}
 	if v := f.Task(id); v.Result != runnerv1.Result_RESULT_CANCELLED || !v.Archived {
 		t.Fatalf("job after the second signal: %v archived=%v", v.Result, v.Archived)
+	}
+}
+
+// TestE2EDaemonWaitsForForge starts the daemon while the forge refuses
+// connections: it must wait with backoff, not exit, and serve once the
+// forge is back. A registration file others can read is tightened to 0600.
+func TestE2EDaemonWaitsForForge(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-wait")
+	if err := os.Chmod(n.file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Down()
+	d := n.startDaemon()
+	waitFor(t, "a Declare retry in the log", 20*time.Second, func() bool { return strings.Contains(d.out.String(), "did not answer Declare") })
+	f.Up()
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo after-the-outage\n")})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := f.WaitTask(ctx, id, func(v forgetest.TaskView) bool { return v.Done })
+	if err != nil || v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("job after the forge came back: %v %v\n%s", v.Result, err, d.out.String())
+	}
+	if fi, err := os.Stat(n.file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf(".runner mode after start = %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
 }

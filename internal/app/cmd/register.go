@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -74,6 +75,13 @@ func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
+	// A running daemon holds this lock: replacing its registration under
+	// it would orphan the runner it serves as.
+	unlock, err := config.LockRegistration(cfg.Runner.File)
+	if err != nil {
+		return fmt.Errorf("%w; stop that daemon before registering again", err)
+	}
+	defer unlock() //nolint:errcheck // released at exit anyway
 	if _, err := os.Stat(cfg.Runner.File); err == nil && !f.replace {
 		return withCode(ExitBadInput, fmt.Errorf("registration file %s already exists: this runner is registered. Delete it, or pass --replace to register again", cfg.Runner.File))
 	}
@@ -103,6 +111,16 @@ func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io
 				fmt.Fprintf(stdout, "%s [%s]: ", prompt, def)
 			} else {
 				fmt.Fprintf(stdout, "%s: ", prompt)
+			}
+			if secret {
+				// Read without echo, so the token never shows on screen.
+				if fd, ok := stdin.(*os.File); ok {
+					b, err := term.ReadPassword(int(fd.Fd()))
+					fmt.Fprintln(stdout)
+					if err == nil {
+						return strings.TrimSpace(string(b))
+					}
+				}
 			}
 			line, _ := in.ReadString('\n')
 			if line = strings.TrimSpace(line); line != "" {
@@ -137,6 +155,9 @@ func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io
 		}
 	}
 	instance := strings.TrimSuffix(f.instance, "/")
+	if u, err := url.Parse(instance); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return withCode(ExitBadInput, fmt.Errorf("--instance %q is not the forge's URL; write it as https://gitea.example.com", f.instance))
+	}
 	cl, err := client.New(client.Options{Address: instance, Insecure: cfg.Runner.Insecure, Version: ver.Version()})
 	if err != nil {
 		return withCode(ExitBadInput, err)

@@ -75,7 +75,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVarP(&g.config, "config", "c", "", "path to the daemon config file (YAML); see `forgeload config generate`")
+	root.PersistentFlags().StringVarP(&g.config, "config", "c", "", "path to the daemon config file (YAML); 'forgeload config generate' prints one")
 	root.AddCommand(
 		newVersionCmd(),
 		newConfigCmd(),
