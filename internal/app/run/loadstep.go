@@ -80,7 +80,7 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 		delete(inline, k)
 	}
 	if err := cfg.Override(inline); err != nil {
-		return fail("%v", err)
+		return fail("step %q, with: %v", st.DisplayName(), err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail("%v", err)
@@ -94,6 +94,12 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 	}
 	var hosts []string
 	for _, e := range cfg.Mix() {
+		// A password written into a target URL is a secret like any other.
+		if u, err := url.Parse(e.URL); err == nil {
+			if pw, ok := u.User.Password(); ok {
+				j.rep.AddMask(pw)
+			}
+		}
 		if err := pol.CheckURL(ctx, e.URL); err != nil {
 			return fail("%v", err)
 		}
@@ -224,7 +230,7 @@ func describePlan(cfg *spec.Config, o *load.Options) string {
 	var b strings.Builder
 	eps := cfg.Mix()
 	if len(eps) == 1 {
-		fmt.Fprintf(&b, "%s %s", eps[0].Method, eps[0].URL)
+		fmt.Fprintf(&b, "%s %s", eps[0].Method, redactURL(eps[0].URL))
 	} else {
 		fmt.Fprintf(&b, "%d endpoints", len(eps))
 	}
@@ -246,6 +252,14 @@ func describePlan(cfg *spec.Config, o *load.Options) string {
 		fmt.Fprintf(&b, ", at most %d requests", o.Total)
 	}
 	return b.String()
+}
+
+// redactURL hides a password in a URL, for log lines.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 func arrivalName(m load.ArrivalModel) string {

@@ -18,6 +18,12 @@ import (
 // violation from a network error with errors.Is.
 var ErrDenied = errors.New("target denied by the runner's load policy")
 
+// Keys naming the built-in rules in a Violation.
+const (
+	keyBuiltin = "built-in deny"
+	keyForge   = "the forge's own address (built-in)"
+)
+
 // builtinDeny are always denied: link-local ranges and cloud metadata services.
 var builtinDeny = []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128"}
 
@@ -63,7 +69,7 @@ func New(ctx context.Context, o Options) (*Policy, error) {
 		p.resolver = net.DefaultResolver
 	}
 	for _, s := range builtinDeny {
-		r, _ := parseRule(s, "built-in deny")
+		r, _ := parseRule(s, keyBuiltin)
 		p.deny = append(p.deny, r)
 	}
 	for _, s := range o.Deny {
@@ -127,7 +133,19 @@ type Violation struct {
 }
 
 func (v *Violation) Error() string {
-	return fmt.Sprintf("load target %s is denied by %s rule %q; ask the runner admin to change %s in the daemon config", v.Target, v.Key, v.Rule, v.Key)
+	target := v.Target
+	if u, err := url.Parse(target); err == nil && u.User != nil {
+		target = u.Redacted()
+	}
+	if v.builtin() {
+		return fmt.Sprintf("load target %s is denied by %s rule %q, which no setting lifts: link-local, cloud-metadata and the forge's own address never receive load; point the test at another target", target, v.Key, v.Rule)
+	}
+	return fmt.Sprintf("load target %s is denied by %s rule %q; ask the runner admin to change %s in the daemon config", target, v.Key, v.Rule, v.Key)
+}
+
+// builtin reports whether the refusing rule is one of the built-in denies.
+func (v *Violation) builtin() bool {
+	return v.Key == keyBuiltin || v.Key == keyForge
 }
 
 // Unwrap makes errors.Is(err, ErrDenied) true.
@@ -160,7 +178,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 		}
 	}
 	if host == p.forgeHost && port == p.forgePort {
-		return &Violation{Target: raw, Rule: fmt.Sprintf("%s:%d", host, port), Key: "the forge's own address (built-in)"}
+		return &Violation{Target: raw, Rule: fmt.Sprintf("%s:%d", host, port), Key: keyForge}
 	}
 	hostAllowed := false
 	for _, r := range p.allow {
@@ -186,7 +204,7 @@ func (p *Policy) checkAddr(ip netip.Addr, port int, hostAllowed bool, target str
 	if port == p.forgePort {
 		for _, f := range p.forgeIPs {
 			if f == ip {
-				return &Violation{Target: target, Rule: net.JoinHostPort(f.String(), strconv.Itoa(port)), Key: "the forge's own address (built-in)"}
+				return &Violation{Target: target, Rule: net.JoinHostPort(f.String(), strconv.Itoa(port)), Key: keyForge}
 			}
 		}
 	}

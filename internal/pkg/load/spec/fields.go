@@ -63,6 +63,9 @@ func (d *decoder) topFields() []field {
 		{name: "html_output", set: func(n *yaml.Node, p string) { d.str(n, p, &c.HTMLOutput) }},
 		{name: "har_file", set: func(n *yaml.Node, p string) { d.str(n, p, &c.HARFile) }},
 		{name: "har_filter", set: func(n *yaml.Node, p string) { d.str(n, p, &c.HARFilter) }},
+		// Crankfire's OpenTelemetry export: accepted as any value so its
+		// files parse, then refused by Validate as not supported yet.
+		{name: "tracing", structured: true, set: func(*yaml.Node, string) { c.Tracing = true }},
 	}
 }
 

@@ -159,6 +159,9 @@ type Config struct {
 	// supported yet. Keys: har_file, har_filter.
 	HARFile   string
 	HARFilter string
+	// Tracing is set when the config has Crankfire's tracing block
+	// (OpenTelemetry export); parsed, not supported yet. Key: tracing.
+	Tracing bool
 
 	// source names the config in errors, e.g. "perf/api.yaml".
 	source string

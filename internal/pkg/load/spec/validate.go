@@ -38,7 +38,11 @@ func (v *validator) fail(key, format string, args ...any) {
 }
 
 func notSupported(key string) string {
-	return fmt.Sprintf("%s is not supported yet by forgeload (planned); remove it or use protocol: http", key)
+	fix := "remove it"
+	if strings.HasPrefix(key, "protocol ") {
+		fix = "use protocol: http"
+	}
+	return fmt.Sprintf("%s is not supported yet by forgeload (planned); %s", key, fix)
 }
 
 func (v *validator) protocol() {
@@ -61,6 +65,9 @@ func (v *validator) unsupported() {
 	}
 	if c.HARFile != "" {
 		v.fail("har_file", "%s", notSupported("har_file"))
+	}
+	if c.Tracing {
+		v.fail("tracing", "%s", notSupported("tracing (OpenTelemetry export)"))
 	}
 	for i, ep := range c.Endpoints {
 		if len(ep.Extractors) > 0 {
