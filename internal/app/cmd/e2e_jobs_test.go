@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,5 +194,45 @@ func TestE2EForgeOutageLosesNothing(t *testing.T) {
 		if want := fmt.Sprintf("row-%d", i+1); r != want {
 			t.Fatalf("row %d = %q, want %q (gap, duplicate or reorder)", i, r, want)
 		}
+	}
+}
+
+// TestE2EPolicyAndSecretsThroughDaemon: a target the runner's config
+// denies receives nothing and fails the step with the rule; a secret the
+// job prints in two halves never reaches the forge.
+func TestE2EPolicyAndSecretsThroughDaemon(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	var hits atomic.Int64
+	denied := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	denied.Listener = l
+	denied.Start()
+	defer denied.Close()
+
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "load:\n  deny_targets: [127.0.0.2/32]\n")
+	registered(t, f, n, "e2e-policy")
+	d := n.startDaemon()
+	id := f.QueueJob(forgetest.Job{
+		RunsOn:  []string{"forgeload"},
+		Secrets: map[string]string{"API_KEY": "sup3r-s3cret-v4lue"},
+		Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: |\n          printf 'key=sup3r-s3c'\n          sleep 0.3\n          printf 'ret-v4lue\\n'\n      - uses: forgeload/load@v1\n        with:\n          target: " + denied.URL + "/\n          rate: 10\n          duration: 1s\n"),
+	})
+	v := waitDone(t, f, id, d)
+	log := strings.Join(v.Log, "\n")
+	if strings.Contains(log, "sup3r-s3cret-v4lue") {
+		t.Fatalf("the secret reached the forge:\n%s", log)
+	}
+	if !strings.Contains(log, "key=***") {
+		t.Fatalf("the masked line is missing:\n%s", log)
+	}
+	if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, `denied by load.deny_targets rule "127.0.0.2/32"`) {
+		t.Fatalf("denied target: result %v\n%s", v.Result, log)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the denied target saw %d requests", hits.Load())
 	}
 }
