@@ -183,6 +183,7 @@ func (h *h1Client) do(ctx context.Context, req *h1Request, timeout time.Duration
 			s.Class = load.Classify(err)
 			return err
 		}
+		s.BytesOut = int64(len(req.wire)) // a connection exists: the request goes out
 		status, keep, err := h.roundTrip(ctx, c, req, timeout)
 		if err != nil {
 			c.close()

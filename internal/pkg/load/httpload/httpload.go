@@ -285,6 +285,13 @@ func (d *Driver) Do(ctx context.Context) error {
 	return d.DoSample(ctx, &s)
 }
 
+// isDialError reports whether err happened before any connection existed,
+// so no byte of the request was sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
 // DoSample sends one request to an endpoint chosen by weight and reports it
 // in s: BytesIn counts the response body, BytesOut the request as written
 // (estimated for requests sent through net/http). A status >= 400 is
@@ -302,7 +309,7 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	ep := &d.eps[i]
 	s.Endpoint = i
 	if ep.fast {
-		s.BytesOut = ep.reqLen
+		s.BytesOut = 0 // the fast client counts what it writes
 		return d.h1.do(ctx, &ep.h1, d.timeout, s)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
@@ -311,12 +318,15 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	if len(ep.body) > 0 {
 		req.Body = io.NopCloser(bytes.NewReader(ep.body))
 	}
-	s.BytesOut = ep.reqLen
 	resp, err := d.client.Do(req)
 	if err != nil {
 		s.Class = load.Classify(err)
+		if !isDialError(err) {
+			s.BytesOut = ep.reqLen // written, or at least attempted on a connection
+		}
 		return err
 	}
+	s.BytesOut = ep.reqLen
 	n, err := io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	s.Status = resp.StatusCode

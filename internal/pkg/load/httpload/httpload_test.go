@@ -411,3 +411,29 @@ func TestWarmOpensConnectionsBeforeTheRun(t *testing.T) {
 		t.Fatalf("connections after a second Warm = %d, want 4", got)
 	}
 }
+
+// TestRefusedRequestsSendNoBytes: a request whose connection is refused
+// never left the machine, so it counts no bytes out, on either path.
+func TestRefusedRequestsSendNoBytes(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	for _, netHTTP := range []bool{false, true} {
+		d, err := New(Options{Endpoints: []Endpoint{{URL: "http://" + addr + "/", Body: []byte("payload")}}, NetHTTP: netHTTP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s load.Sample
+		if err := d.DoSample(context.Background(), &s); err == nil {
+			t.Fatalf("netHTTP=%v: request to a closed port succeeded", netHTTP)
+		}
+		if s.BytesOut != 0 {
+			t.Errorf("netHTTP=%v: BytesOut = %d for a refused connection, want 0", netHTTP, s.BytesOut)
+		}
+		d.Close()
+	}
+}
