@@ -76,6 +76,9 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	if err := config.CheckEnv(os.Environ()); err != nil {
+		return withCode(ExitBadInput, err)
+	}
 	cfg, err := config.Load(g.config, os.Getenv)
 	if err != nil {
 		return withCode(ExitBadInput, err)

@@ -98,6 +98,9 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
+	if err := config.CheckEnv(os.Environ()); err != nil {
+		return withCode(ExitBadInput, err)
+	}
 	cfg, err := config.Load(g.config, os.Getenv)
 	if err != nil {
 		return withCode(ExitBadInput, err)

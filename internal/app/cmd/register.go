@@ -71,6 +71,9 @@ values are asked for.`,
 }
 
 func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := config.CheckEnv(os.Environ()); err != nil {
+		return withCode(ExitBadInput, err)
+	}
 	cfg, err := config.Load(g.config, os.Getenv)
 	if err != nil {
 		return withCode(ExitBadInput, err)
