@@ -73,8 +73,33 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 	}
 	for _, s := range starts[1:] {
 		if d := s.Sub(starts[0]).Abs(); d > 10*time.Millisecond {
-			t.Errorf("start skew %s between workers, want ≤ 10ms", d)
+			t.Errorf("planned start skew %s between workers, want ≤ 10ms", d)
 		}
+	}
+	// Measured skew, as a target would see it: each worker's first request,
+	// less its planned offset k/rate, lands within 10 ms of the others'.
+	first := map[string]time.Time{}
+	log.mu.Lock()
+	for k, as := range log.byK {
+		for _, a := range as {
+			at := a.at.Add(-time.Duration(k) * time.Second / rate)
+			if f, ok := first[a.w]; !ok || at.Before(f) {
+				first[a.w] = at
+			}
+		}
+	}
+	log.mu.Unlock()
+	var lo, hi time.Time
+	for _, at := range first {
+		if lo.IsZero() || at.Before(lo) {
+			lo = at
+		}
+		if at.After(hi) {
+			hi = at
+		}
+	}
+	if len(first) != 3 || hi.Sub(lo) > 10*time.Millisecond {
+		t.Errorf("measured start skew %s over %d workers, want ≤ 10ms over 3", hi.Sub(lo), len(first))
 	}
 	if len(out.Seconds) != secs {
 		t.Errorf("per-second series has %d seconds, want %d", len(out.Seconds), secs)
