@@ -247,7 +247,7 @@ func summaryRows(s *Summary) [][2]string {
 	l := s.Latency
 	gen := "no"
 	if s.GeneratorBound {
-		gen = "YES: the generator fell behind its schedule; latencies include its delay"
+		gen = "YES: the generator fell behind its schedule (every worker busy, or CPU-bound); latencies include its delay. Raise concurrency or lower the rate"
 	}
 	return [][2]string{
 		{"Duration", duration},
