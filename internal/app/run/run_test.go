@@ -211,35 +211,36 @@ jobs:
 	}
 }
 
-func TestRunJobTimeout(t *testing.T) {
+// TestRunTimeouts: runner.timeout, the job's timeout-minutes and a step's
+// timeout-minutes each stop a sleeping step and fail the job with their
+// message; after a job timeout, if: always() steps still run.
+func TestRunTimeouts(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n", Options{Timeout: 500 * time.Millisecond})
-	if v.Result != runnerv1.Result_RESULT_FAILURE {
-		t.Fatalf("result = %v, want FAILURE", v.Result)
+	tests := []struct {
+		name    string
+		payload string
+		opts    Options
+		want    []string
+	}{
+		{"runner.timeout", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n",
+			Options{Timeout: 500 * time.Millisecond}, []string{"exceeded its time limit"}},
+		{"job timeout-minutes", "on: push\njobs:\n  a:\n    runs-on: x\n    timeout-minutes: 0.01\n    steps:\n      - run: sleep 30\n      - if: always()\n        run: echo cleanup\n",
+			Options{}, []string{"exceeded its time limit", "cleanup"}},
+		{"step timeout-minutes", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n        timeout-minutes: 0.01\n      - run: echo next\n",
+			Options{}, []string{"exceeded timeout-minutes"}},
 	}
-	wantContains(t, "log", logText(v), "exceeded its time limit")
-}
-
-func TestRunJobTimeoutMinutes(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    timeout-minutes: 0.01\n    steps:\n      - run: sleep 30\n      - if: always()\n        run: echo cleanup\n", Options{})
-	if v.Result != runnerv1.Result_RESULT_FAILURE {
-		t.Fatalf("result = %v, want FAILURE", v.Result)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := newHarness(t).run(tt.payload, tt.opts)
+			if v.Result != runnerv1.Result_RESULT_FAILURE {
+				t.Fatalf("result = %v, want FAILURE", v.Result)
+			}
+			for _, w := range tt.want {
+				wantContains(t, "log", logText(v), w)
+			}
+		})
 	}
-	wantContains(t, "log", logText(v), "exceeded its time limit")
-	wantContains(t, "log", logText(v), "cleanup")
-}
-
-func TestRunStepTimeout(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	v := h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n        timeout-minutes: 0.01\n      - run: echo next\n", Options{})
-	if v.Result != runnerv1.Result_RESULT_FAILURE {
-		t.Fatalf("result = %v, want FAILURE", v.Result)
-	}
-	wantContains(t, "log", logText(v), "exceeded timeout-minutes")
 }
 
 func TestRunPanicFailsOnlyThatJob(t *testing.T) {
