@@ -8,9 +8,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X github.com/forgeload/forgeload/internal/pkg/ver.version=${VERSION}" \
-      -o /out/forgeload ./cmd/runner
+ARG COMMIT=
+ARG DATE=
+RUN V=github.com/forgeload/forgeload/internal/pkg/ver && CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X $V.version=${VERSION} -X $V.commit=${COMMIT} -X $V.date=${DATE}" \
+      -o /out/forgeload ./cmd/forgeload
 
 FROM debian:bookworm-slim
 # bash runs run: steps, git runs actions/checkout, tini reaps step processes

@@ -3,7 +3,7 @@
 //
 // In worker mode it joins the Redis pool exactly as `forgeload daemon` with
 // cluster.redis_url does (a cluster.Pool whose segments run through
-// run.Runner.RunSegment, the daemon's own segment runner), without a
+// loadrun.SegmentRunner, the daemon's own segment runner), without a
 // forge. In coord mode it coordinates one closed-loop or fixed-rate test
 // over -workers of them with cluster.Coordinate, as the load step does, and
 // prints the merged result as one JSON line. All load goes to the -target

@@ -16,9 +16,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 )
 
 func main() {
@@ -74,8 +75,7 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func worker(ctx context.Context, rdb *redis.Client, id string, stderr io.Writer) error {
-	r := run.New(nil, run.Options{Name: id})
-	pool, err := cluster.NewPool(rdb, cluster.PoolOptions{ID: id, Runner: r, Capacity: 1,
+	pool, err := cluster.NewPool(rdb, cluster.PoolOptions{ID: id, Runner: &loadrun.SegmentRunner{}, Capacity: 1,
 		Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 	if err != nil {
 		return err
@@ -106,21 +106,27 @@ func coord(ctx context.Context, rdb *redis.Client, n int, target string, d time.
 	if rate > 0 {
 		cfg += fmt.Sprintf("rate: %g\n", rate)
 	}
-	spec, err := run.EncodeSpec("clusterbench", []byte(cfg), nil)
+	lc, err := spec.Parse("clusterbench", []byte(cfg))
 	if err != nil {
 		return err
 	}
-	out, err := cluster.Coordinate(ctx, rdb, cluster.Plan{Spec: spec, Duration: d + load.DefaultGrace, Workers: n, JoinTimeout: 20 * time.Second},
+	if err := lc.Validate(); err != nil {
+		return err
+	}
+	wire, err := loadrun.EncodeSpec(lc)
+	if err != nil {
+		return err
+	}
+	out, err := cluster.Coordinate(ctx, rdb, cluster.Run{Spec: wire, Duration: d + load.DefaultGrace, Workers: n, JoinTimeout: 20 * time.Second},
 		cluster.CoordOptions{Coordinator: "clusterbench", Logf: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }})
 	if err != nil {
 		return err
 	}
-	tot := run.FromClusterSnapshot(out.Total, nil)
+	tot := out.Total
 	res := result{Workers: n, Requests: tot.Requests, Errors: tot.Errors, RPS: float64(tot.Requests) / d.Seconds(), Dropped: tot.Dropped,
 		P50ms: ms(tot.Quantile(0.50)), P99ms: ms(tot.Quantile(0.99))}
 	for _, w := range out.Workers {
-		ws := run.FromClusterSnapshot(w.Total, nil)
-		res.PerW = append(res.PerW, row{ID: w.ID, Requests: ws.Requests, RPS: float64(ws.Requests) / d.Seconds(), Dropped: w.Dropped})
+		res.PerW = append(res.PerW, row{ID: w.ID, Requests: w.Total.Requests, RPS: float64(w.Total.Requests) / d.Seconds(), Dropped: w.Dropped})
 	}
 	b, err := json.Marshal(res)
 	if err != nil {

@@ -33,7 +33,7 @@ type rawConn struct {
 	br *bufio.Reader
 }
 
-var _ load.SampleRequester = (*rawClient)(nil)
+var _ load.Requester = (*rawClient)(nil)
 
 // newRawClient returns a client for target (http:// only) keeping up to
 // conns idle connections.

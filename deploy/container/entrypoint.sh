@@ -11,8 +11,13 @@
 #   FORGELOAD_ONCE                      "true": run one job, then exit
 #   FORGELOAD_CONFIG                    config file path (optional)
 #   FORGELOAD_MAX_REG_ATTEMPTS          registration attempts (default 10, 5 s apart)
+#   FORGELOAD_DATA_DIR                  the daemon's directory (default /data)
+#
+# The registration token is needed only to register: it is removed from the
+# environment before the daemon starts, so that nothing the daemon runs can
+# read it (run: steps could otherwise see it in /proc/<daemon pid>/environ).
 set -euo pipefail
-cd /data
+cd "${FORGELOAD_DATA_DIR:-/data}"
 
 args=()
 if [ -n "${FORGELOAD_CONFIG:-}" ]; then
@@ -45,6 +50,8 @@ if [ ! -s "$runner_file" ]; then
     sleep 5
   done
 fi
+
+unset FORGELOAD_REGISTRATION_TOKEN FORGELOAD_REGISTRATION_TOKEN_FILE
 
 daemon=(daemon)
 [ "${FORGELOAD_ONCE:-}" = "true" ] && daemon+=(--once)

@@ -18,10 +18,11 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
 	"github.com/forgeload/forgeload/internal/pkg/config"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
+	"github.com/forgeload/forgeload/internal/pkg/redact"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 )
 
@@ -33,7 +34,7 @@ const redisDialTimeout = 5 * time.Second
 func newRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("cluster.redis_url %s: %w: use redis://[user:password@]host:port[/db] or rediss:// for TLS", config.RedactURL(rawURL), redactErr(err, rawURL))
+		return nil, fmt.Errorf("cluster.redis_url %s: %w: use redis://[user:password@]host:port[/db] or rediss:// for TLS", redact.URL(rawURL), redact.Error(err, rawURL))
 	}
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	rdb := redis.NewClient(opt)
@@ -41,22 +42,19 @@ func newRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("cluster.redis_url %s: cannot reach redis: %w: check the address, the credentials and that redis-server is running", config.RedactURL(rawURL), redactErr(err, rawURL))
+		return nil, fmt.Errorf("cluster.redis_url %s: cannot reach redis: %w: check the address, the credentials and that redis-server is running", redact.URL(rawURL), redact.Error(err, rawURL))
 	}
 	return rdb, nil
 }
 
-// redactErr keeps a URL's password out of an error that may quote it.
-func redactErr(err error, rawURL string) error {
-	msg := err.Error()
-	if i := strings.Index(rawURL, "://"); i >= 0 {
-		if at := strings.LastIndex(rawURL, "@"); at > i {
-			if _, pw, ok := strings.Cut(rawURL[i+3:at], ":"); ok && pw != "" {
-				msg = strings.ReplaceAll(msg, pw, "xxxxx")
-			}
-		}
-	}
-	return errors.New(msg)
+// redisLog routes the Redis client's own messages (dial failures while
+// Redis is away, pool warnings) through our logger at debug level, so they
+// follow log.format and never reach stderr as raw lines. They name
+// addresses, never passwords.
+type redisLog struct{ log *logrus.Entry }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debugf("redis client: "+format, v...)
 }
 
 // clusterObserver feeds the cluster metrics of the daemon.
@@ -69,7 +67,7 @@ func (o clusterObserver) SegmentReassigned() { o.m.ClusterSegmentReassignmentsTo
 
 // clusterLink is the daemon's part in a cluster: the Redis client, this
 // runner's cluster name, and (once started) its pool membership. It
-// implements run.ClusterCoordinator for the load steps this runner takes.
+// implements loadrun.Coordinator for the load steps this runner takes.
 type clusterLink struct {
 	rdb *redis.Client
 	id  string
@@ -79,7 +77,7 @@ type clusterLink struct {
 	wg sync.WaitGroup
 }
 
-var _ run.ClusterCoordinator = (*clusterLink)(nil)
+var _ loadrun.Coordinator = (*clusterLink)(nil)
 
 // newClusterLink connects to cluster.redis_url; it returns nil when no
 // cluster is configured.
@@ -95,6 +93,7 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 		}
 		id = h
 	}
+	redis.SetLogger(redisLog{log.WithField("cluster", id)})
 	rdb, err := newRedis(ctx, cfg.Cluster.RedisURL)
 	if err != nil {
 		return nil, err
@@ -104,7 +103,7 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 
 // Coordinate runs a distributed load step as its coordinator, under this
 // runner's cluster name.
-func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Plan, o cluster.CoordOptions) (*cluster.Outcome, error) {
+func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error) {
 	o.Coordinator = c.id
 	o.Observer = c.obs
 	c.log.Infof("coordinating a distributed load test over %d workers", p.Workers)
@@ -191,6 +190,9 @@ func runClusterStatus(ctx context.Context, g *globalFlags, f *clusterStatusFlags
 	if cfg.Cluster.RedisURL == "" {
 		return withCode(ExitBadInput, errors.New("cluster status: cluster.redis_url is not set: pass the daemon config with -c, or set FORGELOAD_CLUSTER_REDIS_URL"))
 	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	redis.SetLogger(redisLog{logrus.NewEntry(quiet)})
 	rdb, err := newRedis(ctx, cfg.Cluster.RedisURL)
 	if err != nil {
 		return err

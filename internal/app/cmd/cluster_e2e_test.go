@@ -18,34 +18,74 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
-	"github.com/forgeload/forgeload/internal/app/run"
+	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
 
 // segTarget is a load target that records every request by the worker and
 // segment in its X-Forgeload-Segment header, with the time it arrived.
+// Requests to /hold are answered after holdFor, and the most of them held
+// at once is recorded per tag: a closed model's VUs per segment.
 type segTarget struct {
 	*httptest.Server
-	mu   sync.Mutex
-	hits map[string][]time.Time // "worker/segment" → arrival times
-	n    atomic.Int64
+	mu      sync.Mutex
+	hits    map[string][]time.Time // "worker/segment" → arrival times
+	held    map[string]int         // "worker/segment" → /hold requests held now
+	maxHeld map[string]int         // "worker/segment" → the most held at once
+	n       atomic.Int64
 }
+
+// holdFor is how long the target holds a /hold request: the simulated
+// service time, long against a VU's own time between requests, so that a
+// segment's VUs are all held at once at some point of a run.
+const holdFor = 150 * time.Millisecond
 
 func newSegTarget(t *testing.T) *segTarget {
 	t.Helper()
-	tg := &segTarget{hits: map[string][]time.Time{}}
+	tg := &segTarget{hits: map[string][]time.Time{}, held: map[string]int{}, maxHeld: map[string]int{}}
 	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
+		tag := r.Header.Get(loadrun.SegmentHeader)
 		tg.n.Add(1)
 		tg.mu.Lock()
-		tg.hits[r.Header.Get(run.SegmentHeader)] = append(tg.hits[r.Header.Get(run.SegmentHeader)], now)
+		tg.hits[tag] = append(tg.hits[tag], now)
+		if r.URL.Path == "/hold" {
+			tg.held[tag]++
+			tg.maxHeld[tag] = max(tg.maxHeld[tag], tg.held[tag])
+		}
 		tg.mu.Unlock()
+		if r.URL.Path == "/slow" {
+			time.Sleep(time.Second) // far slower than "/" on any machine
+		}
+		if r.URL.Path == "/hold" {
+			time.Sleep(holdFor) // the target's service time
+			tg.mu.Lock()
+			tg.held[tag]-- // before the answer: the VU cannot send again before this
+			tg.mu.Unlock()
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	}))
 	t.Cleanup(tg.Close)
 	return tg
+}
+
+// mostHeld returns, per segment index below n, the most /hold requests
+// the segment's worker had in flight at once.
+func (tg *segTarget) mostHeld(n int) []int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	out := make([]int, n)
+	for tag, m := range tg.maxHeld {
+		if _, s, ok := strings.Cut(tag, "/"); ok {
+			if i, err := strconv.Atoi(s); err == nil && i < n {
+				out[i] = max(out[i], m)
+			}
+		}
+	}
+	return out
 }
 
 // counts returns the requests per "worker/segment" tag.
@@ -110,16 +150,36 @@ func (tg *segTarget) latest() time.Time {
 	return last
 }
 
-// inWindow counts every request that arrived in [from, to).
-func (tg *segTarget) inWindow(from, to time.Time) int {
+// busiest returns the most requests the target saw in any window of
+// length d, and where that window started.
+func (tg *segTarget) busiest(d time.Duration) (int, time.Time) {
+	tg.mu.Lock()
+	var all []time.Time
+	for _, h := range tg.hits {
+		all = append(all, h...)
+	}
+	tg.mu.Unlock()
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	best, at := 0, time.Time{}
+	for i, j := 0, 0; j < len(all); j++ {
+		for all[j].Sub(all[i]) >= d {
+			i++
+		}
+		if n := j - i + 1; n > best {
+			best, at = n, all[i]
+		}
+	}
+	return best, at
+}
+
+// since counts the requests of tag that arrived at or after from.
+func (tg *segTarget) since(tag string, from time.Time) int {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	n := 0
-	for _, h := range tg.hits {
-		for _, at := range h {
-			if !at.Before(from) && at.Before(to) {
-				n++
-			}
+	for _, at := range tg.hits[tag] {
+		if !at.Before(from) {
+			n++
 		}
 	}
 	return n
@@ -162,24 +222,26 @@ type clusterRig struct {
 	tg    *segTarget
 	d     map[string]*daemon
 	n     map[string]*node
-	proxy *redistest.Proxy // between w3 and Redis when the rig was asked for one
+	proxy *redistest.Proxy // between the proxied daemon and Redis, if any
+	last  atomic.Int64     // the id of the last job queued
 }
 
-// loadExtra adds lines to a worker's load: section (each indented by two
-// spaces).
-func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clusterRig {
+// proxied names the daemon ("" for none) that reaches Redis through a
+// proxy the test can cut; loadExtra adds lines to a worker's load: section
+// (each indented by two spaces).
+func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *clusterRig {
 	t.Helper()
 	rg := &clusterRig{redis: redistest.Start(t), tg: newSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	for _, w := range []string{"w1", "w2", "w3"} {
 		url := rg.redis.URL()
-		if w == "w3" && proxyW3 {
+		if w == proxied {
 			rg.proxy = redistest.StartProxy(t, rg.redis.Addr())
 			url = "redis://" + rg.proxy.Addr() + "/0"
 		}
 		label, metrics := "spare", ""
 		if w == "w1" {
-			label, metrics = "coord", "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n"
+			label, metrics = "coord", "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n  jobs_page: true\n"
 		}
 		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n%s",
 			label, loadExtra[w], url, w, metrics))
@@ -188,7 +250,7 @@ func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clu
 		rg.d[w] = n.startDaemon()
 	}
 	for w, d := range rg.d {
-		waitFor(t, w+" to join the cluster pool", 15*time.Second, func() bool {
+		waitFor(t, w+" to join the cluster pool", 60*time.Second, func() bool {
 			return strings.Contains(d.out.String(), "joined the pool")
 		})
 	}
@@ -196,10 +258,18 @@ func newClusterRig(t *testing.T, proxyW3 bool, loadExtra map[string]string) *clu
 }
 
 // job queues a distributed load job for w1.
-func (rg *clusterRig) job(with string) int64 {
+func (rg *clusterRig) job(with string) int64 { return rg.jobAt("/", with) }
+
+// jobAt is job against path on the target.
+func (rg *clusterRig) jobAt(path, with string) int64 { return rg.jobIn(nil, path, with) }
+
+// jobIn is jobAt with the given forge context (run_id, ref, …).
+func (rg *clusterRig) jobIn(ctx map[string]any, path, with string) int64 {
 	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    outputs:\n      requests: ${{ steps.api.outputs.requests }}\n      workers: ${{ steps.api.outputs.workers }}\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " +
-		rg.tg.URL + "/\n" + with
-	return rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})
+		rg.tg.URL + path + "\n" + with
+	id := rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload), Context: ctx})
+	rg.last.Store(id)
+	return id
 }
 
 func (rg *clusterRig) logs() string {
@@ -224,8 +294,10 @@ func (rg *clusterRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
 // many joined and which runners were available.
 func TestE2EClusterExactTotal(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, map[string]string{"w2": "  max_rate: 150\n"})
-	id := rg.job("          rate: 300\n          duration: 3s\n          concurrency: 20\n          distributed: '{workers: 3, join_timeout: 10s}'\n          thresholds: http_req_failed:rate < 1%\n")
+	rg := newClusterRig(t, "", map[string]string{"w2": "  max_rate: 150\n"})
+	// graceful_shutdown: requests a busy machine stalls at the end finish
+	// instead of being cancelled into the error rate the threshold gates.
+	id := rg.job("          rate: 300\n          duration: 3s\n          concurrency: 20\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n          thresholds: http_req_failed:rate < 1%\n")
 	v := rg.waitDone(t, id)
 	log := strings.Join(v.Log, "\n")
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
@@ -241,7 +313,9 @@ func TestE2EClusterExactTotal(t *testing.T) {
 			t.Errorf("worker %s: requests per tag %v, want 300 for its one segment", w, counts)
 		}
 	}
-	for _, want := range []string{"3 workers joined", "start_at", "/300.0 req/s", "Load test summary", "Requests                  900", "Workers (run", "Thresholds: PASS"} {
+	// The run ends when the workers have stopped, not 30 s later.
+	for _, want := range []string{"3 workers joined", "start_at", "/300.0 req/s", "Load test summary", "Requests                  900", "Workers (run", "Thresholds: PASS",
+		"every worker has stopped after the schedule's end: not waiting out the rest of the 30s graceful stop"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("step log lacks %q:\n%s", want, log)
 		}
@@ -264,11 +338,31 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
 	}
 
+	code, out := rg.n["w2"].forgeload("cluster", "status")
+	if code != 0 {
+		t.Fatalf("cluster status exit %d:\n%s", code, out)
+	}
+	if testing.Verbose() {
+		t.Logf("forgeload cluster status:\n%s", out)
+	}
+	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (2)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cluster status lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestE2EClusterArrivalModels: a Poisson plan without a seed and a closed
+// model, each split over three daemons, send what one host would.
+func TestE2EClusterArrivalModels(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+
 	// Poisson arrivals without a seed: the coordinator picks one for all
 	// workers, so together they send exactly that seed's schedule.
-	before = rg.tg.n.Load()
-	v = rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
-	log = strings.Join(v.Log, "\n")
+	before := rg.tg.n.Load()
+	v := rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	log := strings.Join(v.Log, "\n")
 	m := regexp.MustCompile(`poisson seed (\d+)`).FindStringSubmatch(log)
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || m == nil {
 		t.Fatalf("poisson job: result %v, want success with the seed in the log:\n%s", v.Result, log)
@@ -283,47 +377,61 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("poisson over 3 workers: target saw %d requests, want the seed's single-host schedule of %d", got, want)
 	}
 
-	// Closed model: 7 VUs split exactly as 2/3/2 (round(v·to) − round(v·from)),
-	// so segment 1 sends about 1.5 times what segments 0 and 2 send.
+	// Closed model: 7 VUs split exactly as 2/3/2 (round(v·to) − round(v·from)).
+	// The target holds each request 150 ms, so a segment's VUs are all in
+	// flight at once at some point, and never more: the most held at once
+	// per segment is its VU count, whatever the machine's load (a request
+	// count per segment would depend on how fast each daemon loops).
 	before = rg.tg.n.Load()
-	perSeg := func() [3]int {
-		var out [3]int
-		for tag, n := range rg.tg.counts() {
-			if _, s, ok := strings.Cut(tag, "/"); ok {
-				if i, err := strconv.Atoi(s); err == nil && i < 3 {
-					out[i] += n
-				}
-			}
-		}
-		return out
-	}
-	base := perSeg()
-	v = rg.waitDone(t, rg.job("          vus: 7\n          think_time: 50ms\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
-	after := perSeg()
-	var got [3]int
-	for i := range got {
-		got[i] = after[i] - base[i]
-	}
+	v = rg.waitDone(t, rg.jobAt("/hold", "          vus: 7\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || rg.tg.n.Load() == before {
 		t.Errorf("closed-model job: result %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
-	if r0, r2 := float64(got[1])/float64(max(got[0], 1)), float64(got[1])/float64(max(got[2], 1)); r0 < 1.25 || r0 > 1.8 || r2 < 1.25 || r2 > 1.8 {
-		t.Errorf("closed model, 7 VUs: requests per segment %v, want segment 1 (3 VUs) at about 1.5× segments 0 and 2 (2 VUs each)", got)
-	} else {
-		t.Logf("closed model, 7 VUs: requests per segment %v", got)
+	if got := rg.tg.mostHeld(3); !slices.Equal(got, []int{2, 3, 2}) {
+		t.Errorf("closed model, 7 VUs: the most requests in flight at once per segment are %v, want [2 3 2] (the VUs split 2/3/2)", got)
 	}
 
-	code, out := rg.n["w2"].forgeload("cluster", "status")
-	if code != 0 {
-		t.Fatalf("cluster status exit %d:\n%s", code, out)
+}
+
+// TestE2EClusterTotals: a total over three daemons is sent exactly once in
+// all, in the closed and the open model, and an open-model run ends with
+// its last arrival.
+func TestE2EClusterTotals(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+
+	// Closed model with total: the hosts together send exactly total, each
+	// its exact share, not total each, and the step ends once they have,
+	// as on one host, not at the 60 s duration (301 loopback requests at
+	// concurrency 6 take well under a second; 20 s leaves room for a
+	// loaded machine, the joins and the start lead).
+	before := rg.tg.n.Load()
+	queued := time.Now()
+	v := rg.waitDone(t, rg.job("          total: 301\n          concurrency: 6\n          duration: 60s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	took := time.Since(queued)
+	if got := rg.tg.n.Load() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 301 || v.Outputs["requests"] != "301" {
+		t.Errorf("closed model, total 301 over 3 workers: result %v, target saw %d requests (outputs %v), want exactly 301:\n%s", v.Result, got, v.Outputs, strings.Join(v.Log, "\n"))
 	}
-	if testing.Verbose() {
-		t.Logf("forgeload cluster status:\n%s", out)
+	if took > 20*time.Second {
+		t.Errorf("closed model, total 301 over 3 workers: the job took %s, want it to end once the total is sent, not at the 60 s duration:\n%s", took, strings.Join(v.Log, "\n"))
 	}
-	for _, want := range []string{"RUNNERS (3)", "w1", "w2", "w3", "RUNS (4)", "DONE", "ABORTED", "0 0-1/3→w1@"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("cluster status lacks %q:\n%s", want, out)
-		}
+
+	// Open model with total: the step ends with the last arrival (at 1 s),
+	// not with the 30 s duration, and reports the rate over that second:
+	// 100% of the plan, as one host does.
+	before = rg.tg.n.Load()
+	queued = time.Now()
+	v = rg.waitDone(t, rg.job("          rate: 300\n          total: 300\n          duration: 30s\n          concurrency: 20\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	took = time.Since(queued)
+	log := strings.Join(v.Log, "\n")
+	if got := rg.tg.n.Load() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 300 {
+		t.Errorf("open model, total 300: result %v, target saw %d requests, want exactly 300:\n%s", v.Result, got, log)
+	}
+	if took > 20*time.Second {
+		t.Errorf("open model, total 300 at 300 req/s: the job took %s, want it to end with the last arrival, not the 30 s duration", took)
+	}
+	if !strings.Contains(log, "(target 300.0, 100.0%)") {
+		t.Errorf("open model, total 300 at 300 req/s: the summary's rate is not 100%% of the 300 req/s target:\n%s", log)
 	}
 }
 
@@ -335,12 +443,26 @@ const lossJob = "          rate: 300\n          duration: 12s\n          concurr
 // some; it returns w's segment.
 func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d requests with some from %s", n, w), 30*time.Second, func() bool {
-		_, ok := rg.tg.segOfWorker(w)
-		return ok && rg.tg.n.Load() >= n
-	})
-	seg, _ := rg.tg.segOfWorker(w)
-	return seg
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if seg, ok := rg.tg.segOfWorker(w); ok && rg.tg.n.Load() >= n {
+			return seg
+		}
+		// A job that has ended will send nothing more. (A rig that only
+		// mirrors another's target has no forge or daemons of its own.)
+		var v forgetest.TaskView
+		if rg.f != nil {
+			v = rg.f.Task(rg.last.Load())
+		}
+		if v.Done || time.Now().After(deadline) {
+			detail := "(the job and daemons are the Docker rig's)"
+			if rg.f != nil {
+				detail = fmt.Sprintf("the job is %s (done %v) with log:\n%s\n%s", v.Status, v.Done, strings.Join(v.Log, "\n"), rg.logs())
+			}
+			t.Fatalf("waiting for %d requests with some from %s: the target got %d (%v); %s", n, w, rg.tg.n.Load(), rg.tg.counts(), detail)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
 }
 
 // takeover waits for another worker to send segment seg of lost worker w
@@ -361,46 +483,110 @@ func (rg *clusterRig) takeover(t *testing.T, seg int, w string, within time.Dura
 	return tag, first
 }
 
-// checkRateRecovered: in the two seconds after the takeover settled, the
-// target sees the planned 300 req/s again (±10%).
-func (rg *clusterRig) checkRateRecovered(t *testing.T, from time.Time) {
+// checkRateRecovered, called once the run is over: from half a second
+// after segment seg was taken over (at from) to the end of the run, the
+// moved segment went at the rate of each of the other two, so the target
+// saw the planned 300 req/s again. The segments are compared with one
+// another over the same span rather than with the plan over a 2 s window:
+// a busy machine delays every generator, and they catch up, so an
+// absolute count over a short window says more about the machine than
+// about the takeover. A share not taken over (0), driven at the rate of
+// the whole plan or by two workers (2×) is far outside 0.75 to 1.33.
+func (rg *clusterRig) checkRateRecovered(t *testing.T, seg int, from time.Time) {
 	t.Helper()
 	from = from.Add(500 * time.Millisecond)
-	to := from.Add(2 * time.Second)
-	waitFor(t, "two seconds of load after the takeover", 10*time.Second, func() bool { return time.Now().After(to.Add(200 * time.Millisecond)) })
-	if n := rg.tg.inWindow(from, to); n < 540 || n > 660 {
-		t.Errorf("after the takeover the target saw %d requests in 2 s, want 600 ± 10%% (the planned 300 req/s)", n)
+	var per [3]int
+	rg.tg.mu.Lock()
+	for tag, h := range rg.tg.hits {
+		_, s, _ := strings.Cut(tag, "/")
+		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < 3 {
+			for _, at := range h {
+				if !at.Before(from) {
+					per[i]++
+				}
+			}
+		}
+	}
+	rg.tg.mu.Unlock()
+	t.Logf("requests per segment from 0.5 s after the takeover: %v (segment %d moved)", per, seg)
+	if per[seg] == 0 {
+		t.Errorf("after the takeover, moved segment %d got no requests (all: %v)", seg, per)
+		return
+	}
+	if slices.Min(per[:]) < 100 {
+		// About 250 each on a quiet machine; a takeover that a loaded
+		// machine delayed to the last second of the run leaves too few
+		// requests to compare rates, and takeoverBound judged its delay.
+		t.Logf("too few requests after the takeover to compare the segments' rates")
+		return
+	}
+	for i, n := range per {
+		if i == seg {
+			continue
+		}
+		if r := float64(per[seg]) / float64(n); r < 0.75 || r > 1.33 {
+			t.Errorf("after the takeover, moved segment %d got %d requests and segment %d got %d (all: %v); want the moved one at the same rate (0.75 to 1.33 times)", seg, per[seg], i, n, per)
+		}
 	}
 }
 
+// takeoverBound bounds the time from a worker's death to the first request
+// of its segment from another worker. The lease (5 s since the last
+// renewal, which was at most 1 s before the death) expires, the next sweep
+// (every 1 s) sees it, and the heir starts: about 4 to 6 s, 7 s promised.
+// The bound leaves 3 s for a machine at a load average of 20; a takeover
+// that waited for a second lease (10 s), the claim TTL (30 s) or the end of
+// the run still fails it.
+const takeoverBound = 9 * time.Second
+
 // TestE2EClusterKillWorker: kill -9 of a worker mid-run. Its segment moves
-// to a survivor within 7 s, the total rate returns to plan, no segment is
-// ever driven by two workers at once, and the job succeeds with the loss
-// in its log.
+// to a survivor within about 7 s (takeoverBound), the total rate returns to plan, no segment is
+// ever driven by two workers at once, and the summary shows the loss. The
+// share sat idle for about 6 s of a 12 s test, so the run delivered well
+// under 90% of its plan and the job fails, saying so.
 func TestE2EClusterKillWorker(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, nil)
+	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w2", 600)
 	killed := time.Now()
 	if err := rg.d["w2"].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	tag, first := rg.takeover(t, seg, "w2", 9*time.Second)
-	if d := first.Sub(killed); d > 7*time.Second {
-		t.Errorf("segment %d resumed by %s %s after kill -9, want within 7s", seg, tag, d)
+	tag, first := rg.takeover(t, seg, "w2", 15*time.Second)
+	if d := first.Sub(killed); d > takeoverBound {
+		t.Errorf("segment %d resumed by %s %s after kill -9, want within %s", seg, tag, d, takeoverBound)
 	} else {
 		t.Logf("segment %d resumed by %s %s after kill -9", seg, tag, d.Round(time.Millisecond))
 	}
-	rg.checkRateRecovered(t, first)
 	v := rg.waitDone(t, id)
+	rg.checkRateRecovered(t, seg, first)
 	log := strings.Join(v.Log, "\n")
-	if v.Result != runnerv1.Result_RESULT_SUCCESS {
-		t.Fatalf("job result %v, want success after reassignment:\n%s", v.Result, log)
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("job result %v, want failure: the run lost about a sixth of its plan:\n%s", v.Result, log)
 	}
-	for _, want := range []string{"worker w2 lost (lease expired)", fmt.Sprintf("segment %d reassigned w2 →", seg), "lost: lease expired", "1 reassignments"} {
+	for _, want := range []string{"worker w2 lost (lease expired)", fmt.Sprintf("segment %d reassigned w2 →", seg), "lost: lease expired", "1 reassignments",
+		"Load test summary", "planned requests", "below the 90% a distributed run must deliver to pass; lost workers: w2 (lease expired)"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("step log lacks %q:\n%s", want, log)
+		}
+	}
+	// What kill -9 took with it (the second being recorded and the one
+	// being shipped) is stated in w2's row, and it is all that is missing.
+	if m := regexp.MustCompile(`no metrics from \S+ until it stopped sending \(by \S+\): up to (\d+) requests unreported`).FindStringSubmatch(log); m == nil {
+		t.Errorf("w2's row does not say how much of its traffic is unreported:\n%s", log)
+	} else {
+		bound, _ := strconv.Atoi(m[1])
+		sent, got := rg.tg.counts()["w2/"+strconv.Itoa(seg)], workerRequests(t, log, "w2")
+		// The bound spans from its last shipped second to its last
+		// heartbeat plus the 3.5 s fence: about 4 to 6 s of 100 req/s (435
+		// on a quiet machine). Metrics that a loaded machine shipped late
+		// widen it; 1000 leaves room for that, and a bound that counted
+		// w2's whole 12 s share (1200) still fails.
+		if sent-got > bound || bound > 1000 {
+			t.Errorf("w2 sent %d, its row counts %d: %d missing, stated as up to %d (want the statement to hold and be at most about 6 s of its 100 req/s; 1000 allowed)", sent, got, sent-got, bound)
+		} else {
+			t.Logf("w2 sent %d, its row counts %d; stated up to %d unreported", sent, got, bound)
 		}
 	}
 	rg.tg.checkNoDoubleDrive(t, 3)
@@ -424,25 +610,29 @@ func TestE2EClusterKillWorker(t *testing.T) {
 }
 
 // TestE2EClusterSIGTERMWorker: SIGTERM makes a worker abandon its segment,
-// which another worker resumes in under a second, without a TTL wait.
+// which another worker resumes at once (tens of milliseconds), without a
+// TTL wait.
 func TestE2EClusterSIGTERMWorker(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, nil)
+	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
 	termed := time.Now()
 	rg.d["w3"].signal(t, syscall.SIGTERM)
-	tag, first := rg.takeover(t, seg, "w3", 5*time.Second)
-	if d := first.Sub(termed); d >= time.Second {
-		t.Errorf("segment %d resumed by %s %s after SIGTERM, want under 1s (abandon, no lease wait)", seg, tag, d)
+	tag, first := rg.takeover(t, seg, "w3", 10*time.Second)
+	// Tens of milliseconds on a quiet machine; 3 s leaves room for a
+	// loaded one and still fails a handover that waited for the lease
+	// (4 to 6 s).
+	if d := first.Sub(termed); d >= 3*time.Second {
+		t.Errorf("segment %d resumed by %s %s after SIGTERM, want at once (abandon, no lease wait)", seg, tag, d)
 	} else {
 		t.Logf("segment %d resumed by %s %s after SIGTERM", seg, tag, d.Round(time.Millisecond))
 	}
 	if code := rg.d["w3"].wait(t, 10*time.Second); code != 0 {
 		t.Errorf("w3 exited %d after SIGTERM, want 0", code)
 	}
-	rg.checkRateRecovered(t, first)
 	v := rg.waitDone(t, id)
+	rg.checkRateRecovered(t, seg, first)
 	log := strings.Join(v.Log, "\n")
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "worker w3 lost (abandoned") {
 		t.Fatalf("job result %v, want success with w3 abandoned in the log:\n%s", v.Result, log)
@@ -450,36 +640,237 @@ func TestE2EClusterSIGTERMWorker(t *testing.T) {
 	rg.tg.checkNoDoubleDrive(t, 3)
 }
 
+// workerRequests returns the requests column of worker w's row in the
+// step log's worker table.
+func workerRequests(t *testing.T, log, w string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + w + `\s+\S+\s+\S+\s+(\d+)\s`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no row for %s in the worker table:\n%s", w, log)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// fenceBound bounds how long after a worker lost Redis its last request
+// reaches the target. Its check before every request refuses to send once
+// 3.5 s have passed since its last successful renewal (sent before the
+// loss); a request that passed the check still has to reach the target
+// through a busy machine, for which 1 s is left. A worker without the fence
+// goes on until the run ends or its segment is taken (5 s or more).
+const fenceBound = 4500 * time.Millisecond
+
 // TestE2EClusterPartitionedWorkerFences: w3 reaches Redis through a proxy
-// the test cuts. w3 stops its own load within 3.5 s, its segment moves on
-// only after that, and the job succeeds.
+// the test cuts. w3 stops its own load within 3.5 s and its segment moves
+// on only after that. The partition heals while the run goes on: w3 then
+// ships the metrics it held, so its row counts exactly what the target got
+// from it.
 func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, true, nil)
+	rg := newClusterRig(t, "w3", nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
 	cut := time.Now()
 	rg.proxy.Cut()
 	own := "w3/" + strconv.Itoa(seg)
 	// w3 is fenced once nothing more arrives from it; wait past the bound.
-	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > 4*time.Second })
+	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
 	_, last, _ := rg.tg.span(own)
-	// 3.5 s without a renewal, plus 100 ms for a request already in flight
-	// to reach the target.
-	if d := last.Sub(cut); d > 3600*time.Millisecond {
-		t.Errorf("partitioned w3 sent its last request %s after the cut, want ≤ 3.5s", d)
+	if d := last.Sub(cut); d > fenceBound {
+		t.Errorf("partitioned w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
 	} else {
 		t.Logf("partitioned w3 stopped %s after the cut", d.Round(time.Millisecond))
 	}
-	tag, first := rg.takeover(t, seg, "w3", 9*time.Second)
+	tag, first := rg.takeover(t, seg, "w3", 15*time.Second)
 	if first.Before(last) {
 		t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
 	}
+	rg.proxy.Heal()
 	v := rg.waitDone(t, id)
-	if v.Result != runnerv1.Result_RESULT_SUCCESS {
-		t.Fatalf("job result %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	log := strings.Join(v.Log, "\n")
+	if !strings.Contains(log, "worker w3 lost") || !strings.Contains(log, "Load test summary") {
+		t.Fatalf("job result %v, want a summary with w3 lost:\n%s", v.Result, log)
+	}
+	if got, want := workerRequests(t, log, "w3"), rg.tg.counts()[own]; got != want {
+		t.Errorf("w3's row counts %d requests, the target got %d from it: the metrics it held while cut off are missing\n%s\n%s", got, want, log, rg.d["w3"].out.String())
 	}
 	rg.tg.checkNoDoubleDrive(t, 3)
+}
+
+// longJob is a job that outlasts the faults that end a run early.
+const longJob = "          rate: 300\n          duration: 40s\n          concurrency: 20\n          distributed: '{workers: 3, join_timeout: 10s}'\n"
+
+// coordinationLost runs longJob, applies fault once w2 is sending, and
+// checks that the job fails within 20 s naming the unreachable Redis (about
+// 9 to 11 s: the 7 s coordinator lease, a bounded round of calls, the
+// abort; the bound leaves room for a loaded machine, and a job that ran on
+// to the end of its 40 s fails it). It returns when the fault was applied.
+func (rg *clusterRig) coordinationLost(t *testing.T, what string, fault func()) time.Time {
+	t.Helper()
+	id := rg.job(longJob)
+	rg.startedLoad(t, "w2", 600)
+	at := time.Now()
+	fault()
+	v := rg.waitDone(t, id)
+	took := time.Since(at)
+	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, "coordination lost: redis unreachable") {
+		t.Fatalf("job result %v, want failure naming the unreachable Redis:\n%s\n%s", v.Result, log, rg.logs())
+	}
+	if took > 20*time.Second {
+		t.Errorf("the job failed %s after %s, want within 20 s", took, what)
+	} else {
+		t.Logf("the job failed %s after %s", took.Round(time.Millisecond), what)
+	}
+	return at
+}
+
+// rawRedisLine is a line the Redis client writes by itself to stderr.
+var rawRedisLine = regexp.MustCompile(`(?m)^redis: \d{4}/\d\d/\d\d `)
+
+// TestE2EClusterRedisStopped: Redis goes away for good mid-run. Every
+// worker stops sending within its 3.5 s fence; the coordinator says in the
+// step log that Redis is unreachable and fails the job (coordinationLost); the daemons keep
+// running, and the Redis client's own complaints go through the daemon's
+// logger, not raw to stderr.
+func TestE2EClusterRedisStopped(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+	stopped := rg.coordinationLost(t, "Redis stopped", rg.redis.Stop)
+	if d := rg.tg.latest().Sub(stopped); d > fenceBound {
+		t.Errorf("load went on %s after Redis stopped, want ≤ 3.5 s (the fence; %s with the time a request takes to arrive)", d, fenceBound)
+	}
+	for w, d := range rg.d {
+		select {
+		case <-d.done:
+			t.Errorf("daemon %s exited (code %d) after Redis stopped; it must keep running:\n%s", w, d.code, d.out.String())
+		default:
+		}
+		if m := rawRedisLine.FindString(d.out.String()); m != "" {
+			t.Errorf("daemon %s wrote the Redis client's own line %q to stderr, want it through the logger", w, m)
+		}
+	}
+}
+
+// coordLostBound bounds how long the other workers go on sending once their
+// coordinator is gone: its lease runs out within 7 s of its last renewal,
+// then 2 s, then a heartbeat (about 10 s); the bound leaves 5 s for a
+// loaded machine, and workers that ran on to the end of longJob's 40 s
+// fail it.
+const coordLostBound = 15 * time.Second
+
+// TestE2EClusterCoordinatorPartitioned: only the coordinator (w1) loses
+// Redis, then the partition heals once the job has failed and the other
+// workers have left. It fails the job, saying Redis is unreachable
+// (coordinationLost), and does not report success after the heal; the
+// other workers stop within coordLostBound of the cut.
+func TestE2EClusterCoordinatorPartitioned(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "w1", nil)
+	cut := rg.coordinationLost(t, "the coordinator's partition", rg.proxy.Cut)
+	waitFor(t, "w2 and w3 to leave the run, one saying the coordinator was lost", 30*time.Second, func() bool {
+		out := rg.d["w2"].out.String() + rg.d["w3"].out.String()
+		return strings.Count(out, "coordinator lost") >= 1 && strings.Count(out, "left run") >= 2
+	})
+	rg.proxy.Heal()
+	if ts := rg.f.Tasks(); len(ts) != 1 || ts[0].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Errorf("after the heal the forge has %d tasks, want the one job, failed: %+v", len(ts), ts)
+	}
+	for _, w := range []string{"w2", "w3"} {
+		s, _ := rg.tg.segOfWorker(w)
+		_, last, _ := rg.tg.span(w + "/" + strconv.Itoa(s))
+		if d := last.Sub(cut); d > coordLostBound {
+			t.Errorf("%s went on sending %s after its coordinator was cut off, want ≤ %s", w, d, coordLostBound)
+		} else {
+			t.Logf("%s stopped %s after its coordinator was cut off", w, d.Round(time.Millisecond))
+		}
+	}
+}
+
+// TestE2EClusterCoordinatorKilled: kill -9 of the coordinator's daemon.
+// The other workers stop within coordLostBound, and `cluster status` shows the run
+// ABORTED with the reason (not RUNNING for hours); --json uses snake_case.
+func TestE2EClusterCoordinatorKilled(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+	rg.job(longJob)
+	rg.startedLoad(t, "w2", 600)
+	killed := time.Now()
+	if err := rg.d["w1"].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "w2 and w3 to leave the run", 20*time.Second, func() bool {
+		out := rg.d["w2"].out.String() + rg.d["w3"].out.String()
+		return strings.Count(out, "coordinator lost") >= 1 && strings.Count(out, "left run") >= 2
+	})
+	waitFor(t, "load to stop (no request for 1.5 s)", 10*time.Second, func() bool { return time.Since(rg.tg.latest()) > 1500*time.Millisecond })
+	if d := rg.tg.latest().Sub(killed); d > coordLostBound {
+		t.Errorf("load went on %s after the coordinator died, want ≤ %s", d, coordLostBound)
+	} else {
+		t.Logf("load stopped %s after the coordinator died", d.Round(time.Millisecond))
+	}
+	code, out := rg.n["w2"].forgeload("cluster", "status")
+	if code != 0 || !strings.Contains(out, "ABORTED") || !strings.Contains(out, "the coordinator was lost") {
+		t.Errorf("cluster status exit %d, want the run ABORTED because its coordinator was lost:\n%s", code, out)
+	}
+	code, out = rg.n["w2"].forgeload("cluster", "status", "--json")
+	if code != 0 || !strings.Contains(out, `"runners": [`) || !strings.Contains(out, `"abort_reason": "the coordinator was lost`) || strings.Contains(out, "null") || strings.Contains(out, `"Runners"`) {
+		t.Errorf("cluster status --json exit %d, want snake_case keys and no nulls:\n%s", code, out)
+	}
+}
+
+// TestE2EClusterPausedWorker: w2 is stopped (SIGSTOP, as a frozen VM or a
+// long GC pause would) for 7 s, past its 5 s lease, so its segment moves
+// on. When it resumes, every one of its goroutines finds the lease expired
+// on its own monotonic clock before sending: the target never sees w2's old
+// share beside the new owner's.
+func TestE2EClusterPausedWorker(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+	id := rg.job("          rate: 900\n          duration: 12s\n          concurrency: 30\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
+	seg := rg.startedLoad(t, "w2", 1800)
+	own := "w2/" + strconv.Itoa(seg)
+	rg.d["w2"].signal(t, syscall.SIGSTOP)
+	paused := time.Now()
+	tag, first := rg.takeover(t, seg, "w2", 15*time.Second)
+	// The pause is the fault being tested, not a synchronisation: the
+	// worker stays frozen well past its lease and the takeover.
+	waitFor(t, "7 s of pause", 10*time.Second, func() bool { return time.Since(paused) > 7*time.Second })
+	resumed := time.Now()
+	rg.d["w2"].signal(t, syscall.SIGCONT)
+	t.Logf("segment %d taken over by %s %s after the pause", seg, tag, first.Sub(paused).Round(time.Millisecond))
+	v := rg.waitDone(t, id)
+	// Only a request that had passed its lease check in the microseconds
+	// before SIGSTOP could still go out on resume (at most one per worker
+	// goroutine; in practice none). Before the fix, the goroutines that
+	// woke before the fence timer sent their backlog: 19 here, hundreds
+	// in the issue.
+	n := rg.tg.since(own, resumed)
+	if n > 3 {
+		t.Errorf("w2 sent %d requests of segment %d after it resumed past its lease, want none (3 tolerated: a request already past its lease check when the pause hit)", n, seg)
+	}
+	// The share is never driven twice: nothing of w2's arrives once the
+	// new owner has started. The busiest 100 ms window is logged only: on
+	// a loaded machine every generator catches up in bursts, which says
+	// nothing about double driving.
+	if n := rg.tg.since(own, first); n > 3 {
+		t.Errorf("w2 sent %d requests of segment %d after %s took it over, want none (3 tolerated, as above)", n, seg, tag)
+	}
+	b, at := rg.tg.busiest(100 * time.Millisecond)
+	t.Logf("busiest 100 ms at the target: %d requests at %s (90 asked); w2 sent %d after resuming", b, at.Format("15:04:05.000"), n)
+	if log := strings.Join(v.Log, "\n"); !strings.Contains(log, "worker w2 lost (lease expired)") {
+		t.Errorf("step log lacks the loss of w2:\n%s", log)
+	}
+	// Its log line may come through the pipe after the job's end.
+	left := func() bool {
+		out := rg.d["w2"].out.String()
+		return strings.Contains(out, "self-fenced") || strings.Contains(out, "removed from the run")
+	}
+	for deadline := time.Now().Add(20 * time.Second); !left(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("w2 does not say it left the run after resuming:\n%s", rg.d["w2"].out.String())
+			break
+		}
+	}
 }
 
 // TestE2EClusterRedisRestartAborts: Redis restarted without persistence
@@ -487,7 +878,7 @@ func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 // running, and the job fails with the reason in its log.
 func TestE2EClusterRedisRestartAborts(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, nil)
+	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	rg.startedLoad(t, "w2", 600)
 	restarted := time.Now()
@@ -507,10 +898,18 @@ func TestE2EClusterRedisRestartAborts(t *testing.T) {
 		default:
 		}
 	}
-	if d := rg.tg.latest().Sub(restarted); d > 5*time.Second {
-		t.Errorf("load went on %s after the Redis restart, want it stopped within 5s", d)
+	// About a second (the next heartbeat sees the new run_id); 7 s leaves
+	// room for a loaded machine, and load that ran on to the end of the
+	// 12 s job (some 10 s after the restart) fails it.
+	if d := rg.tg.latest().Sub(restarted); d > 7*time.Second {
+		t.Errorf("load went on %s after the Redis restart, want it stopped within about a second (7 s allowed)", d)
 	} else {
 		t.Logf("all load stopped %s after the Redis restart", d.Round(time.Millisecond))
+	}
+	// The restart wiped the run's keys; the coordinator wrote back its
+	// state and reason, so `cluster status` still shows why it ended.
+	if code, out := rg.n["w2"].forgeload("cluster", "status"); code != 0 || !strings.Contains(out, "ABORTED") || !strings.Contains(out, "coordination state lost") {
+		t.Errorf("cluster status exit %d after the Redis restart, want the run ABORTED with its reason:\n%s", code, out)
 	}
 }
 
@@ -520,7 +919,7 @@ func TestE2EClusterRedisRestartAborts(t *testing.T) {
 // w3's reason; w3 sends nothing.
 func TestE2EClusterWorkerPolicy(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, map[string]string{"w3": "  allow_targets: [\"10.0.0.0/8\"]\n"})
+	rg := newClusterRig(t, "", map[string]string{"w3": "  allow_targets: [\"10.0.0.0/8\"]\n"})
 	v := rg.waitDone(t, rg.job("          rate: 60\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	log := strings.Join(v.Log, "\n")
 	if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, "worker w3 could not run segment") {
@@ -553,27 +952,160 @@ func TestClusterConfigErrors(t *testing.T) {
 	}
 }
 
-// TestE2EClusterCancel: cancel in the forge UI stops the load on every
-// worker within about 2 s, and the job ends CANCELLED.
+// TestE2EClusterCancel: the coordinating daemon's jobs page lists the
+// running distributed step with the merged live count; cancel in the
+// forge UI stops the load on every worker within about 2 s, the job ends
+// CANCELLED and the step leaves the page.
 func TestE2EClusterCancel(t *testing.T) {
 	t.Parallel()
-	rg := newClusterRig(t, false, nil)
+	rg := newClusterRig(t, "", nil)
 	id := rg.job("          rate: 300\n          duration: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
 	rg.startedLoad(t, "w3", 300)
+
+	base := metricsBase(t, rg.d["w1"])
+	var list string
+	waitFor(t, "the distributed step on w1's /jobs", 30*time.Second, func() bool {
+		_, list = httpGet(t, base+"/jobs")
+		return strings.Contains(list, `class="step">api<`)
+	})
+	link := regexp.MustCompile(`href="(jobs/[0-9]+/)"`).FindStringSubmatch(list)
+	if link == nil {
+		t.Fatalf("/jobs lacks the step's link:\n%s", list)
+	}
+	page := base + "/" + link[1]
+	requests := regexp.MustCompile(`data-k="requests" data-v="([0-9]+)"`)
+	count := func() int {
+		_, body := httpGet(t, page)
+		m := requests.FindStringSubmatch(body)
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
+	}
+	first := 0
+	waitFor(t, "merged requests on the live page", 30*time.Second, func() bool { first = count(); return first > 0 })
+	// The page counts every host's requests, not only w1's share: it
+	// passes what w1 alone has sent (which the target has seen already).
+	w1Sent := func() int {
+		seg, ok := rg.tg.segOfWorker("w1")
+		if !ok {
+			return 0
+		}
+		return rg.tg.counts()["w1/"+strconv.Itoa(seg)]
+	}
+	waitFor(t, "the live count to pass w1's own requests", 30*time.Second, func() bool {
+		n := count()
+		return n > first && n > w1Sent()+100
+	})
+
 	cancelAt := time.Now()
 	rg.f.Cancel(id)
 	v := rg.waitDone(t, id)
 	if v.Result != runnerv1.Result_RESULT_CANCELLED {
 		t.Fatalf("job result %v, want cancelled:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
+	// The step shows what was sent before the cancel, merged, not only
+	// "context canceled".
+	log := strings.Join(v.Log, "\n")
+	for _, want := range []string{"load test stopped", "Load test summary", ", interrupted", "Workers (run"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("cancelled step log lacks %q:\n%s", want, log)
+		}
+	}
+	if got := workerRequests(t, log, "w3"); got == 0 {
+		t.Errorf("the partial summary counts no requests from w3, which was sending:\n%s", log)
+	}
 	waitFor(t, "load to stop everywhere (no request for 1.5 s)", 10*time.Second, func() bool {
 		return time.Since(rg.tg.latest()) > 1500*time.Millisecond
 	})
 	// About 2 s: the 1 s report interval notices the cancel, then the abort
-	// reaches every worker; 3 s leaves room for a busy 2-core box.
-	if lag := rg.tg.latest().Sub(cancelAt); lag > 3*time.Second {
+	// reaches every worker; 5 s leaves room for a 2-core box at a load
+	// average of 20, and load that ran on for the job's 30 s fails it.
+	if lag := rg.tg.latest().Sub(cancelAt); lag > 5*time.Second {
 		t.Errorf("load went on %s after cancel, want about 2 s at most", lag)
 	} else {
 		t.Logf("all workers stopped %s after cancel", lag.Round(time.Millisecond))
+	}
+	waitFor(t, "the ended step to leave /jobs", 30*time.Second, func() bool {
+		_, list = httpGet(t, base+"/jobs")
+		return strings.Contains(list, `id="none"`)
+	})
+}
+
+// TestE2EClusterBaseline: a distributed step compares with its baseline as
+// a step on one host does. The first run on main has none yet and passes
+// with a notice; a run on a branch against a target that became slower
+// fetches main's result and fails on "p99 < baseline * 1.10" on the
+// merged histograms, with the comparison in the log and the job summary.
+func TestE2EClusterBaseline(t *testing.T) {
+	t.Parallel()
+	rg := newClusterRig(t, "", nil)
+	with := "          rate: 30\n          duration: 2s\n          concurrency: 40\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n          baseline: main\n          thresholds: |\n            http_req_duration:p99 < baseline * 1.10\n"
+	first := rg.waitDone(t, rg.jobIn(map[string]any{"run_id": "1", "ref": "refs/heads/main"}, "/", with))
+	log := strings.Join(first.Log, "\n")
+	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main"`) {
+		t.Fatalf("first run: %v, want success with a no-baseline notice:\n%s", first.Result, log)
+	}
+	id := rg.jobIn(map[string]any{"run_id": "2", "ref": "refs/heads/feature"}, "/slow", with)
+	second := rg.waitDone(t, id)
+	log = strings.Join(second.Log, "\n")
+	if second.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Errorf("second run against a slower target: %v, want failure on the baseline threshold:\n%s", second.Result, log)
+	}
+	for _, want := range []string{`baseline: the forgeload-api result of run 1 on branch "main"`, "FAIL  http_req_duration:p99 < baseline * 1.10", "Comparison: run 1 on main → this run", "Workers (run"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("second run's log lacks %q:\n%s", want, log)
+		}
+	}
+	if s := rg.f.Summaries()[id]; !strings.Contains(s, "#### Compared with run 1 on main") {
+		t.Errorf("job summary lacks the deltas:\n%s", s)
+	}
+}
+
+// TestE2EClusterServiceResources: a distributed step against the job's own
+// service samples the service's CPU and memory on the runner that took the
+// job, as a step on one host does: the progress lines, the summary, the
+// sut_* thresholds and the outputs have them.
+func TestE2EClusterServiceResources(t *testing.T) {
+	t.Parallel()
+	img := containertest.Image(t)
+	rg := newClusterRig(t, "", map[string]string{"w1": "container:\n  pull_policy: never\n"})
+	payload := fmt.Sprintf(`on: push
+jobs:
+  perf:
+    runs-on: coord
+    services:
+      api:
+        image: %s
+        ports: ["8080"]
+        options: --health-cmd "/sut check" --health-interval 500ms --health-retries 60 --memory 128m
+    steps:
+      - id: load
+        uses: forgeload/load@v1
+        with:
+          target: http://127.0.0.1:${{ job.services.api.ports['8080'] }}/
+          rate: 30
+          duration: 3s
+          graceful_shutdown: 30s
+          distributed: '{workers: 3, join_timeout: 10s}'
+          thresholds: |
+            sut_mem:max < 100MB
+      - run: echo "sut mem ${{ steps.load.outputs.sut_mem_max_mb }} MiB"
+`, img)
+	id := rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})
+	rg.last.Store(id)
+	v := rg.waitDone(t, id)
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("job result %v:\n%s\n%s", v.Result, log, rg.logs())
+	}
+	for _, want := range []string{"3 workers joined", " sut api cpu ", "SUT api memory peak / mean", "PASS  sut_mem:max < 100MB", "Workers (run"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("step log lacks %q:\n%s", want, log)
+		}
+	}
+	if !regexp.MustCompile(`sut mem \d+\.\d MiB`).MatchString(log) {
+		t.Errorf("the sut_mem_max_mb output is not in the next step's log:\n%s", log)
 	}
 }

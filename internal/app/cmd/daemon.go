@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,11 +23,16 @@ import (
 
 	"github.com/forgeload/forgeload/internal/app/poll"
 	"github.com/forgeload/forgeload/internal/app/run"
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
 	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/config"
-	"github.com/forgeload/forgeload/internal/pkg/load/plan"
+	"github.com/forgeload/forgeload/internal/pkg/container"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
+	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 )
 
@@ -69,6 +76,9 @@ func newLogger(cfg *config.Config, w io.Writer) *logrus.Logger {
 	return l
 }
 
+// runDaemon is `forgeload daemon`: a [Daemon] run until the first signal
+// (which cancels ctx, see [Main]) or until polling ends by itself, then shut
+// down within runner.shutdown_timeout; a second signal cuts the drain short.
 func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Writer) error {
 	// Count signals ourselves: the first one also cancels ctx (Main's
 	// NotifyContext), which stops polling; the second forces the shutdown.
@@ -76,25 +86,99 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	if err := config.CheckEnv(os.Environ()); err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	cfg, err := config.Load(g.config, os.Getenv)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	logger := newLogger(cfg, stderr)
-	log := logrus.NewEntry(logger)
-
-	reg, err := config.LoadRegistration(cfg.Runner.File)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	unlock, err := config.LockRegistration(cfg.Runner.File)
+	d, err := newDaemon(g.config, f.once, stderr)
 	if err != nil {
 		return err
 	}
-	defer unlock() //nolint:errcheck // the lock dies with the process anyway
+	runErr := d.Run(ctx)
+
+	grace := d.cfg.Runner.ShutdownTimeout
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var watched chan struct{}
+	if ctx.Err() != nil && d.polled() {
+		d.log.Infof("shutting down: polling stopped; running jobs get up to %s (runner.shutdown_timeout) to finish; send the signal again to cancel them now", grace)
+		watched = make(chan struct{})
+		go func() {
+			defer close(watched)
+			// The first signal is the one that cancelled ctx; wait for one more.
+			for n := 0; ; {
+				select {
+				case <-sigs:
+					if n++; n >= 2 {
+						d.log.Warn("second signal: cancelling running jobs now")
+						cancel()
+						return
+					}
+				case <-sctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	// Polling ended by itself (--once, an ephemeral runner, the forge no
+	// longer knowing us) or by the signal: running jobs may end either way.
+	if err := d.Shutdown(sctx); err != nil {
+		d.log.WithError(err).Warn("running jobs were cancelled (shutdown deadline or second signal); they reported CANCELLED")
+	}
+	cancel()
+	if watched != nil {
+		<-watched
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	d.log.Info("forgeload stopped")
+	return nil
+}
+
+// Daemon is one life of `forgeload daemon`: the config and registration it
+// was made from, and what [Daemon.Run] starts (the Docker Engine client, the
+// metrics server, the outbox of kept final reports, the cluster link, the
+// task runner and the poller), which [Daemon.Shutdown] stops. It holds the
+// registration lock from [newDaemon] until Shutdown returns.
+type Daemon struct {
+	cfg    *config.Config
+	reg    *config.Registration
+	labels []string // declared labels; Run drops docker:// ones without an Engine
+	once   bool
+	log    *logrus.Entry
+	cl     *client.Client
+	unlock func() error
+
+	// Set by Run as it starts each piece; Shutdown stops what is set.
+	eng      *container.Engine
+	engErr   error // why eng is nil, for the jobs that need containers
+	link     *clusterLink
+	stopPool context.CancelFunc
+	stopBg   context.CancelFunc // the metrics server and the outbox
+	bg       sync.WaitGroup
+	poller   *poll.Poller
+}
+
+// newDaemon reads the config at cfgPath (with FORGELOAD_* applied) and the
+// registration file it names, takes the registration's lock, tightens the
+// file's mode, and builds the forge client. Config, environment and
+// registration errors exit 2. once (--once) makes the daemon take one job,
+// as an ephemeral registration does.
+func newDaemon(cfgPath string, once bool, stderr io.Writer) (*Daemon, error) {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	log := logrus.NewEntry(newLogger(cfg, stderr))
+	if w := unknownEnvWarning(); w != "" {
+		log.Warn(w)
+	}
+
+	reg, err := config.LoadRegistration(cfg.Runner.File)
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	unlock, err := config.LockRegistration(cfg.Runner.File)
+	if err != nil {
+		return nil, err
+	}
 	log = log.WithField("runner", reg.Name)
 	if fi, err := os.Stat(cfg.Runner.File); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		// The file holds the runner's token: tighten a copy that others can read.
@@ -104,7 +188,6 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 			log.Warnf("%s was readable by other users (mode %o); it holds this runner's token, so it is now 0600", cfg.Runner.File, fi.Mode().Perm())
 		}
 	}
-
 	cl, err := client.New(client.Options{
 		Address:  reg.Address,
 		UUID:     reg.UUID,
@@ -113,7 +196,8 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 		Version:  ver.Version(),
 	})
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		_ = unlock()
+		return nil, withCode(ExitBadInput, err)
 	}
 	labels := effectiveLabels(cfg.Runner.Labels, reg.Labels)
 	if !slices.Equal(labels, reg.Labels) {
@@ -123,15 +207,32 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 			log.WithError(err).Warn("could not record the new labels in the registration file")
 		}
 	}
+	return &Daemon{
+		cfg:    cfg,
+		reg:    reg,
+		labels: labels,
+		once:   once || reg.Ephemeral,
+		log:    log,
+		cl:     cl,
+		unlock: unlock,
+	}, nil
+}
 
-	caps, err := declareUntilUp(ctx, cl, labels, cfg.Runner.FetchInterval, cfg.Runner.FetchIntervalMax, log)
+// Run starts the daemon's pieces, waits for the forge to answer Declare
+// (serving /healthz and a /readyz that says why it is not ready meanwhile),
+// then polls for jobs. It returns when polling stops: nil when ctx ended it
+// (the first signal), and an error when polling ended by itself badly (the
+// forge no longer knows this runner: wraps [poll.ErrUnregistered]) or a
+// piece could not start (exit 2 for bad config). With --once it returns
+// after its one job. Jobs still running when Run returns are left to
+// [Daemon.Shutdown], which must be called after Run, whatever it returned.
+func (d *Daemon) Run(ctx context.Context) error {
+	cfg, reg, log := d.cfg, d.reg, d.log
+	eng, labels, engErr, err := startEngine(ctx, cfg, reg.UUID, d.labels, log)
 	if err != nil {
-		return err
+		return withCode(ExitBadInput, err)
 	}
-	if ctx.Err() != nil {
-		log.Info("stopped before the forge answered")
-		return nil
-	}
+	d.eng, d.engErr, d.labels = eng, engErr, labels
 
 	reg2 := prometheus.NewRegistry()
 	if err := metrics.RegisterRuntime(reg2); err != nil {
@@ -140,136 +241,197 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	m := metrics.New(reg2, ver.Version(), reg.Name)
 	m.Capacity.Set(float64(cfg.Runner.Capacity))
 
-	pol, err := policy.New(ctx, policy.Options{
-		Allow: cfg.Load.AllowTargets,
-		Deny:  cfg.Load.DenyTargets,
-		Forge: reg.Address,
-	})
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	envs, err := jobEnvs(cfg)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
+	// The background pieces (metrics server, outbox) outlive ctx: they end
+	// in Shutdown, after the running jobs.
+	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopBg = stopBg
 
-	link, err := newClusterLink(ctx, cfg, m, log)
+	// The metrics server comes first, so that /healthz answers and /readyz
+	// says why it is not ready while the forge is still being waited for,
+	// and a taken port fails start-up at once.
+	ready := &readiness{err: fmt.Errorf("starting: waiting for the forge at %s to answer Declare", reg.Address)}
+	jobs, err := d.serveMetrics(bgCtx, reg2, ready)
 	if err != nil {
 		return err
 	}
-	var coord run.ClusterCoordinator
-	if link != nil {
-		coord = link
+
+	caps, err := declareUntilUp(ctx, d.cl, labels, cfg.Runner.FetchInterval, cfg.Runner.FetchIntervalMax, ready, log)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		log.Info("stopped before the forge answered")
+		return nil
 	}
 
-	runner := run.New(cl, run.Options{
-		Name:             reg.Name,
-		Version:          ver.Version(),
-		Labels:           labels,
-		Envs:             envs,
-		Timeout:          cfg.Runner.Timeout,
-		ReportInterval:   cfg.Runner.ReportInterval,
-		Capabilities:     caps,
-		Cancelling:       true,
-		Instance:         reg.Address,
-		Policy:           pol,
-		Limits:           plan.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
-		ProgressInterval: cfg.Load.ProgressInterval,
-		Logger:           log,
-		Observer:         jobObserver{m},
-		ReportObserver:   newReportObserver(m),
-		LoadObserver:     newLoadObserver(m),
-		Cluster:          coord,
-	})
-	if link != nil {
-		// The pool ends with the first signal (abandoning its segments so
-		// they move at once) or when the daemon returns.
-		poolCtx, stopPool := context.WithCancel(ctx)
-		defer func() { stopPool(); link.Close() }()
-		if err := link.startPool(poolCtx, cfg, config.LabelNames(labels), runner); err != nil {
-			return withCode(ExitBadInput, err)
-		}
+	runner, err := d.taskRunner(ctx, bgCtx, caps, m, jobs)
+	if err != nil {
+		return err
 	}
-	poller := poll.New(cl, runner, poll.Options{
+	d.poller = poll.New(d.cl, runner, poll.Options{
 		Capacity:         cfg.Runner.Capacity,
 		FetchTimeout:     cfg.Runner.FetchTimeout,
 		FetchInterval:    cfg.Runner.FetchInterval,
 		FetchIntervalMax: cfg.Runner.FetchIntervalMax,
 		ReadinessGrace:   cfg.Metrics.ReadinessGrace,
-		Once:             f.once || reg.Ephemeral,
+		Once:             d.once,
 		Logger:           log,
 		Observer:         pollObserver{m},
 	})
-
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSrv()
-	if cfg.Metrics.Enabled {
-		srv := metrics.NewServer(cfg.Metrics.Addr, reg2, poller)
-		if err := srv.Listen(); err != nil {
-			return err
-		}
-		log.Infof("serving metrics on http://%s/metrics", srv.Addr())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(srvCtx); err != nil {
-				log.WithError(err).Error("metrics server stopped")
-			}
-		}()
-	}
+	ready.setPoller(d.poller)
 
 	log.WithField("labels", config.LabelNames(labels)).WithField("capacity", cfg.Runner.Capacity).Infof("forgeload %s polling %s", ver.Version(), reg.Address)
-	pollDone := make(chan error, 1)
-	go func() { pollDone <- poller.Run(ctx) }()
+	return d.poller.Run(ctx)
+}
 
-	var runErr error
-	select {
-	case runErr = <-pollDone:
-		// Polling ended by itself: --once, an ephemeral runner, or the
-		// forge no longer knowing us. Let running jobs end.
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.Runner.ShutdownTimeout)
-		_ = poller.Shutdown(sctx)
-		cancel()
-	case <-ctx.Done():
-		log.Infof("shutting down: polling stopped; running jobs get up to %s (runner.shutdown_timeout) to finish; send the signal again to cancel them now", cfg.Runner.ShutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.Runner.ShutdownTimeout)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			// The first signal is the one that cancelled ctx; wait for one more.
-			n := 0
-			for {
-				select {
-				case <-sigs:
-					n++
-					if n >= 2 {
-						log.Warn("second signal: cancelling running jobs now")
-						cancel()
-						return
-					}
-				case <-sctx.Done():
-					return
-				}
-			}
-		}()
-		if err := poller.Shutdown(sctx); err != nil {
-			log.WithError(err).Warn("running jobs were cancelled (shutdown deadline or second signal); they reported CANCELLED")
+// taskRunner builds the task runner that polling hands jobs to: the target
+// policy, the jobs' env, the cluster link (and this runner's place in the
+// pool, running segments until ctx ends), and the outbox of kept final
+// reports, delivered until bgCtx ends.
+func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.Metrics, jobs *resultview.Jobs) (*run.Runner, error) {
+	cfg, log := d.cfg, d.log
+	var containers run.Containers
+	if d.eng != nil {
+		containers = d.eng
+	}
+	pol, err := policy.New(ctx, policy.Options{
+		Allow: cfg.Load.AllowTargets,
+		Deny:  cfg.Load.DenyTargets,
+		Forge: d.reg.Address,
+	})
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	envs, err := jobEnvs(cfg)
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+
+	link, err := newClusterLink(ctx, cfg, m, log)
+	if err != nil {
+		return nil, err
+	}
+	d.link = link
+	var coord run.ClusterCoordinator
+	if link != nil {
+		coord = link
+	}
+
+	// Final reports an outage kept from the forge, in this run or an
+	// earlier one, are delivered when it answers.
+	outbox, err := report.OpenOutbox(cfg.Runner.File+".pending", log)
+	if err != nil {
+		return nil, err
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		if err := outbox.Run(bgCtx, d.cl, cfg.Runner.FetchInterval); err != nil {
+			log.WithError(err).Error("stopped delivering kept final reports")
 		}
-		cancel()
-		<-watched
-		runErr = <-pollDone
+	}()
+
+	limits := build.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration}
+	runner := run.New(d.cl, run.Options{
+		Name:             d.reg.Name,
+		Version:          ver.Version(),
+		Labels:           d.labels,
+		Envs:             envs,
+		Timeout:          cfg.Runner.Timeout,
+		ReportInterval:   cfg.Runner.ReportInterval,
+		CloseTimeout:     cfg.Runner.FinalReportTimeout,
+		Capabilities:     caps,
+		Outbox:           outbox,
+		Cancelling:       true,
+		Instance:         d.reg.Address,
+		Policy:           pol,
+		Limits:           limits,
+		ProgressInterval: cfg.Load.ProgressInterval,
+		Logger:           log,
+		Observer:         jobObserver{m},
+		ReportObserver:   newReportObserver(m),
+		LoadObserver:     newLoadObserver(m, jobs),
+		RunObserver:      newRunObserver(jobs),
+		Cluster:          coord,
+		Publisher:        d.cl,
+		Containers:       containers,
+		ContainersErr:    d.engErr,
+		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
+		ServiceTimeout:   cfg.Container.ServiceTimeout,
+		ValidVolumes:     cfg.Container.ValidVolumes,
+	})
+	if link != nil {
+		// The pool ends with the first signal (abandoning its segments so
+		// they move at once) or in Shutdown.
+		poolCtx, stopPool := context.WithCancel(ctx)
+		d.stopPool = stopPool
+		segs := &loadrun.SegmentRunner{Policy: pol, Forge: d.reg.Address, Limits: limits, Observer: newLoadObserver(m, jobs), Logger: log}
+		if err := link.startPool(poolCtx, cfg, config.LabelNames(d.labels), segs); err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
 	}
-	stopSrv()
-	if errors.Is(runErr, poll.ErrUnregistered) {
-		return fmt.Errorf("%w", runErr)
+	return runner, nil
+}
+
+// serveMetrics starts the metrics server when metrics.enabled is set, with
+// the /jobs page when metrics.jobs_page is; it returns that page (nil
+// without it). The server runs until ctx ends.
+func (d *Daemon) serveMetrics(ctx context.Context, reg *prometheus.Registry, ready *readiness) (*resultview.Jobs, error) {
+	cfg, log := d.cfg, d.log
+	if !cfg.Metrics.Enabled {
+		return nil, nil
 	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
+	var jobs *resultview.Jobs
+	srv := metrics.NewServer(cfg.Metrics.Addr, reg, ready)
+	if cfg.Metrics.JobsPage {
+		jobs = &resultview.Jobs{}
+		srv.Handle(resultview.JobsPath, http.StripPrefix(resultview.JobsPath, jobs))
+		srv.Handle(resultview.JobsPath+"/", http.StripPrefix(resultview.JobsPath, jobs))
 	}
-	log.Info("forgeload stopped")
-	return nil
+	if err := srv.Listen(); err != nil {
+		return nil, err
+	}
+	log.Infof("serving metrics on http://%s/metrics", srv.Addr())
+	if jobs != nil {
+		log.Infof("serving the running load steps on http://%s%s", srv.Addr(), resultview.JobsPath)
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		if err := srv.Serve(ctx); err != nil {
+			log.WithError(err).Error("metrics server stopped")
+		}
+	}()
+	return jobs, nil
+}
+
+// polled reports whether Run got as far as polling.
+func (d *Daemon) polled() bool { return d.poller != nil }
+
+// Shutdown stops the daemon after [Daemon.Run] has returned: polling is
+// over, running jobs get until ctx ends to finish and are then cancelled
+// (they report CANCELLED on their own detached context); then the cluster
+// pool, the outbox, the metrics server and the Docker Engine client stop,
+// the containers the jobs left are removed, and the registration lock is
+// released. It returns ctx's error when jobs had to be cancelled.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	var err error
+	if d.poller != nil {
+		err = d.poller.Shutdown(ctx)
+	}
+	if d.stopPool != nil {
+		d.stopPool()
+	}
+	if d.link != nil {
+		d.link.Close()
+	}
+	if d.stopBg != nil {
+		d.stopBg()
+	}
+	d.bg.Wait()
+	stopEngine(d.eng, d.log)
+	_ = d.unlock() // the lock dies with the process anyway
+	return err
 }
 
 // declare tells the forge our labels, version and capabilities and returns
@@ -299,13 +461,17 @@ func declare(ctx context.Context, cl *client.Client, labels []string, log *logru
 // down or failing at start-up is waited for with the poller's capped,
 // jittered backoff instead of ending the daemon. Only Unauthenticated (the
 // runner was deleted) is fatal. It returns with no error when ctx ends.
-func declareUntilUp(ctx context.Context, cl *client.Client, labels []string, base, ceiling time.Duration, log *logrus.Entry) (string, error) {
+// While it waits, ready reports the last failure.
+func declareUntilUp(ctx context.Context, cl *client.Client, labels []string, base, ceiling time.Duration, ready *readiness, log *logrus.Entry) (string, error) {
 	for n := 1; ; n++ {
 		caps, err := declare(ctx, cl, labels, log)
+		if err != nil {
+			ready.set(err)
+		}
 		if err == nil || errors.Is(err, poll.ErrUnregistered) || ctx.Err() != nil {
 			return caps, err
 		}
-		wait := poll.Jitter(poll.Interval(n, base, ceiling), rand.Float64())
+		wait := backoff.Jitter(poll.Interval(n, base, ceiling), rand.Float64())
 		log.WithError(err).Warnf("the forge did not answer Declare; retrying in %s", wait.Round(time.Millisecond))
 		t := time.NewTimer(wait)
 		select {
@@ -315,6 +481,50 @@ func declareUntilUp(ctx context.Context, cl *client.Client, labels []string, bas
 		case <-t.C:
 		}
 	}
+}
+
+// unknownEnvWarning says which FORGELOAD_ variables forgeload ignores, or
+// "" when there are none.
+func unknownEnvWarning() string {
+	names := config.UnknownEnv(os.Environ())
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("ignoring environment variable %s: forgeload does not read it (config overrides are FORGELOAD_<SECTION>_<KEY>; see `forgeload config generate`)", strings.Join(names, ", "))
+}
+
+// readiness is the daemon's /readyz for its whole life: not ready, with the
+// reason, until the forge has answered Declare; then the poller's answer.
+// It is safe for concurrent use.
+type readiness struct {
+	mu     sync.Mutex
+	err    error
+	poller metrics.Readiness
+}
+
+var _ metrics.Readiness = (*readiness)(nil)
+
+func (r *readiness) Ready() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.poller != nil {
+		return r.poller.Ready()
+	}
+	return r.err
+}
+
+// set records why the daemon is not ready yet.
+func (r *readiness) set(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err = err
+}
+
+// setPoller hands readiness to the poller, once the forge has answered.
+func (r *readiness) setPoller(p metrics.Readiness) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.poller = p
 }
 
 // effectiveLabels picks the labels to declare: runner.labels when the

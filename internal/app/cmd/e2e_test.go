@@ -7,17 +7,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/config"
+	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 )
 
@@ -25,6 +33,8 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	raiseParallel(e2eParallel)
 	dir, err := os.MkdirTemp("", "forgeload-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -37,9 +47,48 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build forgeload:", err)
 		os.Exit(1)
 	}
+	// The builds that single tests need (a binary with fault injection,
+	// the cluster's container image) start now, beside the tests, so that
+	// those tests do not wait for them alone; only when the whole package
+	// runs, so that a -run of one test (or a -list) builds nothing more.
+	var prebuild sync.WaitGroup
+	if flagValue("test.run") == "" && flagValue("test.list") == "" {
+		prebuild.Go(func() { _, _ = faultsBin() })
+		prebuild.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
+	}
 	code := m.Run()
+	prebuild.Wait()
+	if clusterImageRef != "" {
+		_, _ = dockerErr("rmi", "-f", clusterImageRef) // also when its test did not run
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// e2eParallel is how many of this package's tests run at once unless
+// -test.parallel says otherwise. They spend their time waiting on daemons,
+// jobs, leases and outages in real time, not computing, so the default (one
+// per CPU: 2 on CI machines) left the package at about four minutes of
+// mostly idle waiting; the bounds they check leave room for a loaded
+// machine. (At 16, on a machine at a load average of 30, daemons took over
+// 15 s to start; 12 keeps the package near a minute.)
+const e2eParallel = 12
+
+// flagValue returns the value of the flag name, "" if there is none.
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// raiseParallel sets -test.parallel to n unless it was given.
+func raiseParallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // node is one forgeload home: a config file and a registration file.
@@ -66,14 +115,25 @@ func newNode(t *testing.T, extra string) *node {
 	return n
 }
 
-// forgeload runs the binary to completion and returns its exit code and
-// combined output.
+// forgeload runs the binary to completion with the node's config (-c; not
+// for load, whose -c is its concurrency, nor for version) and returns its
+// exit code and combined output.
 func (n *node) forgeload(args ...string) (int, string) {
+	n.t.Helper()
+	return n.forgeloadEnv(nil, args...)
+}
+
+// forgeloadEnv is forgeload with extra environment variables.
+func (n *node) forgeloadEnv(env []string, args ...string) (int, string) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"-c", n.cfg}, args...)...)
+	if len(args) == 0 || !slices.Contains([]string{"load", "version", "--version"}, args[0]) {
+		args = append([]string{"-c", n.cfg}, args...)
+	}
+	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Dir = n.dir
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -96,8 +156,21 @@ type daemon struct {
 
 func (n *node) startDaemon(args ...string) *daemon {
 	n.t.Helper()
+	return n.start(append([]string{"-c", n.cfg, "daemon"}, args...)...)
+}
+
+// start starts the binary with args in the node's directory; it is killed
+// at the end of the test if it is still running.
+func (n *node) start(args ...string) *daemon {
+	n.t.Helper()
+	return n.startBin(binPath, args...)
+}
+
+// startBin is start with another build of the binary.
+func (n *node) startBin(bin string, args ...string) *daemon {
+	n.t.Helper()
 	d := &daemon{out: &syncBuffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(binPath, append([]string{"-c", n.cfg, "daemon"}, args...)...)
+	d.cmd = exec.Command(bin, args...)
 	d.cmd.Dir = n.dir
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
@@ -113,6 +186,7 @@ func (n *node) startDaemon(args ...string) *daemon {
 	n.t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
 		<-d.done
+		n.reapContainers()
 	})
 	return d
 }
@@ -190,6 +264,9 @@ func TestE2ERegister(t *testing.T) {
 	if got := f.Calls("Ping"); got < 1 {
 		t.Fatalf("Ping calls = %d, want >= 1", got)
 	}
+	if _, err := os.Stat(n.file + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("register left %s.lock behind (stat: %v)", n.file, err)
+	}
 
 	// A second register refuses to overwrite.
 	code, out := n.forgeload("register", "--no-interactive", "--instance", f.URL(), "--token", "reg-token")
@@ -201,6 +278,78 @@ func TestE2ERegister(t *testing.T) {
 	code, out = n2.forgeload("register", "--no-interactive", "--instance", f.URL(), "--token", "wrong", "--wait", "10s")
 	if code == 0 || !strings.Contains(out, "registration token") {
 		t.Fatalf("register with a bad token: exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestE2ERegisterFailsFast: a server that answers but is not a forge fails
+// register at once with the reason, leaving no .runner and no .runner.lock;
+// Ctrl-C while a down forge is waited for says it was interrupted, not that
+// the forge did not answer in time.
+func TestE2ERegisterFailsFast(t *testing.T) {
+	t.Parallel()
+	notForge := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notForge.Close)
+	n := newNode(t, "")
+	start := time.Now()
+	code, out := n.forgeload("register", "--no-interactive", "--instance", notForge.URL, "--token", "t", "--wait", "2m")
+	if code != ExitBadInput || !strings.Contains(out, "did not answer as a Gitea or Forgejo instance") || !strings.Contains(out, "404") {
+		t.Fatalf("register against a non-forge server: exit %d, output:\n%s", code, out)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("register against a non-forge server took %s, want no wait", d)
+	}
+	for _, p := range []string{n.file, n.file + ".lock"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a failed register left %s behind (stat: %v)", p, err)
+		}
+	}
+
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	f.Down()
+	out2 := &syncBuffer{}
+	cmd := exec.Command(binPath, "-c", n.cfg, "register", "--no-interactive", "--instance", f.URL(), "--token", "reg-token", "--wait", "2m")
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = out2, out2
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitFor(t, "the reason register waits", 20*time.Second, func() bool { return strings.Contains(out2.String(), "does not answer yet") })
+	if !strings.Contains(out2.String(), "refused") {
+		t.Errorf("the waiting message does not give the reason:\n%s", out2.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("register did not stop on SIGINT:\n%s", out2.String())
+	}
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(out2.String(), "interrupted while waiting") || strings.Contains(out2.String(), "within 2m0s") {
+		t.Fatalf("register after SIGINT: exit %d, output:\n%s", cmd.ProcessState.ExitCode(), out2.String())
+	}
+	if _, err := os.Stat(n.file + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("an interrupted register left %s.lock behind (stat: %v)", n.file, err)
+	}
+}
+
+// TestE2EUnknownEnv: FORGELOAD_ names a deploy script sets for itself are
+// a warning, a near miss of a config key is an error with the fix.
+func TestE2EUnknownEnv(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	code, out := n.forgeloadEnv([]string{"FORGELOAD_BIN=/usr/bin/forgeload", "FORGELOAD_HOME=/var/lib/forgeload"},
+		"register", "--no-interactive", "--instance", f.URL(), "--token", "reg-token", "--name", "e2e-env", "--wait", "20s")
+	if code != 0 || !strings.Contains(out, "warning: ignoring environment variable FORGELOAD_BIN, FORGELOAD_HOME") {
+		t.Fatalf("register with FORGELOAD_BIN and FORGELOAD_HOME: exit %d, output:\n%s", code, out)
+	}
+	code, out = n.forgeloadEnv([]string{"FORGELOAD_BIN=/usr/bin/forgeload", "FORGELOAD_RUNNER_CAPACTIY=3"}, "daemon", "--once")
+	if code != ExitBadInput || !strings.Contains(out, "FORGELOAD_RUNNER_CAPACTIY (did you mean FORGELOAD_RUNNER_CAPACITY?)") || strings.Contains(out, "FORGELOAD_BIN (") {
+		t.Fatalf("daemon with a misspelt override: exit %d, output:\n%s", code, out)
 	}
 }
 
@@ -221,6 +370,7 @@ func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(strings.Join(v.Log, "\n"), "from-the-daemon") {
 		t.Fatalf("task result %v, log:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
+	waitFor(t, "the task's end in the daemon log", 30*time.Second, func() bool { return strings.Contains(d.out.String(), "task finished") })
 	// A second daemon cannot share the registration, and register cannot
 	// replace it under the running one.
 	code, out := n.forgeload("daemon")
@@ -235,6 +385,9 @@ func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
 	d.signal(t, syscall.SIGTERM)
 	if code := d.wait(t, 15*time.Second); code != 0 {
 		t.Fatalf("daemon exit code after SIGTERM = %d, want 0; output:\n%s", code, d.out.String())
+	}
+	if n := strings.Count(d.out.String(), "task finished"); n != 1 {
+		t.Errorf("the daemon logged \"task finished\" %d times for one task, want 1:\n%s", n, d.out.String())
 	}
 	if got := f.Calls("Declare"); got != 1 {
 		t.Fatalf("Declare calls = %d, want 1", got)
@@ -258,6 +411,26 @@ func TestE2EUnregisteredExitsNonZero(t *testing.T) {
 	code := d.wait(t, 15*time.Second)
 	if code == 0 || !strings.Contains(d.out.String(), "register again") {
 		t.Fatalf("daemon after deletion: exit %d, output:\n%s", code, d.out.String())
+	}
+}
+
+// TestE2EUnregisteredAtStart: a runner deleted while the daemon was down
+// gets Gitea's unregistered answer (HTTP 500, code unknown) to Declare; the
+// daemon must exit non-zero at once, not wait for the forge forever.
+func TestE2EUnregisteredAtStart(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-gone-at-start")
+	f.DeleteRunner(f.Runners()[0].UUID)
+	d := n.startDaemon()
+	code := d.wait(t, 20*time.Second)
+	out := d.out.String()
+	if code == 0 || !strings.Contains(out, "register again") || strings.Contains(out, "did not answer Declare") {
+		t.Fatalf("daemon of a deleted runner: exit %d, output:\n%s", code, out)
+	}
+	if got := f.Calls("Declare"); got != 1 {
+		t.Fatalf("Declare calls = %d, want 1 (no retry after the forge said unregistered)", got)
 	}
 }
 
@@ -354,7 +527,7 @@ func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
 	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo begin; sleep 120\n")})
 	waitFor(t, "job start", 20*time.Second, func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "begin") })
 	d.signal(t, syscall.SIGTERM)
-	waitFor(t, "the drain message", 10*time.Second, func() bool { return strings.Contains(d.out.String(), "send the signal again") })
+	waitFor(t, "the drain message", 30*time.Second, func() bool { return strings.Contains(d.out.String(), "send the signal again") })
 	d.signal(t, syscall.SIGTERM)
 	if code := d.wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit %d after two signals:\n%s", code, d.out.String())
@@ -389,4 +562,48 @@ func TestE2EDaemonWaitsForForge(t *testing.T) {
 	if fi, err := os.Stat(n.file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf(".runner mode after start = %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
+}
+
+// TestE2EConfigBounds: limits that cannot be honoured, and a .runner token
+// with a line break, stop the daemon at start with exit 2 and the fix.
+func TestE2EConfigBounds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ extra, want string }{
+		{"  capacity: 100000000\n", "runner.capacity: 100000000 is above the limit of 1000"},
+		{"  report_interval: 1ns\n", "runner.report_interval: 1ns is outside 100ms to 1m0s"},
+		{"  shutdown_timeout: 100000h\n", "runner.shutdown_timeout: 100000h0m0s is above the 24h0m0s limit"},
+	} {
+		n := newNode(t, tt.extra)
+		if code, out := n.forgeload("daemon"); code != ExitBadInput || !strings.Contains(out, tt.want) {
+			t.Errorf("daemon with %q: exit %d, output:\n%s", strings.TrimSpace(tt.extra), code, out)
+		}
+	}
+	n := newNode(t, "")
+	reg := `{"uuid": "u", "token": "secret-part\nX-Injected: 1", "address": "http://127.0.0.1:1"}`
+	if err := os.WriteFile(n.file, []byte(reg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := n.forgeload("daemon")
+	if code != ExitBadInput || !strings.Contains(out, "holds a space, line break or control character") || strings.Contains(out, "secret-part") {
+		t.Errorf("daemon with a token holding a newline: exit %d, output:\n%s", code, out)
+	}
+}
+
+// reapContainers removes the Docker containers, networks and volumes of the
+// node's runner, which a daemon killed at the end of a test leaves behind
+// (its next start would remove them, but a test's runner never starts
+// again). Without a registration or a Docker Engine there is nothing to do.
+func (n *node) reapContainers() {
+	reg, err := config.LoadRegistration(n.file)
+	if err != nil || reg.UUID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng, err := container.New(ctx, container.Options{Owner: reg.UUID})
+	if err != nil {
+		return
+	}
+	defer eng.Close()
+	_, _ = eng.Reap(ctx, "")
 }

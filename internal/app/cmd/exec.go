@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,8 +23,9 @@ import (
 
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/config"
+	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/demo"
-	"github.com/forgeload/forgeload/internal/pkg/load/plan"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -77,99 +80,152 @@ func parseKV(flag string, list []string) (map[string]string, error) {
 	return out, nil
 }
 
-// execJob is one job of a local run.
+// execJob is one job of a local run: a workflow job, or one combination of
+// its strategy.matrix.
 type execJob struct {
 	id      string
+	name    string // id, with the matrix suffix for a matrix job: "perf (10)"
 	file    string
 	needs   []string
 	payload []byte
 }
 
+// runExec is `forgeload exec`: the jobs of the workflow files, picked and
+// ordered (see [newLocalRun]), run one after another (see [localRun.Run]).
 func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, stdout, stderr io.Writer) error {
-	secrets, err := parseKV("secret", f.secrets)
+	l, err := newLocalRun(g.config, f, args)
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		return err
 	}
-	vars, err := parseKV("var", f.vars)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	envs, err := parseKV("env", f.envs)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	if err := config.CheckEnv(os.Environ()); err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	cfg, err := config.Load(g.config, os.Getenv)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	files := args
-	if len(files) == 0 {
-		files, err = workflowFiles(f.workflows)
-		if err != nil {
-			return withCode(ExitBadInput, err)
-		}
-	}
-	var jobs []execJob
-	for _, file := range files {
-		js, err := splitJobs(file)
-		if err != nil {
-			return withCode(ExitBadInput, err)
-		}
-		jobs = append(jobs, js...)
-	}
-	if f.job != "" {
-		var keep []execJob
-		for _, j := range jobs {
-			if j.id == f.job {
-				keep = append(keep, j)
-			}
-		}
-		if len(keep) == 0 {
-			var ids []string
-			for _, j := range jobs {
-				ids = append(ids, j.id)
-			}
-			return withCode(ExitBadInput, fmt.Errorf("-j %s: no such job; the workflows have: %s", f.job, strings.Join(ids, ", ")))
-		}
-		jobs = keep
-		jobs[0].needs = nil
-	}
-	jobs, err = orderJobs(jobs)
-	if err != nil {
-		return withCode(ExitBadInput, err)
-	}
-
 	if f.demo {
 		d, err := demo.Start(demo.Options{})
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		envs["FORGELOAD_DEMO_URL"] = d.URL()
+		l.envs["FORGELOAD_DEMO_URL"] = d.URL()
 		fmt.Fprintf(stderr, "demo target listening on %s\n", d.URL())
 	}
-	for k, v := range cfg.Runner.Envs {
-		if _, set := envs[k]; !set {
-			envs[k] = v
+	stop, err := l.start(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return l.Run(ctx, stdout)
+}
+
+// localRun is one `forgeload exec`: the jobs to run in needs: order, and
+// what each job's task runner is given (the daemon's, with no forge: the
+// job's log goes to the terminal and actions/checkout copies cwd).
+type localRun struct {
+	cfg                 *config.Config
+	jobs                []execJob
+	secrets, vars, envs map[string]string
+	cwd                 string
+
+	// Set by start.
+	pol        *policy.Policy
+	log        *logrus.Entry
+	containers run.Containers
+	engErr     error
+}
+
+// newLocalRun reads the flags, the config and the workflow files (args, or
+// those under -W), keeps the job -j names (without its needs), and orders
+// the jobs after the jobs they need. Every error is bad input (exit 2).
+func newLocalRun(cfgPath string, f *execFlags, args []string) (*localRun, error) {
+	l := &localRun{}
+	var err error
+	for _, kv := range []struct {
+		flag string
+		list []string
+		to   *map[string]string
+	}{{"secret", f.secrets, &l.secrets}, {"var", f.vars, &l.vars}, {"env", f.envs, &l.envs}} {
+		if *kv.to, err = parseKV(kv.flag, kv.list); err != nil {
+			return nil, withCode(ExitBadInput, err)
 		}
 	}
-	pol, err := policy.New(ctx, policy.Options{
-		Allow: cfg.Load.AllowTargets,
-		Deny:  cfg.Load.DenyTargets,
+	if l.cfg, err = loadConfig(cfgPath); err != nil {
+		return nil, err
+	}
+	files := args
+	if len(files) == 0 {
+		files, err = workflowFiles(f.workflows)
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+	}
+	for _, file := range files {
+		js, err := splitJobs(file)
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		l.jobs = append(l.jobs, js...)
+	}
+	if f.job != "" {
+		var keep []execJob
+		for _, j := range l.jobs {
+			if j.id == f.job {
+				j.needs = nil
+				keep = append(keep, j)
+			}
+		}
+		if len(keep) == 0 {
+			var ids []string
+			for _, j := range l.jobs {
+				ids = append(ids, j.id)
+			}
+			return nil, withCode(ExitBadInput, fmt.Errorf("-j %s: no such job; the workflows have: %s", f.job, strings.Join(ids, ", ")))
+		}
+		l.jobs = keep
+	}
+	if l.jobs, err = orderJobs(l.jobs); err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	l.cwd, _ = os.Getwd()
+	return l, nil
+}
+
+// start adds runner.envs under the --env values, builds the target policy
+// and the logger, and connects to the local Docker Engine when a job needs
+// containers; what those leave is removed by stop.
+func (l *localRun) start(ctx context.Context, stderr io.Writer) (stop func(), err error) {
+	for k, v := range l.cfg.Runner.Envs {
+		if _, set := l.envs[k]; !set {
+			l.envs[k] = v
+		}
+	}
+	l.pol, err = policy.New(ctx, policy.Options{
+		Allow: l.cfg.Load.AllowTargets,
+		Deny:  l.cfg.Load.DenyTargets,
 	})
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		return nil, withCode(ExitBadInput, err)
 	}
-	cwd, _ := os.Getwd()
-	logger := newLogger(cfg, stderr)
+	logger := newLogger(l.cfg, stderr)
 	logger.SetLevel(logrus.WarnLevel)
+	l.log = logrus.NewEntry(logger)
+	// Services and job containers run on the local Docker Engine, under an
+	// owner of this process alone; what they leave is removed by stop.
+	if !slices.ContainsFunc(l.jobs, func(j execJob) bool { return needsContainers(j.payload, l.cfg.Runner.Labels) }) {
+		return func() {}, nil
+	}
+	eng, err := connectEngine(ctx, l.cfg, fmt.Sprintf("forgeload-exec-%d", os.Getpid()))
+	if err != nil {
+		l.engErr = err // the jobs that need it fail with this reason
+		return func() {}, nil
+	}
+	l.containers = eng
+	return func() { stopEngine(eng, l.log) }, nil
+}
 
+// Run runs the jobs in order, each with the results of the jobs it needs;
+// a job whose needs did not all succeed is skipped. It fails (exit 1) when
+// a job did not succeed.
+func (l *localRun) Run(ctx context.Context, stdout io.Writer) error {
 	results := map[string]*runnerv1.TaskNeed{}
 	failed := 0
-	for n, j := range jobs {
+	for n, j := range l.jobs {
 		needs := map[string]*runnerv1.TaskNeed{}
 		skip := false
 		for _, d := range j.needs {
@@ -181,44 +237,71 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 			}
 		}
 		if skip {
-			fmt.Fprintf(stdout, "[%s] skipped: a job it needs did not succeed\n", j.id)
+			fmt.Fprintf(stdout, "[%s] skipped: a job it needs did not succeed\n", j.name)
 			results[j.id] = &runnerv1.TaskNeed{Result: runnerv1.Result_RESULT_SKIPPED}
 			continue
 		}
-		lf := newTerminalForge(stdout, j.id)
-		r := run.New(lf, run.Options{
-			Name:             "local",
-			Version:          ver.Version(),
-			Labels:           cfg.Runner.Labels,
-			Envs:             envs,
-			Timeout:          cfg.Runner.Timeout,
-			ReportInterval:   cfg.Runner.ReportInterval,
-			Policy:           pol,
-			Limits:           plan.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
-			ProgressInterval: cfg.Load.ProgressInterval,
-			LocalRepo:        cwd,
-			Logger:           logrus.NewEntry(logger),
-			Cancelling:       true,
-		})
-		task, err := localTask(int64(n+1), j, cwd, secrets, vars, needs)
+		lf := newTerminalForge(stdout, j.name)
+		task, err := localTask(int64(n+1), j, l.cwd, l.secrets, l.vars, needs)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "[%s] ▶ job %s (%s)\n", j.id, j.id, j.file)
-		if err := r.Run(ctx, task); err != nil {
+		fmt.Fprintf(stdout, "[%s] ▶ job %s (%s)\n", j.name, j.name, j.file)
+		if err := run.New(lf, l.runnerOptions()).Run(ctx, task); err != nil {
 			return err
 		}
 		res, outputs := lf.final()
-		results[j.id] = &runnerv1.TaskNeed{Result: res, Outputs: outputs}
-		fmt.Fprintf(stdout, "[%s] ■ job %s: %s\n", j.id, j.id, resultName(res))
+		results[j.id] = mergeNeed(results[j.id], res, outputs)
+		fmt.Fprintf(stdout, "[%s] ■ job %s: %s\n", j.name, j.name, resultName(res))
 		if res != runnerv1.Result_RESULT_SUCCESS && res != runnerv1.Result_RESULT_SKIPPED {
 			failed++
 		}
 	}
 	if failed > 0 {
-		return withCode(ExitFailure, fmt.Errorf("%d of %d jobs did not succeed", failed, len(jobs)))
+		return withCode(ExitFailure, fmt.Errorf("%d of %d jobs did not succeed", failed, len(l.jobs)))
 	}
 	return nil
+}
+
+// runnerOptions are the task runner's options for one local job: the
+// daemon's, from the same config, with no forge behind them.
+func (l *localRun) runnerOptions() run.Options {
+	cfg := l.cfg
+	return run.Options{
+		Name:             "local",
+		Version:          ver.Version(),
+		Labels:           cfg.Runner.Labels,
+		Envs:             l.envs,
+		Timeout:          cfg.Runner.Timeout,
+		ReportInterval:   cfg.Runner.ReportInterval,
+		Policy:           l.pol,
+		Limits:           build.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
+		ProgressInterval: cfg.Load.ProgressInterval,
+		LocalRepo:        l.cwd,
+		Logger:           l.log,
+		Cancelling:       true,
+		Containers:       l.containers,
+		ContainersErr:    l.engErr,
+		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
+		ServiceTimeout:   cfg.Container.ServiceTimeout,
+		ValidVolumes:     cfg.Container.ValidVolumes,
+	}
+}
+
+// mergeNeed adds one run of a job to what later jobs see of it in needs: a
+// matrix job succeeded only if every one of its jobs did, and its outputs
+// are those its jobs set, the later ones winning, as on Gitea.
+func mergeNeed(prev *runnerv1.TaskNeed, res runnerv1.Result, outputs map[string]string) *runnerv1.TaskNeed {
+	if prev == nil {
+		return &runnerv1.TaskNeed{Result: res, Outputs: outputs}
+	}
+	if prev.Result == runnerv1.Result_RESULT_SUCCESS || prev.Result == runnerv1.Result_RESULT_SKIPPED {
+		prev.Result = res
+	}
+	for k, v := range outputs {
+		prev.Outputs[k] = v
+	}
+	return prev
 }
 
 func resultName(r runnerv1.Result) string {
@@ -247,13 +330,19 @@ func workflowFiles(path string) ([]string, error) {
 
 // splitJobs turns a workflow file into one single-job payload per job, as
 // the forge does: the job's needs: is erased (results travel in
-// Task.needs) and the top-level keys are kept.
+// Task.needs), the top-level keys are kept, and a strategy.matrix is
+// expanded into one job per combination (see jobPayloads).
 func splitJobs(file string) ([]execJob, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read workflow: %w", err)
 	}
 	wfs, err := workflow.ParseJobs(data)
+	var pe *workflow.ParseError
+	if errors.As(err, &pe) {
+		pe.File = file // its lines are the file's: "ci.yml:12: steps[2]: ..."
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -283,28 +372,111 @@ func splitJobs(file string) ([]execJob, error) {
 			}
 			one.Content = append(one.Content, jobNode.Content[i], jobNode.Content[i+1])
 		}
-		top := &yaml.Node{Kind: yaml.MappingNode}
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == "jobs" {
-				top.Content = append(top.Content, root.Content[i], &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: wf.JobID}, one}})
-				continue
-			}
-			top.Content = append(top.Content, root.Content[i], root.Content[i+1])
-		}
-		payload, err := yaml.Marshal(top)
+		jobs, err := jobPayloads(root, wf.JobID, one)
 		if err != nil {
-			return nil, fmt.Errorf("%s: job %s: %w", file, wf.JobID, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		out = append(out, execJob{id: wf.JobID, file: file, needs: wf.Job.Needs, payload: payload})
+		for _, j := range jobs {
+			j.file, j.needs = file, wf.Job.Needs
+			out = append(out, j)
+		}
 	}
 	return out, nil
 }
 
-// orderJobs sorts jobs so every job comes after the jobs it needs.
+// jobPayloads returns the payloads of job id (its mapping node one, under
+// the workflow's top-level keys from root). A job with a strategy.matrix
+// mapping becomes one payload per combination, as Gitea sends them: the
+// matrix holds that combination's values as one-element lists, and the
+// job's name (its id when it has none) gets the suffix " (v1, v2)", unless
+// the name is an expression.
+func jobPayloads(root *yaml.Node, id string, one *yaml.Node) ([]execJob, error) {
+	marshal := func(job *yaml.Node) ([]byte, error) {
+		top := &yaml.Node{Kind: yaml.MappingNode}
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "jobs" {
+				top.Content = append(top.Content, root.Content[i], &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: id}, job}})
+				continue
+			}
+			top.Content = append(top.Content, root.Content[i], root.Content[i+1])
+		}
+		b, err := yaml.Marshal(top)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
+		}
+		return b, nil
+	}
+	strategy, matrix := mappingValue(one, "strategy"), (*yaml.Node)(nil)
+	if strategy != nil {
+		matrix = mappingValue(strategy, "matrix")
+	}
+	if matrix == nil {
+		payload, err := marshal(one)
+		return []execJob{{id: id, name: id, payload: payload}}, err
+	}
+	combos, err := workflow.ExpandMatrix(matrix, "jobs."+id+".strategy.matrix")
+	if err != nil {
+		return nil, err
+	}
+	name := id
+	if n := mappingValue(one, "name"); n != nil && n.Kind == yaml.ScalarNode && n.Value != "" {
+		name = n.Value
+	}
+	var out []execJob
+	for _, c := range combos {
+		m, err := c.Node()
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
+		}
+		jobName := name
+		if !strings.Contains(name, "${{") {
+			jobName += c.Suffix()
+		}
+		job := withValue(one, "strategy", withValue(strategy, "matrix", m))
+		job = withValue(job, "name", &yaml.Node{Kind: yaml.ScalarNode, Value: jobName})
+		payload, err := marshal(job)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, execJob{id: id, name: id + c.Suffix(), payload: payload})
+	}
+	return out, nil
+}
+
+// mappingValue returns the value of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// withValue returns a copy of mapping n with key set to v (added at the end
+// if n lacks it).
+func withValue(n *yaml.Node, key string, v *yaml.Node) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, len(n.Content)+2)}
+	found := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		val := n.Content[i+1]
+		if n.Content[i].Value == key {
+			val, found = v, true
+		}
+		out.Content = append(out.Content, n.Content[i], val)
+	}
+	if !found {
+		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+	}
+	return out
+}
+
+// orderJobs sorts jobs so every job comes after the jobs it needs; the jobs
+// of one matrix stay together, in order.
 func orderJobs(jobs []execJob) ([]execJob, error) {
-	byID := map[string]execJob{}
+	byID := map[string][]execJob{}
 	for _, j := range jobs {
-		byID[j.id] = j
+		byID[j.id] = append(byID[j.id], j)
 	}
 	var out []execJob
 	state := map[string]int{} // 1 visiting, 2 done
@@ -316,18 +488,18 @@ func orderJobs(jobs []execJob) ([]execJob, error) {
 		case 2:
 			return nil
 		}
-		j, ok := byID[id]
+		js, ok := byID[id]
 		if !ok {
 			return fmt.Errorf("job %s needs %q, which no workflow defines", path[len(path)-1], id)
 		}
 		state[id] = 1
-		for _, d := range j.needs {
+		for _, d := range js[0].needs {
 			if err := visit(d, append(path, id)); err != nil {
 				return err
 			}
 		}
 		state[id] = 2
-		out = append(out, j)
+		out = append(out, js...)
 		return nil
 	}
 	for _, j := range jobs {

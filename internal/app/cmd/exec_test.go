@@ -24,13 +24,29 @@ func repoRoot(t *testing.T) string {
 }
 
 // TestE2EQuickstart runs the README's first command: the quickstart
-// workflow against the embedded demo target, through the real binary.
+// workflow against the embedded demo target, through the real binary. Its
+// p99 < 250ms gate measures the machine as much as the demo target (on a
+// 2-core box at a load average of 20 the generator itself falls behind and
+// p99 reaches 800 ms), so the test runs a copy of the example that differs
+// only in that gate, raised to 30s; everything else is the README's.
 func TestE2EQuickstart(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
+	example, err := os.ReadFile(filepath.Join(root, "examples", "quickstart.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gate = "http_req_duration:p99 < 250ms"
+	if !strings.Contains(string(example), gate) {
+		t.Fatalf("examples/quickstart.yml no longer has %q; update this test", gate)
+	}
+	wf := filepath.Join(t.TempDir(), "quickstart.yml")
+	if err := os.WriteFile(wf, []byte(strings.Replace(string(example), gate, "http_req_duration:p99 < 30s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "exec", "--demo", "examples/quickstart.yml")
+	cmd := exec.CommandContext(ctx, binPath, "exec", "--demo", wf)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
@@ -79,5 +95,76 @@ func TestE2EExecFailingJobAndBadInput(t *testing.T) {
 	code, out = run("exec", "-j", "nope", wf)
 	if code != ExitBadInput || !strings.Contains(out, "no such job; the workflows have: a, b") {
 		t.Fatalf("exec -j nope: exit %d\n%s", code, out)
+	}
+}
+
+// TestE2EExecExpandsMatrix runs a matrix workflow through the binary: one
+// job per combination (exclude and include applied), each with its
+// values in ${{ matrix }} and its suffix in its name, and a job that needs
+// the matrix sees it fail when one of its jobs failed. Before, the job ran
+// once and ${{ matrix.rate }} printed [10, 20].
+func TestE2EExecExpandsMatrix(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte(`on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    strategy:
+      matrix:
+        rate: [10, 20]
+        mode: [a, b]
+        exclude:
+          - {rate: 20, mode: b}
+        include:
+          - {rate: 30, mode: c}
+    steps:
+      - run: echo "rate=${{ matrix.rate }} mode=${{ matrix.mode }}"
+      - run: test "${{ matrix.mode }}" != c
+  report:
+    needs: perf
+    runs-on: forgeload
+    steps:
+      - run: echo never
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "exec", wf)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailure {
+		t.Fatalf("exec: %v, want exit 1 (the (c, 30) job fails); output:\n%s", err, text)
+	}
+	for _, want := range []string{
+		"[perf (a, 10)] rate=10 mode=a", "[perf (b, 10)] rate=10 mode=b", "[perf (a, 20)] rate=20 mode=a", "[perf (c, 30)] rate=30 mode=c",
+		"■ job perf (a, 10): success", "■ job perf (c, 30): failure", "[report] skipped",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "mode=b\n") && strings.Contains(text, "rate=20 mode=b") {
+		t.Errorf("the excluded combination ran:\n%s", text)
+	}
+	if n := strings.Count(text, "▶ job perf"); n != 4 {
+		t.Errorf("%d perf jobs ran, want 4:\n%s", n, text)
+	}
+}
+
+// TestSplitJobsNamesFileAndLine: a mistake in a local workflow file is
+// reported at the file's own line, as "wf.yml:7: steps[0]: ...", which
+// editors can jump to; before, it read "wf.yml: workflow line 7: ...".
+func TestSplitJobsNamesFileAndLine(t *testing.T) {
+	t.Parallel()
+	wf := filepath.Join(t.TempDir(), "wf.yml")
+	if err := os.WriteFile(wf, []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        shel: sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := splitJobs(wf)
+	if want := wf + `:7: steps[0]: unknown key "shel"; did you mean "shell"?`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("splitJobs(bad file) = %v, want an error starting %q", err, want)
 	}
 }

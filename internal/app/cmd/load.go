@@ -1,12 +1,12 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,8 +14,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
-	"github.com/forgeload/forgeload/internal/pkg/load/plan"
-	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 )
 
 // loadFlags are the flags of `forgeload load`. The string-typed ones are
@@ -32,8 +33,12 @@ type loadFlags struct {
 	thresholds       []string
 	jsonOutput       string
 	markdownOutput   string
+	htmlOutput       string
+	baseline         string
+	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
+	crankfire        *crankfireFlags
 }
 
 func newLoadCmd() *cobra.Command {
@@ -43,44 +48,47 @@ func newLoadCmd() *cobra.Command {
 		Short: "Run a load test from a Crankfire-compatible config, locally",
 		Long: `load runs one load test with the embedded engine and prints a summary.
 
-The config is Crankfire's YAML or JSON format (plus vus, think_time and
-distributed); flags override the file's keys. Without -f, the flags alone
+The config is Crankfire's YAML or JSON format (plus vus and think_time);
+flags override the file's keys. A config with distributed.workers above 1
+is refused: a multi-host test runs as a forge job on a daemon in a
+cluster. Without -f, the flags alone
 describe the test:
 
   forgeload load --target http://127.0.0.1:8080/ --rate 500 -d 30s \
       --threshold 'http_req_duration:p99 < 300ms'
 
 A progress line goes to stderr every --progress-interval and the summary to
-stdout. The exit code is 0 when every threshold passed, 1 when one failed or
-the run was interrupted, and 2 for bad input.
+stdout. The exit code is 0 when every threshold passed, 1 when one failed,
+the run was interrupted or no request succeeded (it measured nothing), and
+2 for bad input (flags included).
 
-Note: -c N (a number) sets the concurrency; the global -c/--config (the
-daemon config path) is not used by load.`,
+With load, -c is --concurrency: load does not read the daemon config.
+'forgeload load validate FILE' checks a load config without sending
+anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			// The root's persistent -c names the daemon config; `load -c 50`
-			// means concurrency, so a numeric -c is taken as that.
-			if cf := c.Flags().Lookup("config"); cf != nil && cf.Changed && !c.Flags().Changed("concurrency") {
-				if _, err := strconv.Atoi(cf.Value.String()); err == nil {
-					f.concurrency = cf.Value.String()
-				}
-			}
 			return runLoad(c.Context(), f, c.Flags().Changed, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
+	c.AddCommand(newLoadValidateCmd())
 	fl := c.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "load config file (YAML or JSON, Crankfire-compatible)")
 	fl.StringVar(&f.target, "target", "", "target URL (config key target)")
-	fl.StringVar(&f.rate, "rate", "", "arrival rate in requests per second; 0 runs a closed loop (config key rate)")
-	fl.StringVar(&f.concurrency, "concurrency", "", "workers, i.e. the most requests in flight; -c N works too (config key concurrency)")
+	fl.StringVarP(&f.rate, "rate", "r", "", "arrival rate in requests per second; 0 runs a closed loop (config key rate)")
+	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers, i.e. the most requests in flight (config key concurrency)")
 	fl.StringVarP(&f.duration, "duration", "d", "", "run time, e.g. 30s or 5m (config key duration)")
-	fl.StringVar(&f.total, "total", "", "stop after this many requests (config key total)")
+	fl.StringVarP(&f.total, "total", "t", "", "stop after this many requests (config key total)")
 	fl.StringVar(&f.arrivalModel, "arrival-model", "", "uniform or poisson (config key arrival.model)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "threshold such as 'http_req_duration:p99 < 300ms' (repeatable; replaces the file's thresholds)")
 	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file")
 	fl.StringVar(&f.markdownOutput, "markdown-output", "", "also write the summary as Markdown to this file")
+	fl.StringVar(&f.htmlOutput, "html-output", "", "also write the self-contained HTML report to this file (config key html_output)")
+	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
+	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
+	fl.StringVar(&f.baseline, "baseline", "", "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
+	f.crankfire = addCrankfireFlags(fl)
 	return c
 }
 
@@ -95,7 +103,7 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
 	} {
-		if changed(m.flag) || (m.flag == "concurrency" && m.val != "") {
+		if changed(m.flag) {
 			kv[m.key] = m.val
 		}
 	}
@@ -106,23 +114,55 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 }
 
 func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdout, stderr io.Writer) error {
-	var cfg *spec.Config
-	var err error
-	if f.file != "" {
-		cfg, err = spec.Load(f.file)
-	} else {
-		cfg, err = spec.Parse("flags", []byte("{}"))
+	for _, pf := range []struct{ flag, val string }{
+		{"file", f.file}, {"json-output", f.jsonOutput}, {"markdown-output", f.markdownOutput}, {"html-output", f.htmlOutput},
+	} {
+		if strings.HasPrefix(pf.val, "-") {
+			return withCode(ExitBadInput, fmt.Errorf("--%s %q: that is a flag, not a file name: give the file name right after --%s (write ./%s for a file whose name starts with '-')", pf.flag, pf.val, pf.flag, pf.val))
+		}
 	}
+	if f.crankfire != nil && f.crankfire.config != "" {
+		if f.file != "" && f.file != f.crankfire.config {
+			return withCode(ExitBadInput, fmt.Errorf("--config %q and -f %q name two load configs: keep one", f.crankfire.config, f.file))
+		}
+		f.file = f.crankfire.config
+	}
+	var values map[string]any
+	if f.crankfire != nil {
+		kv, err := f.crankfire.overrides(changed)
+		if err != nil {
+			return withCode(ExitBadInput, err)
+		}
+		values = kv
+	}
+	cfg, err := loadrun.Load(loadrun.Input{File: f.file, Name: "flags", Values: values, Inline: loadOverrides(f, changed)})
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	if err := cfg.Override(loadOverrides(f, changed)); err != nil {
+	if ds := cfg.Distributed; ds != nil && ds.Workers > 1 {
+		return withCode(ExitBadInput, fmt.Errorf("%s: distributed.workers is %d, but forgeload load runs on this machine only and would send one host's share as the whole test: run it as a job on a forgeload daemon that is in a cluster (docs/cluster.md), or remove distributed: (or set workers: 1) to run it here", cfg.Source(), ds.Workers))
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if n := cfg.HARRemoved(); n > 0 {
+		fmt.Fprintf(stderr, "warning: har_file: %d recorded credential headers (Authorization, Cookie, …) are not replayed; use auth or headers to send your own\n", n)
+	}
+	s := build.Settings{ProgressInterval: f.progressInterval, Getenv: os.Getenv,
+		TraceSummary: func(line string, complete bool) {
+			if !complete {
+				line = "warning: " + line
+			}
+			fmt.Fprintln(stderr, line)
+		}}
+	dash, err := startDashboard(ctx, f, cfg, stderr)
+	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return withCode(ExitBadInput, err)
+	defer dash.stop()
+	if dash != nil {
+		s.OnSecond = dash.second
 	}
-	s := plan.Settings{ProgressInterval: f.progressInterval}
 	if !f.quiet {
 		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
 	}
@@ -140,61 +180,123 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 			})
 		}
 	}
-	p, err := plan.New(cfg, s)
+	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Engine: s})
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	defer p.Close()
-	res, checks, err := p.Run(ctx)
+	defer t.Close()
+	p := t.Engine
+	if len(p.Thresholds) == 0 {
+		fmt.Fprintln(stderr, "warning:", build.NoThresholdsWarning)
+	}
+	// The summary files are created before the run, so that a path that
+	// cannot be written is reported before anything is sent.
+	var outs []*outputFile
+	defer func() {
+		for _, o := range outs {
+			if o.fh != nil {
+				_ = o.fh.Close()
+			}
+		}
+	}()
+	for _, o := range []*outputFile{
+		{what: "--json-output", path: f.jsonOutput, write: load.WriteJSON},
+		{what: "--markdown-output", path: f.markdownOutput, write: load.WriteMarkdown},
+		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: resultview.WriteHTML},
+	} {
+		if o.path == "" {
+			continue
+		}
+		if o.fh, err = os.Create(o.path); err != nil {
+			return withCode(ExitBadInput, fmt.Errorf("%s: %w: check that the directory exists and is writable", o.what, err))
+		}
+		outs = append(outs, o)
+	}
+	base, err := readBaseline(f.baseline, p.Thresholds, stderr)
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
+	out, err := t.Run(ctx)
+	if err != nil {
+		return withCode(ExitBadInput, err)
+	}
+	res, checks := out.Result, out.Checks
+	res.Info = localRunInfo(cfg)
+	checks = againstBaseline(p, res, checks, base)
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
-	summary := load.Reporter(load.WriteText)
+	summary := load.SummaryWriter(load.WriteText)
 	if cfg.JSONOutput && f.jsonOutput == "" {
 		summary = load.WriteJSON
 	}
 	if err := summary(stdout, res, checks); err != nil {
 		return err
 	}
-	for _, out := range []struct {
-		path  string
-		write load.Reporter
-	}{{f.jsonOutput, load.WriteJSON}, {f.markdownOutput, load.WriteMarkdown}} {
-		if out.path == "" {
-			continue
-		}
-		if err := writeReport(out.path, out.write, res, checks); err != nil {
+	if err := writeBaselineDeltas(stdout, res, base); err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if err := o.writeAndClose(res, checks); err != nil {
 			return err
 		}
 	}
-	if !plan.Passed(checks) {
-		n := 0
-		for _, c := range checks {
-			if !c.Passed {
-				n++
-			}
-		}
-		return withCode(ExitFailure, fmt.Errorf("%d of %d thresholds failed", n, len(checks)))
+	dash.finish(ctx, res, checks)
+	if err := out.Stop(); err != nil {
+		return withCode(ExitFailure, fmt.Errorf("load test stopped: %w", err))
+	}
+	if failed := loadrun.Failed(checks); len(failed) > 0 {
+		return withCode(ExitFailure, fmt.Errorf("%d of %d thresholds failed", len(failed), len(checks)))
 	}
 	if res.Interrupted {
 		return withCode(ExitFailure, errors.New("load test interrupted before its end"))
 	}
+	if res.MeasuredNothing() {
+		return withCode(ExitFailure, loadrun.ErrNothingMeasured(res, ""))
+	}
 	return nil
 }
 
-func writeReport(path string, write load.Reporter, res *load.Result, checks []load.Check) error {
-	fh, err := os.Create(path)
+// outputFile is a summary file named by a flag, created before the run and
+// written after it.
+type outputFile struct {
+	what, path string
+	write      load.SummaryWriter
+	fh         *os.File
+}
+
+func (o *outputFile) writeAndClose(res *load.Result, checks []load.Check) error {
+	err := o.write(o.fh, res, checks)
+	if cerr := o.fh.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	o.fh = nil
 	if err != nil {
-		return fmt.Errorf("create summary file: %w: check that the directory exists and is writable", err)
-	}
-	if err := write(fh, res, checks); err != nil {
-		_ = fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("write summary file %s: %w", path, err)
+		return fmt.Errorf("write summary file %s: %w", o.path, err)
 	}
 	return nil
+}
+
+func newLoadValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a load config as `load -f FILE` would, without sending anything; exit 2 if it is bad",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := loadrun.Load(loadrun.Input{File: args[0]})
+			if err != nil {
+				return withCode(ExitBadInput, err)
+			}
+			p, err := build.New(cfg, build.Settings{})
+			if err != nil {
+				return withCode(ExitBadInput, err)
+			}
+			p.Close()
+			out := c.OutOrStdout()
+			fmt.Fprintf(out, "%s: valid load config\n", args[0])
+			if len(p.Thresholds) == 0 {
+				fmt.Fprintln(out, "warning:", build.NoThresholdsWarning)
+			}
+			return nil
+		},
+	}
 }

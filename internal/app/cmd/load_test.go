@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // loadTarget is a real server on 127.0.0.1 that counts requests and fails
@@ -107,6 +110,12 @@ func TestLoadCommandBadInputExits2(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("target: http://127.0.0.1:1/\nratee: 5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// load runs on this machine only: a distributed block must not
+	// silently become a one-host test.
+	dist := filepath.Join(dir, "dist.yaml")
+	if err := os.WriteFile(dist, []byte("target: http://127.0.0.1:1/\nrate: 5\nduration: 1s\ndistributed: {workers: 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -116,6 +125,7 @@ func TestLoadCommandBadInputExits2(t *testing.T) {
 		{[]string{"load", "--target", "http://127.0.0.1:1/", "--total", "5", "--arrival-model", "bursty"}, "bursty"},
 		{[]string{"load", "--target", "http://127.0.0.1:1/", "--total", "5", "--threshold", "nonsense"}, "nonsense"},
 		{[]string{"load", "--rate", "5"}, "target"},
+		{[]string{"load", "-f", dist}, "distributed.workers is 3"},
 	} {
 		code, _, stderr := runMain(t, tc.args...)
 		if code != ExitBadInput || !strings.Contains(stderr, tc.want) {
@@ -133,8 +143,8 @@ func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runMain(t, "load", "-f", cfg, "-q")
-	if code != ExitOK {
-		t.Fatalf("exit = %d, want 0 (no thresholds); stderr:\n%s", code, stderr)
+	if code != ExitFailure || !strings.Contains(stderr, "measured nothing") {
+		t.Fatalf("exit = %d, want 1 (every request failed: nothing measured); stderr:\n%s", code, stderr)
 	}
 	var sum struct {
 		Requests int64 `json:"requests"`
@@ -145,5 +155,104 @@ func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
 	}
 	if strings.Count(stderr, "request failed:") != 3 || !strings.Contains(stderr, "status 500") {
 		t.Errorf("stderr = %q, want the 3 failures logged", stderr)
+	}
+}
+
+// TestE2ELoadAbsurdRateStops runs the binary at 1e12 req/s: it ends on time
+// by itself, and SIGINT or SIGTERM stop it within a second or so (before,
+// counting the arrivals it never sent took minutes and ignored signals).
+func TestE2ELoadAbsurdRateStops(t *testing.T) {
+	t.Parallel()
+	srv, _ := loadTarget(t)
+	n := newNode(t, "")
+	p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "1s", "--concurrency", "2", "-q")
+	if code := p.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(p.out.String(), "Dropped") {
+		t.Errorf("1 s run: exit %d, want 0 and a summary; output:\n%s", code, p.out.String())
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "10m", "--concurrency", "2", "--progress-interval", "1s")
+		waitFor(t, "a progress line", 30*time.Second, func() bool { return strings.Contains(p.out.String(), "req/s") })
+		p.signal(t, sig)
+		// Generous for a loaded machine; the run itself stops within
+		// load.MaxInterruptGrace.
+		if code := p.wait(t, 15*time.Second); code != ExitFailure || !strings.Contains(p.out.String(), "interrupted") {
+			t.Errorf("%v: exit %d, want 1 and the run reported interrupted; output:\n%s", sig, code, p.out.String())
+		}
+	}
+}
+
+// closedPort returns the URL of a loopback port that nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr + "/"
+}
+
+// TestE2ENothingMeasuredFails runs the binary against a closed port with no
+// thresholds: `load` and a workflow's load step (through `exec`) fail, with
+// the reason, and warn that there are no thresholds. Before, both passed
+// with 100% errors.
+func TestE2ENothingMeasuredFails(t *testing.T) {
+	t.Parallel()
+	url := closedPort(t)
+	n := newNode(t, "")
+	p := n.start("load", "--target", url, "--total", "5", "-q")
+	if code := p.wait(t, 60*time.Second); code != ExitFailure {
+		t.Errorf("load: exit %d, want 1; output:\n%s", code, p.out.String())
+	}
+	out := p.out.String()
+	for _, want := range []string{"warning: no thresholds", "no request succeeded, so this run measured nothing", "5 of 5 requests failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("load output lacks %q:\n%s", want, out)
+		}
+	}
+
+	wf := filepath.Join(n.dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+url+"\n          total: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = n.start("-c", n.cfg, "exec", wf)
+	if code := p.wait(t, 60*time.Second); code != ExitFailure {
+		t.Errorf("exec: exit %d, want 1; output:\n%s", code, p.out.String())
+	}
+	out = p.out.String()
+	for _, want := range []string{"::warning::forgeload/load: no thresholds", "::error::forgeload/load: no request succeeded", "job perf: failure"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exec output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestE2EExecUnlimitedRateStops runs a load step at 1e12 req/s through
+// `exec` on a runner whose admin lifted the rate limit (load.max_rate: 0):
+// the step ends on time, and SIGINT stops a long one promptly.
+func TestE2EExecUnlimitedRateStops(t *testing.T) {
+	t.Parallel()
+	srv, _ := loadTarget(t)
+	n := newNode(t, "load:\n  max_rate: 0\n")
+	job := func(d string) string {
+		wf := filepath.Join(n.dir, "wf-"+d+".yml")
+		text := "on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + srv.URL + "\n          rate: 1e12\n          concurrency: 2\n          duration: " + d + "\n"
+		if err := os.WriteFile(wf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return wf
+	}
+	p := n.start("-c", n.cfg, "exec", job("1s"))
+	if code := p.wait(t, 60*time.Second); code != ExitOK || !strings.Contains(p.out.String(), "job perf: success") {
+		t.Errorf("1 s step: exit %d, want 0; output:\n%s", code, p.out.String())
+	}
+	p = n.start("-c", n.cfg, "exec", job("10m"))
+	waitFor(t, "the load step to start", 30*time.Second, func() bool { return strings.Contains(p.out.String(), "load test: GET") })
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, 20*time.Second); code == ExitOK {
+		t.Errorf("interrupted exec: exit 0; output:\n%s", p.out.String())
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/forgeload/forgeload/internal/app/poll"
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
-	"github.com/forgeload/forgeload/internal/pkg/report"
 )
 
 // The observers adapt the packages' small consumer-side interfaces to the
@@ -61,21 +62,23 @@ type reportObserver struct {
 	rows int
 }
 
-var _ report.Observer = (*reportObserver)(nil)
+var _ run.ReportObserver = (*reportObserver)(nil)
 
-func newReportObserver(m *metrics.Metrics) func() report.Observer {
-	return func() report.Observer { return &reportObserver{m: m} }
+func newReportObserver(m *metrics.Metrics) func() run.ReportObserver {
+	return func() run.ReportObserver { return &reportObserver{m: m} }
 }
 
-func (o *reportObserver) LogSent(ok bool) {
+func (o *reportObserver) LogSent(ok bool, d time.Duration) {
 	o.m.ReportLogTotal.WithLabelValues(okLabel(ok)).Inc()
+	o.m.ReportLogDuration.Observe(d.Seconds())
 	if !ok {
 		o.m.ClientErrors.WithLabelValues(metrics.MethodUpdateLog).Inc()
 	}
 }
 
-func (o *reportObserver) StateSent(ok bool) {
+func (o *reportObserver) StateSent(ok bool, d time.Duration) {
 	o.m.ReportStateTotal.WithLabelValues(okLabel(ok)).Inc()
+	o.m.ReportStateDuration.Observe(d.Seconds())
 	if !ok {
 		o.m.ClientErrors.WithLabelValues(metrics.MethodUpdateTask).Inc()
 	}
@@ -99,24 +102,95 @@ func okLabel(ok bool) string {
 }
 
 // loadObserver feeds one load step's per-second snapshots into the load
-// metrics. It keeps its own share of the gauges, so concurrent load steps
-// add up and a finished one takes its share away.
+// metrics, and into the step's live dashboard on the jobs page when the
+// daemon serves one. It keeps its own share of the gauges, so concurrent
+// load steps add up and a finished one takes its share away.
 type loadObserver struct {
 	m        *metrics.Metrics
+	view     jobView
 	mu       sync.Mutex
 	rate     float64
 	inflight int
+	protocol string
 }
 
-var _ run.LoadObserver = (*loadObserver)(nil)
+var _ loadrun.Observer = (*loadObserver)(nil)
 
-func newLoadObserver(m *metrics.Metrics) func() run.LoadObserver {
-	return func() run.LoadObserver { return &loadObserver{m: m} }
+// jobView lists one load step on the daemon's jobs page while it runs and
+// feeds its live dashboard. Its zero value with jobs nil does nothing.
+type jobView struct {
+	jobs   *resultview.Jobs // nil: no jobs page
+	dash   *resultview.Dashboard
+	unlist func()
 }
 
-func (o *loadObserver) LoadStarted(targetRPS float64) {
+func (v *jobView) start(info *load.RunInfo) {
+	if v.jobs != nil && info != nil {
+		v.dash, v.unlist = v.jobs.Start(info)
+	}
+}
+
+func (v *jobView) second(s *load.Snapshot) {
+	if v.dash != nil {
+		v.dash.Second(s)
+	}
+}
+
+func (v *jobView) done() {
+	if v.unlist != nil {
+		v.unlist()
+		v.dash, v.unlist = nil, nil
+	}
+}
+
+// runObserver shows a distributed load step this daemon coordinates on
+// the jobs page, from the merged seconds of the whole run. It feeds no
+// metrics: this host's own segment does, through its loadObserver.
+type runObserver struct {
+	mu   sync.Mutex
+	view jobView
+}
+
+var _ loadrun.Observer = (*runObserver)(nil)
+
+// newRunObserver makes the observers of distributed load steps; nil when
+// the daemon serves no jobs page.
+func newRunObserver(jobs *resultview.Jobs) func() loadrun.Observer {
+	if jobs == nil {
+		return nil
+	}
+	return func() loadrun.Observer { return &runObserver{view: jobView{jobs: jobs}} }
+}
+
+func (o *runObserver) LoadStarted(_ string, _ float64, info *load.RunInfo) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.view.start(info)
+}
+
+func (o *runObserver) Second(s *load.Snapshot) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.view.second(s)
+}
+
+func (o *runObserver) LoadDone() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.view.done()
+}
+
+// newLoadObserver makes the load steps' observers; jobs, when not nil, is
+// the jobs page their steps are listed on while they run.
+func newLoadObserver(m *metrics.Metrics, jobs *resultview.Jobs) func() loadrun.Observer {
+	return func() loadrun.Observer { return &loadObserver{m: m, view: jobView{jobs: jobs}} }
+}
+
+func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *load.RunInfo) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.view.start(info)
+	o.protocol = protocol
 	o.rate = targetRPS
 	o.m.LoadTargetRate.Add(targetRPS)
 }
@@ -124,21 +198,26 @@ func (o *loadObserver) LoadStarted(targetRPS float64) {
 func (o *loadObserver) Second(s *load.Snapshot) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.view.second(s)
 	req := o.m.LoadRequestsTotal
-	for code, n := range s.Status {
-		req.WithLabelValues(metrics.ProtocolHTTP, metrics.HTTPResult(code)).Add(float64(n))
+	proto := o.protocol
+	if proto == "" {
+		proto = metrics.ProtocolHTTP
+	}
+	if proto == metrics.ProtocolHTTP {
+		for code, n := range s.Status {
+			req.WithLabelValues(proto, metrics.HTTPResult(code)).Add(float64(n))
+		}
+	} else if ok := s.Requests - s.Errors; ok > 0 {
+		// WebSocket and gRPC successes have no status code to count by.
+		req.WithLabelValues(proto, metrics.LoadOK).Add(float64(ok))
 	}
 	for class, n := range s.Classes {
-		switch class {
-		case "timeout":
-			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadTimeout).Add(float64(n))
-		case "canceled":
-			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadCancelled).Add(float64(n))
-		case "http_4xx", "http_5xx":
+		result := loadResult(class)
+		if proto == metrics.ProtocolHTTP && (result == metrics.LoadHTTP4xx || result == metrics.LoadHTTP5xx) {
 			continue // counted by status code above
-		default:
-			req.WithLabelValues(metrics.ProtocolHTTP, metrics.LoadError).Add(float64(n))
 		}
+		req.WithLabelValues(proto, result).Add(float64(n))
 	}
 	if s.Dropped > 0 {
 		o.m.LoadDroppedTotal.Add(float64(s.Dropped))
@@ -158,10 +237,28 @@ func (o *loadObserver) Second(s *load.Snapshot) {
 	}
 }
 
+// loadResult is the load_requests_total result label of an engine error
+// class name ([load.ErrorClass.String]): the one place where the engine's
+// "canceled" becomes the metric's "cancelled".
+func loadResult(class string) string {
+	switch class {
+	case load.ClassTimeout.String():
+		return metrics.LoadTimeout
+	case load.ClassCanceled.String():
+		return metrics.LoadCancelled
+	case load.ClassHTTP4xx.String():
+		return metrics.LoadHTTP4xx
+	case load.ClassHTTP5xx.String():
+		return metrics.LoadHTTP5xx
+	}
+	return metrics.LoadError
+}
+
 func (o *loadObserver) LoadDone() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.m.LoadTargetRate.Sub(o.rate)
 	o.m.LoadInflight.Sub(float64(o.inflight))
 	o.rate, o.inflight = 0, 0
+	o.view.done()
 }

@@ -70,13 +70,17 @@ values are asked for.`,
 	return c
 }
 
+// runRegister is `forgeload register`: it resolves the flags (asking for
+// what is missing on a terminal) into a [registration], registers it with
+// the forge and writes the registration file, under the lock a running
+// daemon holds.
 func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	if err := config.CheckEnv(os.Environ()); err != nil {
-		return withCode(ExitBadInput, err)
-	}
-	cfg, err := config.Load(g.config, os.Getenv)
+	cfg, err := loadConfig(g.config)
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		return err
+	}
+	if w := unknownEnvWarning(); w != "" {
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	// A running daemon holds this lock: replacing its registration under
 	// it would orphan the runner it serves as.
@@ -88,120 +92,195 @@ func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io
 	if _, err := os.Stat(cfg.Runner.File); err == nil && !f.replace {
 		return withCode(ExitBadInput, fmt.Errorf("registration file %s already exists: this runner is registered. Delete it, or pass --replace to register again", cfg.Runner.File))
 	}
-	if f.token == "" && f.tokenFile != "" {
-		data, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return withCode(ExitBadInput, fmt.Errorf("read --token-file: %w", err))
-		}
-		f.token = strings.TrimSpace(string(data))
-	}
-	if f.token == "" {
-		f.token = os.Getenv("FORGELOAD_REGISTRATION_TOKEN")
-	}
-	if f.name == "" {
-		f.name, _ = os.Hostname()
-	}
-	labels := cfg.Runner.Labels
-	if f.labels != "" {
-		labels = splitList(f.labels)
-	}
-
-	interactive := !f.noInteractive && isTerminal(stdin)
-	if interactive {
-		in := bufio.NewReader(stdin)
-		ask := func(prompt, def string, secret bool) string {
-			if def != "" && !secret {
-				fmt.Fprintf(stdout, "%s [%s]: ", prompt, def)
-			} else {
-				fmt.Fprintf(stdout, "%s: ", prompt)
-			}
-			if secret {
-				// Read without echo, so the token never shows on screen.
-				if fd, ok := stdin.(*os.File); ok {
-					b, err := term.ReadPassword(int(fd.Fd()))
-					fmt.Fprintln(stdout)
-					if err == nil {
-						return strings.TrimSpace(string(b))
-					}
-				}
-			}
-			line, _ := in.ReadString('\n')
-			if line = strings.TrimSpace(line); line != "" {
-				return line
-			}
-			return def
-		}
-		if f.instance == "" {
-			f.instance = ask("Forge instance URL (e.g. https://gitea.example.com)", "", false)
-		}
-		if f.token == "" {
-			f.token = ask("Registration token", "", true)
-		}
-		f.name = ask("Runner name", f.name, false)
-		if l := ask("Labels", strings.Join(labels, ","), false); l != "" {
-			labels = splitList(l)
-		}
-	}
-	var missing []string
-	if f.instance == "" {
-		missing = append(missing, "--instance")
-	}
-	if f.token == "" {
-		missing = append(missing, "--token (or --token-file, or FORGELOAD_REGISTRATION_TOKEN)")
-	}
-	if len(missing) > 0 {
-		return withCode(ExitBadInput, fmt.Errorf("register needs %s", strings.Join(missing, " and ")))
-	}
-	for _, l := range labels {
-		if _, err := config.ParseLabel(l); err != nil {
-			return withCode(ExitBadInput, fmt.Errorf("--labels: %w", err))
-		}
-	}
-	instance := strings.TrimSuffix(f.instance, "/")
-	if u, err := url.Parse(instance); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return withCode(ExitBadInput, fmt.Errorf("--instance %q is not the forge's URL; write it as https://gitea.example.com", f.instance))
-	}
-	cl, err := client.New(client.Options{Address: instance, Insecure: cfg.Runner.Insecure, Version: ver.Version()})
+	r, err := newRegistration(f, cfg.Runner.Labels)
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		return err
 	}
-	fmt.Fprintf(stderr, "Waiting for %s to answer (up to %s)...\n", instance, f.pingTimeout)
-	pctx, cancel := context.WithTimeout(ctx, f.pingTimeout)
-	defer cancel()
-	if err := cl.PingUntil(pctx, f.name, time.Second); err != nil {
-		return fmt.Errorf("the forge at %s did not answer within %s: %w; check --instance and that Actions are enabled there", instance, f.pingTimeout, err)
+	if !f.noInteractive && isTerminal(stdin) {
+		r.ask(stdin, stdout)
 	}
-	resp, err := cl.Register(ctx, connect.NewRequest(&runnerv1.RegisterRequest{
-		Name:         f.name,
-		Token:        f.token,
-		Version:      ver.Version(),
-		Labels:       config.LabelNames(labels),
-		Ephemeral:    f.ephemeral,
-		Capabilities: capabilities,
-	}))
+	if err := r.check(ctx, cfg); err != nil {
+		return err
+	}
+	reg, err := r.register(ctx, cfg.Runner.Insecure, stderr)
 	if err != nil {
-		var ce *connect.Error
-		if errors.As(err, &ce) {
-			return fmt.Errorf("register with %s: %s; check that the registration token is current (Settings -> Actions -> Runners)", instance, ce.Message())
-		}
-		return fmt.Errorf("register with %s: %w", instance, err)
-	}
-	r := resp.Msg.GetRunner()
-	reg := &config.Registration{
-		ID:        r.GetId(),
-		UUID:      r.GetUuid(),
-		Name:      r.GetName(),
-		Token:     r.GetToken(),
-		Address:   instance,
-		Labels:    labels,
-		Ephemeral: f.ephemeral,
+		return err
 	}
 	if err := config.SaveRegistration(cfg.Runner.File, reg); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Registered runner %q (id %d) with %s; labels %s.\nRegistration saved to %s (mode 0600).\nNext: forgeload daemon%s\n",
-		reg.Name, reg.ID, instance, strings.Join(config.LabelNames(labels), ","), cfg.Runner.File, configFlag(g))
+		reg.Name, reg.ID, reg.Address, strings.Join(config.LabelNames(reg.Labels), ","), cfg.Runner.File, configFlag(g))
 	return nil
+}
+
+// registration is what `forgeload register` asks the forge for, resolved
+// from the flags, the environment, the config and the terminal.
+type registration struct {
+	instance  string // as given; see [registration.check]
+	token     string
+	name      string
+	labels    []string
+	ephemeral bool
+	wait      time.Duration // --wait
+}
+
+// newRegistration resolves the flags: the token from --token, else
+// --token-file, else FORGELOAD_REGISTRATION_TOKEN; the name from --name,
+// else the host name; the labels from --labels, else runner.labels.
+func newRegistration(f *registerFlags, labels []string) (*registration, error) {
+	r := &registration{instance: f.instance, token: f.token, name: f.name, labels: labels, ephemeral: f.ephemeral, wait: f.pingTimeout}
+	if r.token == "" && f.tokenFile != "" {
+		data, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, withCode(ExitBadInput, fmt.Errorf("read --token-file: %w", err))
+		}
+		r.token = strings.TrimSpace(string(data))
+	}
+	if r.token == "" {
+		r.token = os.Getenv("FORGELOAD_REGISTRATION_TOKEN")
+	}
+	if r.name == "" {
+		r.name, _ = os.Hostname()
+	}
+	if f.labels != "" {
+		r.labels = splitList(f.labels)
+	}
+	return r, nil
+}
+
+// ask asks on a terminal for the instance and token when they are missing
+// (the token without echo), and offers the name and labels for change.
+func (r *registration) ask(stdin io.Reader, stdout io.Writer) {
+	in := bufio.NewReader(stdin)
+	ask := func(prompt, def string, secret bool) string {
+		if def != "" && !secret {
+			fmt.Fprintf(stdout, "%s [%s]: ", prompt, def)
+		} else {
+			fmt.Fprintf(stdout, "%s: ", prompt)
+		}
+		if secret {
+			// Read without echo, so the token never shows on screen.
+			if fd, ok := stdin.(*os.File); ok {
+				b, err := term.ReadPassword(int(fd.Fd()))
+				fmt.Fprintln(stdout)
+				if err == nil {
+					return strings.TrimSpace(string(b))
+				}
+			}
+		}
+		line, _ := in.ReadString('\n')
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+		return def
+	}
+	if r.instance == "" {
+		r.instance = ask("Forge instance URL (e.g. https://gitea.example.com)", "", false)
+	}
+	if r.token == "" {
+		r.token = ask("Registration token", "", true)
+	}
+	r.name = ask("Runner name", r.name, false)
+	if l := ask("Labels", strings.Join(r.labels, ","), false); l != "" {
+		r.labels = splitList(l)
+	}
+}
+
+// check fails with exit 2 on what the forge would refuse or the daemon
+// could not serve: a missing instance or token, a bad label, a docker://
+// label with no Docker Engine to run it, an instance that is not a URL.
+// It leaves the instance without its trailing slash.
+func (r *registration) check(ctx context.Context, cfg *config.Config) error {
+	var missing []string
+	if r.instance == "" {
+		missing = append(missing, "--instance")
+	}
+	if r.token == "" {
+		missing = append(missing, "--token (or --token-file, or FORGELOAD_REGISTRATION_TOKEN)")
+	}
+	if len(missing) > 0 {
+		return withCode(ExitBadInput, fmt.Errorf("register needs %s", strings.Join(missing, " and ")))
+	}
+	for _, l := range r.labels {
+		if _, err := config.ParseLabel(l); err != nil {
+			return withCode(ExitBadInput, fmt.Errorf("--labels: %w", err))
+		}
+	}
+	if dl := dockerLabels(r.labels); len(dl) > 0 {
+		eng, err := connectEngine(ctx, cfg, "forgeload-register")
+		if err != nil {
+			return withCode(ExitBadInput, fmt.Errorf("--labels: %s run jobs in a container, and %w (container.docker_host in the config names the Engine); or register host labels only", strings.Join(dl, ", "), err))
+		}
+		_ = eng.Close()
+	}
+	instance := strings.TrimSuffix(r.instance, "/")
+	if u, err := url.Parse(instance); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return withCode(ExitBadInput, fmt.Errorf("--instance %q is not the forge's URL; write it as https://gitea.example.com", r.instance))
+	}
+	r.instance = instance
+	return nil
+}
+
+// register waits for the forge to answer (see [waitForForge]) and asks it
+// for a runner identity; the result is what the registration file holds.
+func (r *registration) register(ctx context.Context, insecure bool, stderr io.Writer) (*config.Registration, error) {
+	cl, err := client.New(client.Options{Address: r.instance, Insecure: insecure, Version: ver.Version()})
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	if err := waitForForge(ctx, cl, r.instance, r.name, r.wait, stderr); err != nil {
+		return nil, err
+	}
+	resp, err := cl.Register(ctx, connect.NewRequest(&runnerv1.RegisterRequest{
+		Name:         r.name,
+		Token:        r.token,
+		Version:      ver.Version(),
+		Labels:       config.LabelNames(r.labels),
+		Ephemeral:    r.ephemeral,
+		Capabilities: capabilities,
+	}))
+	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("register with %s: %s; check that the registration token is current (Settings -> Actions -> Runners)", r.instance, ce.Message())
+		}
+		return nil, fmt.Errorf("register with %s: %w", r.instance, err)
+	}
+	got := resp.Msg.GetRunner()
+	return &config.Registration{
+		ID:        got.GetId(),
+		UUID:      got.GetUuid(),
+		Name:      got.GetName(),
+		Token:     got.GetToken(),
+		Address:   r.instance,
+		Labels:    r.labels,
+		Ephemeral: r.ephemeral,
+	}, nil
+}
+
+// waitForForge pings the forge until it answers. A forge that does not
+// answer yet (connection refused, a proxy's 502 while it starts) is waited
+// for up to wait, and the reason is printed at once; a host that does not
+// exist, a refused TLS certificate, or a server that answers but not as a
+// forge fails at once, with the reason. An interrupt (ctx) says so.
+func waitForForge(ctx context.Context, cl *client.Client, instance, name string, wait time.Duration, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "Waiting for %s to answer (up to %s)...\n", instance, wait)
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := cl.PingUntil(pctx, name, time.Second, func(err error) {
+		fmt.Fprintf(stderr, "%s does not answer yet (%v); retrying every second for up to %s (--wait); press Ctrl-C to stop\n", instance, err, wait)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted while waiting for %s to answer; nothing was registered", instance)
+	case pctx.Err() != nil:
+		return fmt.Errorf("the forge at %s did not answer within %s (--wait): %w; check --instance and that the forge is running", instance, wait, err)
+	default:
+		return withCode(ExitBadInput, fmt.Errorf("%s did not answer as a Gitea or Forgejo instance with Actions enabled: %w; check --instance (the forge's base URL, e.g. https://gitea.example.com) and that Actions are enabled there", instance, err))
+	}
 }
 
 func configFlag(g *globalFlags) string {

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	forgeload "github.com/forgeload/forgeload"
+	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 )
 
@@ -39,9 +41,24 @@ func withCode(code int, err error) error {
 	return &exitError{code: code, err: err}
 }
 
-// globalFlags are the flags every command sees.
+// globalFlags are the flags shared by the commands that read the daemon
+// config.
 type globalFlags struct {
 	config string
+}
+
+// loadConfig reads the daemon config at path (none: the defaults) with the
+// FORGELOAD_* overrides applied. A misspelt override or a bad config is bad
+// input (exit 2).
+func loadConfig(path string) (*config.Config, error) {
+	if err := config.CheckEnv(os.Environ()); err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	return cfg, nil
 }
 
 // Main runs forgeload with args and returns the process exit code. The first
@@ -61,7 +78,38 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		return ExitBadInput // cobra's error for a mistyped command
+	}
 	return ExitFailure
+}
+
+// badInput marks an error from cobra's flag or argument parsing as bad
+// input, so that it exits 2.
+func badInput(_ *cobra.Command, err error) error { return withCode(ExitBadInput, err) }
+
+// argsAreBadInput makes every command's argument errors bad input.
+func argsAreBadInput(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return withCode(ExitBadInput, fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath()))
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreBadInput(sub)
+	}
+}
+
+// noSubcommand is the RunE of a command that only groups others: without
+// arguments it prints its help; an argument is a mistyped subcommand.
+func noSubcommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return c.Help()
+	}
+	return withCode(ExitBadInput, fmt.Errorf("unknown command %q for %q (see '%s --help')", args[0], c.CommandPath(), c.CommandPath()))
 }
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -69,39 +117,63 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "forgeload",
 		Short:         "A Gitea/Forgejo Actions runner with an embedded load-test engine",
+		Version:       ver.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{ .Annotations.info }}")
+	root.Annotations = map[string]string{"info": ver.Get().String()}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVarP(&g.config, "config", "c", "", "path to the daemon config file (YAML); 'forgeload config generate' prints one")
-	root.AddCommand(
-		newVersionCmd(),
-		newConfigCmd(),
-		newRegisterCmd(g),
-		newDaemonCmd(g),
-		newExecCmd(g),
-		newLoadCmd(),
-		newClusterCmd(g),
-	)
+	root.SetFlagErrorFunc(badInput)
+	// -c/--config names the daemon config for the commands that read it.
+	// It is not a root flag, so that `load` can keep -c for concurrency;
+	// `forgeload -c FILE daemon` still works, since cobra finds the command
+	// first and parses every flag with its flag set.
+	daemonCfg := []*cobra.Command{newConfigCmd(g), newRegisterCmd(g), newDaemonCmd(g), newExecCmd(g), newClusterCmd(g)}
+	for _, c := range daemonCfg {
+		c.PersistentFlags().StringVarP(&g.config, "config", "c", "", "path to the daemon config file (YAML); 'forgeload config generate' prints one")
+	}
+	root.AddCommand(newVersionCmd(), newLoadCmd(), newCompareCmd())
+	root.AddCommand(daemonCfg...)
+	argsAreBadInput(root)
 	return root
 }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the forgeload version",
+		Short: "Print the version, commit, build date, Go version and forge protocol",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "forgeload %s\n", ver.Version())
+			_, err := fmt.Fprint(c.OutOrStdout(), ver.Get().String())
 			return err
 		},
 	}
 }
 
-func newConfigCmd() *cobra.Command {
-	cfg := &cobra.Command{Use: "config", Short: "Work with the daemon config"}
+func newConfigCmd(g *globalFlags) *cobra.Command {
+	cfg := &cobra.Command{Use: "config", Short: "Work with the daemon config", RunE: noSubcommand}
+	cfg.AddCommand(&cobra.Command{
+		Use:   "validate [FILE]",
+		Short: "Check a daemon config file (or the -c one) as the daemon would, and exit 2 if it is bad",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			path := g.config
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if path == "" {
+				return withCode(ExitBadInput, errors.New("config validate: give the config file, e.g. 'forgeload config validate /etc/forgeload/config.yaml'"))
+			}
+			if _, err := config.Load(path, os.Getenv); err != nil {
+				return withCode(ExitBadInput, err)
+			}
+			_, err := fmt.Fprintf(c.OutOrStdout(), "%s: valid daemon config (FORGELOAD_* variables applied)\n", path)
+			return err
+		},
+	})
 	cfg.AddCommand(&cobra.Command{
 		Use:   "generate",
 		Short: "Print config.example.yaml: every key with its meaning and default",

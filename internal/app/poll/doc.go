@@ -4,7 +4,7 @@
 // never has two FetchTask calls in flight; it keeps the tasks_version cache
 // (send 0 first, keep a returned version only if larger, reset to 0 after a
 // task); it backs off after empty responses and errors with the capped
-// exponential [Interval] plus ±20% [Jitter]; it recovers a panicking task so
+// exponential [Interval] plus ±20% [backoff.Jitter]; it recovers a panicking task so
 // that only that task fails; it reports readiness through [Poller.Ready]; and
 // it stops in two phases with [Poller.Shutdown]: polling stops at once, running
 // tasks are cancelled only when the caller's deadline passes.

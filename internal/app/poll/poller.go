@@ -14,6 +14,9 @@ import (
 	"connectrpc.com/connect"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 	"github.com/sirupsen/logrus"
+
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
+	"github.com/forgeload/forgeload/internal/pkg/client"
 )
 
 // Defaults applied by [New] to zero-valued [Options] fields.
@@ -27,9 +30,6 @@ const (
 	// DefaultFetchIntervalMax caps the backoff when Options.FetchIntervalMax is 0
 	// (raised to FetchInterval if that is larger).
 	DefaultFetchIntervalMax = 60 * time.Second
-	// DefaultReadinessGrace is how long FetchTask may keep failing before
-	// [Poller.Ready] reports an error, when Options.ReadinessGrace is 0.
-	DefaultReadinessGrace = 60 * time.Second
 )
 
 // Values of the result argument of [Observer.FetchDone]; they are the values
@@ -41,7 +41,8 @@ const (
 )
 
 // ErrUnregistered is returned (wrapped) by [Poller.Run] and [Poller.Ready]
-// when the forge answers FetchTask with Unauthenticated: the runner's
+// when the forge answers FetchTask that it does not know the runner
+// ([client.IsUnauthenticated], either form): the runner's
 // registration was deleted or its token is wrong, and polling has stopped.
 var ErrUnregistered = errors.New("the runner is no longer registered with the forge: register again with `forgeload register`")
 
@@ -75,18 +76,6 @@ type Observer interface {
 	Running(n int)
 }
 
-// CapacityObserver is an optional [Observer] capability: if the Observer
-// implements it, Run calls Capacity once, with the effective capacity.
-type CapacityObserver interface {
-	Capacity(n int)
-}
-
-// PanicObserver is an optional [Observer] capability: if the Observer
-// implements it, TaskPanicked is called each time a task panics.
-type PanicObserver interface {
-	TaskPanicked()
-}
-
 // Options configures a [Poller]. The zero value of every field works and
 // means the documented default.
 type Options struct {
@@ -104,7 +93,8 @@ type Options struct {
 	// FetchInterval if that is larger. It must not be less than FetchInterval.
 	FetchIntervalMax time.Duration
 	// ReadinessGrace is how long FetchTask errors may last, without a success
-	// in between, before Ready reports an error. 0 means DefaultReadinessGrace.
+	// in between, before Ready reports an error. 0 means no grace: Ready
+	// fails from the first error (metrics.readiness_grace: 0).
 	ReadinessGrace time.Duration
 	// Once makes Run poll until it gets one task, run it, wait for it and
 	// return nil (daemon --once, or an ephemeral registration).
@@ -153,9 +143,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.FetchIntervalMax < o.FetchInterval {
 		return o, fmt.Errorf("poll: invalid options: FetchIntervalMax (%s) is less than FetchInterval (%s): raise runner.fetch_interval_max or lower runner.fetch_interval", o.FetchIntervalMax, o.FetchInterval)
-	}
-	if o.ReadinessGrace == 0 {
-		o.ReadinessGrace = DefaultReadinessGrace
 	}
 	if o.Logger == nil {
 		l := logrus.New()
@@ -245,9 +232,6 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.mu.Unlock()
 	defer cancelPoll()
 
-	if c, ok := p.opts.Observer.(CapacityObserver); ok {
-		c.Capacity(p.opts.Capacity)
-	}
 	onceDone, err := p.loop(pollCtx, jobsCtx)
 	close(p.pollDone)
 	if err != nil {
@@ -279,6 +263,7 @@ func (p *Poller) loop(ctx, jobsCtx context.Context) (<-chan struct{}, error) {
 	var (
 		version int64 // tasks_version cache
 		misses  int   // consecutive empty responses or errors
+		fails   int   // consecutive errors, for the recovery line
 	)
 	for {
 		select {
@@ -293,6 +278,10 @@ func (p *Poller) loop(ctx, jobsCtx context.Context) (<-chan struct{}, error) {
 		res, task, newVersion, err := p.fetch(ctx, version)
 		if newVersion > version {
 			version = newVersion
+		}
+		if (res == fetchTask || res == fetchEmpty) && fails > 0 {
+			p.log.Infof("the forge answers again: fetching tasks works after %d failed attempts", fails)
+			fails = 0
 		}
 		switch res {
 		case fetchStopped:
@@ -311,11 +300,12 @@ func (p *Poller) loop(ctx, jobsCtx context.Context) (<-chan struct{}, error) {
 			}
 			continue
 		case fetchError:
+			fails++
 			p.log.WithError(err).Warn("fetching a task from the forge failed; backing off")
 		}
 		<-p.sem
 		misses++
-		wait := Jitter(Interval(misses, p.opts.FetchInterval, p.opts.FetchIntervalMax), p.opts.Rand())
+		wait := backoff.Jitter(Interval(misses, p.opts.FetchInterval, p.opts.FetchIntervalMax), p.opts.Rand())
 		p.observeBackoff(wait)
 		t := time.NewTimer(wait)
 		select {
@@ -352,7 +342,7 @@ func (p *Poller) fetch(ctx context.Context, version int64) (fetchResult, *runner
 	case ctx.Err() != nil:
 		// Polling was stopped; the call was cut short, not answered.
 		return fetchStopped, nil, 0, err
-	case connect.CodeOf(err) == connect.CodeUnauthenticated:
+	case client.IsUnauthenticated(err):
 		p.observeFetch(ResultError, d)
 		p.mu.Lock()
 		p.unreg = err
@@ -401,17 +391,14 @@ func (p *Poller) runTask(ctx context.Context, task *runnerv1.Task) {
 		if r := recover(); r != nil {
 			log.WithField("panic", fmt.Sprint(r)).WithField("stack", string(debug.Stack())).
 				Error("task panicked: the task fails and the runner keeps polling")
-			if po, ok := p.opts.Observer.(PanicObserver); ok {
-				po.TaskPanicked()
-			}
 		}
 	}()
 	log.Info("task started")
+	// The TaskRunner logs the task's end with its result; an error is all
+	// the Poller adds.
 	if err := p.runner.Run(ctx, task); err != nil {
 		log.WithError(err).Warn("task ended with an error")
-		return
 	}
-	log.Info("task finished")
 }
 
 // Shutdown stops polling at once (an in-flight FetchTask is cancelled) and
@@ -473,7 +460,7 @@ func (p *Poller) Ready() error {
 	if p.errSince.IsZero() {
 		return nil
 	}
-	if failing := p.opts.Now().Sub(p.errSince); failing > p.opts.ReadinessGrace {
+	if failing := p.opts.Now().Sub(p.errSince); failing > p.opts.ReadinessGrace || p.opts.ReadinessGrace == 0 {
 		return fmt.Errorf("poll: not ready: FetchTask has failed for %s, longer than the %s grace (last error: %w): check that the forge is reachable and healthy",
 			failing.Round(time.Second), p.opts.ReadinessGrace, p.lastErr)
 	}

@@ -83,14 +83,12 @@ func noopRunner() TaskRunner {
 	return runnerFunc(func(context.Context, *runnerv1.Task) error { return nil })
 }
 
-// fakeObserver records every Observer call, including the optional ones.
+// fakeObserver records every Observer call.
 type fakeObserver struct {
 	mu       sync.Mutex
 	results  []string
 	backoffs []time.Duration
 	running  []int
-	capacity int
-	panics   int
 }
 
 func (o *fakeObserver) FetchDone(result string, _ time.Duration) {
@@ -111,18 +109,6 @@ func (o *fakeObserver) Running(n int) {
 	o.running = append(o.running, n)
 }
 
-func (o *fakeObserver) Capacity(n int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.capacity = n
-}
-
-func (o *fakeObserver) TaskPanicked() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.panics++
-}
-
 func (o *fakeObserver) snapshot() fakeObserver {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -130,17 +116,13 @@ func (o *fakeObserver) snapshot() fakeObserver {
 		results:  slices.Clone(o.results),
 		backoffs: slices.Clone(o.backoffs),
 		running:  slices.Clone(o.running),
-		capacity: o.capacity,
-		panics:   o.panics,
 	}
 }
 
 var (
-	_ Fetcher          = (*fakeFetcher)(nil)
-	_ TaskRunner       = runnerFunc(nil)
-	_ Observer         = (*fakeObserver)(nil)
-	_ CapacityObserver = (*fakeObserver)(nil)
-	_ PanicObserver    = (*fakeObserver)(nil)
+	_ Fetcher    = (*fakeFetcher)(nil)
+	_ TaskRunner = runnerFunc(nil)
+	_ Observer   = (*fakeObserver)(nil)
 )
 
 // start runs p.Run in a goroutine and returns its result channel.
@@ -188,9 +170,6 @@ func TestBackoffSequenceThroughLoop(t *testing.T) {
 			if r != ResultEmpty {
 				t.Errorf("FetchDone result %d = %q, want %q", i, r, ResultEmpty)
 			}
-		}
-		if o.capacity != 1 {
-			t.Errorf("Capacity observed = %d, want 1", o.capacity)
 		}
 	})
 }
@@ -664,12 +643,26 @@ func TestRunContextStopsPollingButNotTasks(t *testing.T) {
 
 func TestUnauthenticatedStopsWithErrUnregistered(t *testing.T) {
 	t.Parallel()
+	// A proper connect Unauthenticated, and Gitea 1.26's form: its gRPC
+	// status error arrives as code unknown (HTTP 500).
+	for name, unauth := range map[string]error{
+		"connect":    connect.NewError(connect.CodeUnauthenticated, errors.New("unregistered runner")),
+		"gitea 1.26": connect.NewError(connect.CodeUnknown, errors.New("rpc error: code = Unauthenticated desc = unregistered runner")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testUnauthenticated(t, unauth)
+		})
+	}
+}
+
+func testUnauthenticated(t *testing.T, unauth error) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeFetcher{respond: func(_ context.Context, call int) (*runnerv1.FetchTaskResponse, error) {
 			if call < 2 {
 				return empty(1)
 			}
-			return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("unregistered runner"))
+			return nil, unauth
 		}}
 		p := New(f, noopRunner(), Options{Rand: half})
 		errc := start(p)
@@ -732,9 +725,6 @@ func TestPanickingTaskIsContained(t *testing.T) {
 			t.Error("the task after a panicking one did not run: the slot was not released or the loop died")
 		}
 		o := obs.snapshot()
-		if o.panics != 1 {
-			t.Errorf("TaskPanicked calls = %d, want 1", o.panics)
-		}
 		if got := o.running[len(o.running)-1]; got != 0 {
 			t.Errorf("last Observer.Running = %d, want 0", got)
 		}
@@ -743,6 +733,31 @@ func TestPanickingTaskIsContained(t *testing.T) {
 			if !strings.Contains(log, want) {
 				t.Errorf("log does not contain %q:\n%s", want, log)
 			}
+		}
+	})
+}
+
+// TestRecoveryIsLogged: after FetchTask errors, the first answer is logged,
+// so the daemon log says when the forge works again.
+func TestRecoveryIsLogged(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeFetcher{respond: func(_ context.Context, call int) (*runnerv1.FetchTaskResponse, error) {
+			if call < 3 {
+				return nil, connect.NewError(connect.CodeUnavailable, errors.New("forge is down"))
+			}
+			return empty(1)
+		}}
+		var buf syncBuffer
+		l := logrus.New()
+		l.SetOutput(&buf)
+		p := New(f, noopRunner(), Options{Logger: logrus.NewEntry(l), Rand: half, FetchInterval: time.Second, FetchIntervalMax: time.Second})
+		errc := start(p)
+		time.Sleep(time.Minute)
+		stop(t, p, errc)
+		log := buf.String()
+		if n := strings.Count(log, "the forge answers again: fetching tasks works after 3 failed attempts"); n != 1 {
+			t.Errorf("recovery logged %d times, want once:\n%s", n, log)
 		}
 	})
 }
@@ -873,13 +888,35 @@ func TestReady(t *testing.T) {
 	})
 }
 
+// TestReadinessGraceZero: metrics.readiness_grace: 0 means "not ready on
+// the first error", not a default grace.
+func TestReadinessGraceZero(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeFetcher{respond: func(context.Context, int) (*runnerv1.FetchTaskResponse, error) {
+			return nil, connect.NewError(connect.CodeUnavailable, errors.New("forge is down"))
+		}}
+		clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		p := New(f, noopRunner(), Options{Rand: half, Now: clock.Now})
+		if err := p.Ready(); err != nil {
+			t.Errorf("Ready() before any fetch = %v, want nil", err)
+		}
+		errc := start(p)
+		synctest.Wait()
+		if err := p.Ready(); err == nil {
+			t.Error("Ready() right after the first error with grace 0 = nil, want an error")
+		}
+		stop(t, p, errc)
+	})
+}
+
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	t.Run("zero value gets the defaults", func(t *testing.T) {
 		t.Parallel()
 		p := New(&fakeFetcher{}, noopRunner(), Options{})
 		want := Options{Capacity: 1, FetchTimeout: 5 * time.Second, FetchInterval: 2 * time.Second,
-			FetchIntervalMax: time.Minute, ReadinessGrace: time.Minute}
+			FetchIntervalMax: time.Minute, ReadinessGrace: 0}
 		got := p.opts
 		if got.Capacity != want.Capacity || got.FetchTimeout != want.FetchTimeout || got.FetchInterval != want.FetchInterval ||
 			got.FetchIntervalMax != want.FetchIntervalMax || got.ReadinessGrace != want.ReadinessGrace {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,74 +17,127 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
+// checkoutInputs are the with: inputs the checkout honours.
+var checkoutInputs = []string{"repository", "ref", "token", "path", "fetch-depth", "clean", "github-server-url"}
+
+// checkoutFixed are the other inputs of actions/checkout: each is accepted
+// only with a value that asks for what this checkout does anyway (any
+// value when values is nil: the input has no effect here whatever its
+// value), and refused otherwise, with what the checkout does instead.
+var checkoutFixed = map[string]struct {
+	values []string
+	does   string
+}{
+	"persist-credentials":       {[]string{"false"}, "never writes the token into .git/config: a later step that pushes must pass a token itself"},
+	"submodules":                {[]string{"false"}, "checks out no submodules: run `git submodule update --init --recursive` in a run: step"},
+	"lfs":                       {[]string{"false"}, "fetches no Git LFS files: run `git lfs pull` in a run: step"},
+	"fetch-tags":                {[]string{"false"}, "fetches no tags: run `git fetch --tags` in a run: step"},
+	"show-progress":             {[]string{"false"}, "logs git's output without progress meters"},
+	"sparse-checkout":           {[]string{""}, "checks out the whole tree: use `git sparse-checkout` in a run: step"},
+	"filter":                    {[]string{""}, "fetches whole objects, with no partial-clone filter"},
+	"ssh-key":                   {[]string{""}, "fetches over HTTP(S) with the token, never over SSH"},
+	"ssh-known-hosts":           {[]string{""}, "fetches over HTTP(S) with the token, never over SSH"},
+	"set-safe-directory":        {nil, ""}, // the workspace belongs to the runner's user, whom git trusts
+	"sparse-checkout-cone-mode": {nil, ""}, // no effect without sparse-checkout
+	"ssh-strict":                {nil, ""}, // no effect without ssh-key
+	"ssh-user":                  {nil, ""}, // no effect without ssh-key
+}
+
+// checkoutStep is a uses: actions/checkout step with its with: inputs
+// resolved and checked once, before anything is fetched.
+type checkoutStep struct {
+	repository, ref, token, path, server string
+	depth                                int  // 0: the whole history
+	clean                                bool // git clean the destination (clean: true, the default)
+}
+
+// newCheckoutStep resolves st's with: against ec. An input it would
+// ignore is an error naming it and what is supported; an empty value (an
+// expression that came out empty, say) leaves an input unset.
+func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, error) {
+	with, err := ec.InterpolateMap(st.With)
+	if err != nil {
+		return nil, fmt.Errorf("with.%w", err)
+	}
+	c := &checkoutStep{
+		repository: with["repository"],
+		ref:        with["ref"],
+		token:      with["token"],
+		path:       with["path"],
+		server:     with["github-server-url"],
+		depth:      1,
+		clean:      true,
+	}
+	supported := strings.Join(checkoutInputs, ", ")
+	for _, k := range sortedKeys(with) {
+		v := with[k]
+		if slices.Contains(checkoutInputs, k) || v == "" {
+			continue
+		}
+		f, known := checkoutFixed[k]
+		if !known {
+			return nil, fmt.Errorf("with.%s is not an input of actions/checkout; supported: %s", k, supported)
+		}
+		if f.values != nil && !slices.Contains(f.values, strings.ToLower(v)) {
+			return nil, fmt.Errorf("with.%s: %s is not supported: forgeload's built-in checkout %s; remove the input. Supported: %s", k, v, f.does, supported)
+		}
+	}
+	if d := with["fetch-depth"]; d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("with.fetch-depth %q is not a whole number >= 0 (0 fetches the whole history)", d)
+		}
+		c.depth = n
+	}
+	switch v := strings.ToLower(with["clean"]); v {
+	case "", "true":
+	case "false":
+		c.clean = false
+	default:
+		return nil, fmt.Errorf("with.clean %q is not true or false", with["clean"])
+	}
+	if p := c.path; p != "" && (filepath.IsAbs(p) || !filepath.IsLocal(p)) {
+		return nil, fmt.Errorf("with.path %q must be relative and stay inside the workspace", p)
+	}
+	return c, nil
+}
+
 // checkout runs uses: actions/checkout natively with git: it fetches the
 // task's commit (or with: ref) from the forge with the task token and
 // checks it out into the workspace (or with: path). with: fetch-depth sets
 // the depth (default 1; 0 = full history). The token travels in an HTTP
 // header set through git's environment, never in argv or the remote URL.
-func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) runnerv1.Result {
+// A local run (forgeload exec) copies the local directory instead.
+func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Result {
 	fail := func(format string, args ...any) runnerv1.Result {
 		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	with := map[string]string{}
-	for k, v := range st.With {
-		iv, err := ec.Interpolate(v)
-		if err != nil {
-			return fail("with.%s: %v", k, err)
-		}
-		with[k] = iv
+	dest := j.ws
+	if c.path != "" {
+		dest = filepath.Join(j.ws, c.path)
 	}
-	for k := range with {
-		switch k {
-		case "repository", "ref", "token", "path", "fetch-depth", "clean", "submodules", "lfs", "persist-credentials", "ssh-key", "show-progress", "fetch-tags", "sparse-checkout", "set-safe-directory", "github-server-url", "filter", "sparse-checkout-cone-mode", "ssh-known-hosts", "ssh-strict", "ssh-user":
-		default:
-			return fail("with.%s is not an input of actions/checkout; supported: repository, ref, token, path, fetch-depth, clean", k)
-		}
-	}
-	if j.r.o.LocalRepo != "" && with["repository"] == "" {
-		dest := j.ws
-		if p := with["path"]; p != "" {
-			if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-				return fail("with.path %q must be relative and stay inside the workspace", p)
-			}
-			dest = filepath.Join(j.ws, p)
-		}
-		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.r.o.LocalRepo, dest)
-		if err := os.CopyFS(dest, os.DirFS(j.r.o.LocalRepo)); err != nil {
-			return fail("copy %s: %v", j.r.o.LocalRepo, err)
+	if j.deps.localRepo != "" && c.repository == "" {
+		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
+		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
+			return fail("copy %s: %v", j.deps.localRepo, err)
 		}
 		return runnerv1.Result_RESULT_SUCCESS
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return fail("git is not installed on this runner host; install git (e.g. apt-get install git)")
 	}
-	repo := firstNonEmptyStr(with["repository"], j.ctxString("repository"))
-	server := strings.TrimSuffix(firstNonEmptyStr(with["github-server-url"], j.ctxString("server_url")), "/")
+	repo := firstNonEmptyStr(c.repository, j.ctxString("repository"))
+	server := strings.TrimSuffix(firstNonEmptyStr(c.server, j.ctxString("server_url")), "/")
 	if repo == "" || server == "" {
 		return fail("the task names no repository or server_url; set with.repository and with.github-server-url")
 	}
-	token := firstNonEmptyStr(with["token"], j.task.GetSecrets()["GITHUB_TOKEN"], j.ctxString("token"))
-	ref := with["ref"]
+	token := firstNonEmptyStr(c.token, j.task.GetSecrets()["GITHUB_TOKEN"], j.ctxString("token"))
+	ref := c.ref
 	sha := ""
 	if ref == "" {
 		sha = j.ctxString("sha")
 		ref = j.ctxString("ref")
-	}
-	depth := 1
-	if d := with["fetch-depth"]; d != "" {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 {
-			return fail("with.fetch-depth %q is not a whole number >= 0 (0 fetches the whole history)", d)
-		}
-		depth = n
-	}
-	dest := j.ws
-	if p := with["path"]; p != "" {
-		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-			return fail("with.path %q must be relative and stay inside the workspace", p)
-		}
-		dest = filepath.Join(j.ws, p)
 	}
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return fail("create %s: %v", dest, err)
@@ -121,14 +175,14 @@ func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.St
 		return nil
 	}
 	depthArgs := []string{}
-	if depth > 0 {
-		depthArgs = []string{"--depth=" + strconv.Itoa(depth)}
+	if c.depth > 0 {
+		depthArgs = []string{"--depth=" + strconv.Itoa(c.depth)}
 	}
 	steps := [][]string{
 		{"init", "-q", "."},
 		{"remote", "add", "origin", url},
 	}
-	if with["clean"] != "false" {
+	if c.clean {
 		if _, err := os.Stat(filepath.Join(dest, ".git")); err == nil {
 			steps = [][]string{{"remote", "set-url", "origin", url}}
 		}
@@ -161,7 +215,7 @@ func (j *job) checkout(ctx context.Context, ec *workflow.Context, st workflow.St
 	if err := git("checkout", "-q", "--force", "--detach", target); err != nil {
 		return fail("%v", err)
 	}
-	if with["clean"] != "false" {
+	if c.clean {
 		if err := git("clean", "-ffdx", "-q"); err != nil {
 			return fail("%v", err)
 		}

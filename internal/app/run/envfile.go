@@ -3,23 +3,44 @@ package run
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/jobfile"
 )
+
+// MaxStepFileBytes bounds each of the files a step writes for the runner
+// (GITHUB_ENV, GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY), as
+// GitHub bounds the step summary: a step that writes more fails (the
+// summary is only not uploaded), and the daemon never reads more.
+const MaxStepFileBytes = 1 << 20
+
+// readStepFile reads a file a step wrote for the runner: it must be the
+// regular file the runner created (not replaced by a symlink, device or
+// pipe) and at most MaxStepFileBytes long. A missing file is empty.
+func readStepFile(path, name string) ([]byte, error) {
+	data, err := jobfile.ReadNoFollow(path, name, MaxStepFileBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, jobfile.ErrTooLarge):
+		return nil, fmt.Errorf("%w; put large data in a file in the workspace and pass its path instead", err)
+	}
+	return data, err
+}
 
 // parseEnvFile reads a GITHUB_ENV or GITHUB_OUTPUT file: lines of NAME=value,
 // or multi-line values written as NAME<<DELIMITER, the lines, then
 // DELIMITER alone on a line. A missing file is empty.
-func parseEnvFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
+func parseEnvFile(path, name string) (map[string]string, error) {
+	data, err := readStepFile(path, name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
-	return parseEnvData(path, data)
+	return parseEnvData(name, data)
 }
 
 func parseEnvData(name string, data []byte) (map[string]string, error) {
@@ -71,12 +92,9 @@ func parseEnvData(name string, data []byte) (map[string]string, error) {
 // readPathFile reads GITHUB_PATH: one directory per line, later lines first
 // in PATH as on GitHub.
 func readPathFile(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	data, err := readStepFile(path, "GITHUB_PATH")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	var dirs []string
 	for _, l := range strings.Split(string(data), "\n") {
@@ -88,7 +106,15 @@ func readPathFile(path string) ([]string, error) {
 }
 
 // ReadEnvFile reads a file of NAME=value lines (and NAME<<DELIM blocks), as
-// runner.env_file; a missing file is empty.
+// runner.env_file; a missing file is empty. The file is the admin's, so it
+// may be a symlink and is not size-bounded.
 func ReadEnvFile(path string) (map[string]string, error) {
-	return parseEnvFile(path)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseEnvData(path, data)
 }

@@ -69,7 +69,7 @@ func FuzzWorkflowCommands(f *testing.F) {
 	f.Fuzz(func(t *testing.T, out string) {
 		var sb strings.Builder
 		sink := &recordSink{}
-		w := newLineWriter(&sb, sink, true)
+		w := newLineWriter(&sb, newCommands(sink, true))
 		if _, err := w.Write([]byte(out)); err != nil {
 			t.Fatal(err)
 		}
@@ -89,5 +89,38 @@ func FuzzWorkflowCommands(f *testing.F) {
 
 type recordSink struct{ masks, outputs []string }
 
-func (r *recordSink) AddMask(v string)             { r.masks = append(r.masks, v) }
+func (r *recordSink) AddMask(v string) error       { r.masks = append(r.masks, v); return nil }
 func (r *recordSink) SetOutput(name, value string) { r.outputs = append(r.outputs, name+"="+value) }
+
+// FuzzLineWriterText writes text that holds no workflow command, in
+// pieces, through a line writer that holds at most a few bytes of an
+// unfinished line: whether a line is held or passed on in pieces, out
+// receives exactly the text, every line ended by its newline.
+func FuzzLineWriterText(f *testing.F) {
+	f.Add("short\nand a much longer line é€ than the hold\n", uint8(3), uint8(5))
+	f.Add("no newline at the end, ::but not a command", uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, text string, chunk, hold uint8) {
+		if strings.Contains(text, "::") || strings.Contains(text, "\r") {
+			t.Skip("text only")
+		}
+		var sb strings.Builder
+		w := newLineWriter(&sb, newCommands(&recordSink{}, false))
+		w.hold = int(hold%16) + 1
+		step := int(chunk%9) + 1
+		for i := 0; i < len(text); i += step {
+			if _, err := w.Write([]byte(text[i:min(i+step, len(text))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := text
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			want += "\n"
+		}
+		if sb.String() != want {
+			t.Fatalf("out = %q, want %q", sb.String(), want)
+		}
+	})
+}

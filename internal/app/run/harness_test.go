@@ -66,6 +66,9 @@ func (h *harness) runner(o Options) *Runner {
 	}
 	o.Instance = h.forge.URL()
 	o.Cancelling = true
+	if o.Publisher == nil {
+		o.Publisher = h.cl
+	}
 	return New(h.cl, o)
 }
 

@@ -19,7 +19,7 @@ import (
 
 // job is one task being run.
 type job struct {
-	r    *Runner
+	deps *jobDeps // given by the runner, read-only
 	task *runnerv1.Task
 	rep  *report.Reporter
 
@@ -33,13 +33,19 @@ type job struct {
 	path   []string // GITHUB_PATH additions, newest first
 	steps  map[string]workflow.StepResult
 
+	// Containers of the job (services.go); ctrKey labels them all.
+	ctrKey, ctrNetwork string
+	services           map[string]*service
+	jobCtr, jobCtrUser string
+	jobCtrBash         bool // the job container has bash
+
 	mu       sync.Mutex
 	pgids    []int // process groups of run: steps, killed at job end
 	timedOut bool  // the job's timeout-minutes ended it
 }
 
-func newJob(r *Runner, task *runnerv1.Task) *job {
-	j := &job{r: r, task: task, steps: map[string]workflow.StepResult{}}
+func newJob(deps *jobDeps, task *runnerv1.Task) *job {
+	j := &job{deps: deps, task: task, steps: map[string]workflow.StepResult{}}
 	j.wf, j.parseErr = parseTask(task)
 	j.github = workflow.GithubContext(task.GetContext())
 	return j
@@ -52,9 +58,10 @@ func (j *job) stepCount() int {
 	return len(j.wf.Job.Steps)
 }
 
-// masks are every secret value plus the task and runtime tokens.
+// masks are every secret value, the task and runtime tokens, and the
+// passwords of the proxy URLs steps inherit from the daemon.
 func (j *job) masks() []string {
-	var m []string
+	m := hostEnvSecrets(os.Environ())
 	for _, v := range j.task.GetSecrets() {
 		m = append(m, v)
 	}
@@ -83,25 +90,44 @@ func (j *job) runtimeToken() string {
 	return ""
 }
 
+func orWhole(path string) string {
+	if path == "" {
+		return "the job"
+	}
+	return path
+}
+
 // run runs the job and returns its result. jobCtx ends on cancel (server or
 // daemon); outer is the task context, to tell a cancel from a timeout.
 func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if j.parseErr != nil {
 		j.rep.Logf(-1, "::error::%v", j.parseErr)
+		var pe *workflow.ParseError
+		if errors.As(j.parseErr, &pe) && pe.Line > 0 {
+			// The forge sends each job rewritten as a workflow of its own,
+			// so the line does not match the repository's file.
+			j.rep.Logf(-1, "The line number is that of this job as the forge sent it (a single-job copy of the workflow), not of the workflow file in the repository: look for %s there.", orWhole(pe.Path))
+		}
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	if err := j.prepare(); err != nil {
 		j.rep.Logf(-1, "::error::prepare the job: %v", err)
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.r.o.Version, j.wf.JobID, j.r.o.Name)
+	// The forge writes a matrix job's display name, "feat (1)", as the
+	// payload's name:; the job id alone is the same for every leg.
+	title := j.wf.JobID
+	if j.wf.Job.Name != "" {
+		title = j.wf.Job.Name
+	}
+	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.deps.version, title, j.deps.name)
 
 	status := workflow.StatusSuccess
 	ec := j.exprContext(status)
 	if d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes); err != nil {
 		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
 		return runnerv1.Result_RESULT_FAILURE
-	} else if d > 0 && d < j.r.o.Timeout {
+	} else if d > 0 && d < j.deps.timeout {
 		// The job's own timeout-minutes, when shorter than runner.timeout.
 		var cancel context.CancelFunc
 		jobCtx, cancel = context.WithTimeoutCause(jobCtx, d, errJobTimeout)
@@ -120,6 +146,16 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 				j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
 			}
 			return runnerv1.Result_RESULT_SKIPPED
+		}
+	}
+
+	if j.needsContainers() {
+		if err := j.startContainers(jobCtx); err != nil {
+			j.rep.Logf(-1, "::error::%v", err)
+			if jobCtx.Err() != nil {
+				return runnerv1.Result_RESULT_CANCELLED
+			}
+			return runnerv1.Result_RESULT_FAILURE
 		}
 	}
 
@@ -147,7 +183,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		if cancelled {
 			// A cancelled job still runs always()/cancelled() steps, on a
 			// context detached from the cancel but bounded.
-			if !j.r.o.Cancelling && j.r.o.Instance != "" {
+			if !j.deps.cancelling && j.deps.instance != "" {
 				j.rep.StepEnd(i, runnerv1.Result_RESULT_CANCELLED)
 				continue
 			}
@@ -225,12 +261,12 @@ func (j *job) continueOnError(ec *workflow.Context, st workflow.Step, i int) boo
 
 // prepare makes the task directory and the job-wide env.
 func (j *job) prepare() error {
-	if err := os.MkdirAll(j.r.o.WorkDir, 0o755); err != nil {
-		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.r.o.WorkDir, err)
+	if err := os.MkdirAll(j.deps.workDir, 0o755); err != nil {
+		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.workDir, err)
 	}
-	dir, err := os.MkdirTemp(j.r.o.WorkDir, fmt.Sprintf("task-%d-", j.task.GetId()))
+	dir, err := os.MkdirTemp(j.deps.workDir, fmt.Sprintf("task-%d-", j.task.GetId()))
 	if err != nil {
-		return fmt.Errorf("create task dir in %s: %w", j.r.o.WorkDir, err)
+		return fmt.Errorf("create task dir in %s: %w", j.deps.workDir, err)
 	}
 	j.dir = dir
 	j.ws = filepath.Join(dir, "workspace")
@@ -249,7 +285,7 @@ func (j *job) prepare() error {
 		j.github["event_path"] = p
 	}
 	j.env = map[string]string{}
-	for k, v := range j.r.o.Envs {
+	for k, v := range j.deps.envs {
 		j.env[k] = v
 	}
 	ec := j.exprContext(workflow.StatusSuccess)
@@ -259,8 +295,9 @@ func (j *job) prepare() error {
 			if err != nil {
 				return fmt.Errorf("env %s: %w", k, err)
 			}
+			// Later keys see this one, as on GitHub.
 			j.env[k] = v
-			ec = j.exprContext(workflow.StatusSuccess)
+			ec.Env[k] = v
 		}
 	}
 	return nil
@@ -277,6 +314,7 @@ func sortedKeys(m map[string]string) []string {
 
 func (j *job) cleanup() {
 	j.killGroups()
+	j.stopContainers()
 	if j.dir != "" {
 		_ = os.RemoveAll(j.dir)
 	}
@@ -303,6 +341,7 @@ func (j *job) exprContext(status workflow.JobStatus) *workflow.Context {
 		Matrix:  j.matrix(),
 		Inputs:  j.inputs(),
 		Status:  status,
+		Job:     j.jobContext(),
 	}
 }
 
@@ -325,8 +364,8 @@ func (j *job) runnerContext() map[string]any {
 	if j.dir != "" {
 		temp = filepath.Join(j.dir, "temp")
 	}
-	rc := workflow.RunnerContext(j.r.o.Name, temp)
-	rc["tool_cache"] = filepath.Join(j.r.o.WorkDir, "toolcache")
+	rc := workflow.RunnerContext(j.deps.name, temp)
+	rc["tool_cache"] = filepath.Join(j.deps.workDir, "toolcache")
 	rc["debug"] = debugFlag(j.task)
 	rc["environment"] = "self-hosted"
 	return rc
@@ -357,20 +396,11 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	}
 	var res runnerv1.Result
 	var outputs map[string]string
-	switch {
-	case st.Run != "":
-		res, outputs = j.runShell(ctx, ec, st, i)
-	default:
-		action, _ := workflow.UsesRef(st.Uses)
-		switch strings.ToLower(action) {
-		case "actions/checkout":
-			res = j.checkout(ctx, ec, st, i)
-		case "forgeload/load":
-			res, outputs = j.loadStep(ctx, ec, st, i)
-		default:
-			j.rep.Logf(i, "::error::step %q uses %q, which this runner does not support. forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>; replace this step with one of those or a run: script.", name, st.Uses)
-			res = runnerv1.Result_RESULT_FAILURE
-		}
+	if s, err := j.resolveStep(ec, st, name); err != nil {
+		j.rep.Logf(i, "::error::%v", err)
+		res = runnerv1.Result_RESULT_FAILURE
+	} else {
+		res, outputs = s.run(ctx, j, i)
 	}
 	if errors.Is(context.Cause(ctx), errStepTimeout) {
 		j.rep.Logf(i, "::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)

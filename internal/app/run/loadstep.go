@@ -4,138 +4,123 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/url"
-	"path/filepath"
+	"io"
+	"maps"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
-	"github.com/forgeload/forgeload/internal/pkg/load/plan"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
-	"github.com/forgeload/forgeload/internal/pkg/policy"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
-// loadFunc runs a forgeload/load step; a field so tests can swap it.
-type loadFunc func(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string)
+// loadFunc runs a resolved forgeload/load step; a field so tests can swap
+// it.
+type loadFunc func(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, map[string]string)
 
-// LoadObserver receives what load steps do, for the daemon's load metrics.
-// Second is called once per run-second with the engine's snapshot; it must
-// not keep the snapshot's histograms past the call.
-type LoadObserver interface {
-	LoadStarted(targetRPS float64)
-	Second(s *load.Snapshot)
-	LoadDone()
-}
+// LoadObserver receives what load steps do, for the daemon's load metrics;
+// see [loadrun.Observer].
+type LoadObserver = loadrun.Observer
+
+// ClusterCoordinator runs the distributed load steps this runner takes as
+// their coordinator; see [loadrun.Coordinator].
+type ClusterCoordinator = loadrun.Coordinator
 
 // maxLoggedFailures bounds the rows log_errors writes per step.
 const maxLoggedFailures = 100
 
-// stepOnlyKeys are with: keys of the load step that are not load-config
-// keys.
-var stepOnlyKeys = []string{"config"}
+// loadStep is a uses: forgeload/load step with its with: resolved: the
+// keys of the step itself, and the load-config keys set inline.
+type loadStep struct {
+	st       workflow.Step // its id and name, for the results
+	config   string        // with.config: a load config in the workspace
+	baseline string        // with.baseline: the run to compare with
+	inline   map[string]string
+}
 
-func (j *job) loadStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
-	return j.r.load(ctx, j, ec, st, i)
+// newLoadStep resolves st's with: against ec.
+func newLoadStep(ec *workflow.Context, st workflow.Step) (*loadStep, error) {
+	with, err := ec.InterpolateMap(st.With)
+	if err != nil {
+		return nil, fmt.Errorf("with: %w", err)
+	}
+	s := &loadStep{st: st, config: with["config"], baseline: with["baseline"], inline: map[string]string{}}
+	for k, v := range with {
+		if k != "config" && k != "baseline" {
+			s.inline[k] = v
+		}
+	}
+	return s, nil
+}
+
+func (s *loadStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map[string]string) {
+	return j.deps.load.run(ctx, j, s, i)
 }
 
 // runLoad is the forgeload/load step: the config file named by with.config
 // (relative to the workspace), the other with: keys on top (inline wins),
-// the target policy checked before any byte is sent, then the engine, with
-// progress lines and the summary in the step log, the Markdown summary as
-// the step summary, and the outputs of DESIGN.md section 4. A failed
-// threshold fails the step.
-func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
+// run by the load executor (package loadrun) with progress lines and the
+// summary in the step log, the Markdown summary as the step summary, and
+// the outputs of DESIGN.md section 4. A failed threshold fails the step.
+func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
 		j.rep.Logf(i, "::error::forgeload/load: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
-	with, err := ec.InterpolateMap(st.With)
+	st := s.st
+	// Every file the step names (config, body_file) is read inside the
+	// workspace, bounded, and only if it is a regular file.
+	root, err := os.OpenRoot(j.ws)
 	if err != nil {
-		return fail("with: %v", err)
+		return fail("open the workspace: %v", err)
 	}
-	var cfg *spec.Config
-	cfgPath := with["config"]
-	if path := cfgPath; path != "" {
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(j.ws, path)
-		}
-		cfgPath = path
-		cfg, err = spec.Load(path)
-	} else {
-		cfg, err = spec.Parse("with", []byte("{}"))
-	}
+	defer root.Close()
+	cfg, err := loadrun.Load(loadrun.Input{Root: root, File: s.config, Inline: s.inline, InlineWhere: fmt.Sprintf("step %q, with", st.DisplayName())})
 	if err != nil {
 		return fail("%v", err)
 	}
-	inline := map[string]string{}
-	for k, v := range with {
-		inline[k] = v
+	for _, w := range cfg.Warnings() {
+		j.rep.Logf(i, "::warning::forgeload/load: %s", w)
 	}
-	for _, k := range stepOnlyKeys {
-		delete(inline, k)
-	}
-	if err := cfg.Override(inline); err != nil {
-		return fail("step %q, with: %v", st.DisplayName(), err)
-	}
-	if err := cfg.Validate(); err != nil {
+
+	pol, err := loadrun.Policy(ctx, j.deps.load.policy, j.deps.instance)
+	if err != nil {
 		return fail("%v", err)
 	}
-
-	pol := j.r.o.Policy
-	if pol == nil {
-		if pol, err = policy.New(ctx, policy.Options{Forge: j.r.o.Instance}); err != nil {
-			return fail("%v", err)
-		}
+	if own := j.serviceAddrs(); len(own) > 0 {
+		// The job's own services are allowed targets, whatever the lists.
+		pol = pol.WithOwn(own)
 	}
-	var hosts []string
-	for _, e := range cfg.Mix() {
-		// A password written into a target URL is a secret like any other.
-		if u, err := url.Parse(e.URL); err == nil {
-			if pw, ok := u.User.Password(); ok {
-				j.rep.AddMask(pw)
-			}
-		}
-		if err := pol.CheckURL(ctx, e.URL); err != nil {
-			return fail("%v", err)
-		}
-		if u, err := url.Parse(e.URL); err == nil {
-			hosts = append(hosts, u.Hostname())
-		}
-	}
-
 	if cfg.Distributed != nil && cfg.Distributed.Workers > 1 {
-		return runDistributed(ctx, j, i, cfg, cfgPath, inline)
-	}
-
-	// A refusal at dial time (the DNS answer changed to a denied address)
-	// stops the run at once and fails the step with the policy's message.
-	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	var refused atomic.Pointer[error]
-	control := pol.Control(pol.HostsAllowed(hosts))
-	dialControl := func(network, address string, c syscall.RawConn) error {
-		err := control(network, address, c)
-		if err != nil && refused.CompareAndSwap(nil, &err) {
-			stopRun(err)
+		if _, err := loadrun.CheckTargets(ctx, pol, cfg, j.rep.AddMask); err != nil {
+			return fail("%v", err)
 		}
-		return err
+		return runDistributed(ctx, j, st, i, cfg, s.baseline)
 	}
 
 	var obs LoadObserver
-	if j.r.o.LoadObserver != nil {
-		obs = j.r.o.LoadObserver()
+	if j.deps.load.observer != nil {
+		obs = j.deps.load.observer()
 	}
-	settings := plan.Settings{
-		Limits:           j.r.o.Limits,
-		DialControl:      dialControl,
-		Resolver:         j.r.o.Resolver,
-		ProgressInterval: j.r.o.ProgressInterval,
+	settings := build.Settings{
+		Resources:        j.sutRecorder(),
+		Limits:           j.deps.load.limits,
+		Resolver:         j.deps.load.resolver,
+		ProgressInterval: j.deps.load.progressInterval,
 		Progress:         func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) },
+		TraceSummary: func(line string, complete bool) {
+			if !complete {
+				line = "::warning::forgeload/load: " + line
+			}
+			j.rep.Logf(i, "%s", line)
+		},
 	}
 	if obs != nil {
 		settings.OnSecond = obs.Second
@@ -151,59 +136,187 @@ func runLoad(ctx context.Context, j *job, ec *workflow.Context, st workflow.Step
 			}
 		}
 	}
-	p, err := plan.New(cfg, settings)
+	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Policy: pol, Mask: j.rep.AddMask, Engine: settings})
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer p.Close()
-	j.rep.Logf(i, "load test: %s", describePlan(cfg, &p.Options))
+	defer t.Close()
+	p := t.Engine
+	if p.Endless() {
+		return fail("the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
+	}
+	j.rep.Logf(i, "load test: %s", loadrun.Describe(cfg, &p.Options))
 	if obs != nil {
-		obs.LoadStarted(p.Options.Rate)
+		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg))
 		defer obs.LoadDone()
 	}
-	res, checks, err := p.Run(runCtx)
+	stopSampling := j.sampleServices(ctx, settings.Resources)
+	out, err := t.Run(ctx)
+	stopSampling()
+	if err != nil {
+		if pe := load.Panic(err); pe != nil {
+			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
+		}
+		return fail("%v", err)
+	}
+	res, checks := out.Result, out.Checks
+	res.Info = j.runInfo(st, cfg)
+	base := j.baseline(i, st, s.baseline, p.Thresholds)
+	if base != nil {
+		checks = build.EvaluateBaseline(p.Thresholds, res, base)
+	}
+	sum, outputs, err := j.reportLoad(i, st, res, checks, base, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
-	w := j.rep.Writer(i)
-	if err := load.WriteText(w, res, checks); err != nil {
-		return fail("write the summary: %v", err)
-	}
-	var md bytes.Buffer
-	if err := load.WriteMarkdown(&md, res, checks); err == nil {
-		j.uploadSummary(i, md.Bytes())
-	}
-	sum := load.Summarize(res, checks)
-	outputs := loadOutputs(sum)
-	if r := refused.Load(); r != nil {
-		j.rep.Logf(i, "::error::forgeload/load: stopped: %v", *r)
+	if err := out.Stop(); err != nil {
+		j.rep.Logf(i, "::error::forgeload/load: stopped: %v", err)
 		return runnerv1.Result_RESULT_FAILURE, outputs
 	}
 	if ctx.Err() != nil {
 		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
 		return runnerv1.Result_RESULT_CANCELLED, outputs
 	}
-	if sum.GeneratorBound {
-		j.rep.Logf(i, "::warning::the load generator fell behind (%d dropped, %d late arrivals): latencies describe this runner as much as the target; lower the rate or raise concurrency", sum.Dropped, sum.Late)
-	}
-	return j.thresholdResult(i, "", checks), outputs
+	j.warnBound(i, &sum)
+	return j.verdict(i, "", res, checks), outputs
 }
 
-// thresholdResult logs the failed thresholds, if any, and returns the
-// step's result: FAILURE when one failed. where qualifies the data, e.g.
-// " on the merged result".
-func (j *job) thresholdResult(i int, where string, checks []load.Check) runnerv1.Result {
-	var failed []string
-	for _, c := range checks {
-		if !c.Passed {
-			failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
+// runDistributed is the load step of a config with distributed.workers > 1
+// on the runner that took the job: the executor coordinates the run
+// through the cluster (this daemon runs a segment too) and the step logs
+// the joins, the start time and live merged progress, then reports the
+// merged result exactly as a local run: summary, thresholds on merged
+// histograms (and on the baseline and the job's services, as on one
+// host), outputs, plus the worker table. branch is the step's baseline.
+func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *spec.Config, branch string) (runnerv1.Result, map[string]string) {
+	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
+		j.rep.Logf(i, "::error::forgeload/load: "+format, args...)
+		return runnerv1.Result_RESULT_FAILURE, nil
+	}
+	// The job's services run beside this host: their resource use is
+	// sampled here for the whole run.
+	sut := j.sutRecorder()
+	stopSampling := j.sampleServices(ctx, sut)
+	settings := loadrun.CoordSettings{
+		Cluster:          j.deps.load.cluster,
+		MaxDuration:      j.deps.load.limits.MaxDuration,
+		ProgressInterval: j.deps.load.progressInterval,
+		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
+		Resources:        sut,
+	}
+	if j.deps.load.runObserver != nil {
+		obs := j.deps.load.runObserver()
+		obs.LoadStarted(loadrun.Protocol(cfg), cfg.Rate, j.runInfo(st, cfg))
+		defer obs.LoadDone()
+		settings.OnSecond = obs.Second
+	}
+	d, err := loadrun.Coordinate(ctx, cfg, settings)
+	stopSampling()
+	if err != nil && ctx.Err() != nil || d != nil && d.Cancelled {
+		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return runnerv1.Result_RESULT_CANCELLED, nil
+		}
+		return fail("%v", err)
+	}
+	res, checks, out := d.Result, d.Checks, d.Outcome
+	res.Info = j.runInfo(st, cfg)
+	res.Info.Hosts = d.Hosts
+	if sut != nil {
+		res.SUT = sut.Summaries()
+	}
+	base := j.baseline(i, st, branch, d.Thresholds)
+	if base != nil || sut != nil {
+		checks = build.EvaluateBaseline(d.Thresholds, res, base)
+	}
+	sum, outputs, err := j.reportLoad(i, st, res, checks, base, d.WriteWorkers)
+	if err != nil {
+		return fail("%v", err)
+	}
+	outputs["workers"] = strconv.Itoa(len(out.Workers))
+	outputs["reassignments"] = strconv.Itoa(out.Reassignments)
+	if out.Degraded {
+		j.rep.Logf(i, "::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
+	}
+	if sum.GeneratorBound {
+		j.rep.Logf(i, "::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
+	}
+	if d.Cancelled {
+		return runnerv1.Result_RESULT_CANCELLED, outputs
+	}
+	result := j.verdict(i, " on the merged result", res, checks)
+	if d.Shortfall != "" {
+		j.rep.Logf(i, "::error::forgeload/load: %s", d.Shortfall)
+		result = runnerv1.Result_RESULT_FAILURE
+	}
+	return result, outputs
+}
+
+// reportLoad reports a load step's result, the same for one host and many:
+// the summary (and extra, e.g. the worker table) in the log, the Markdown
+// job summary with the comparison when there is a baseline, the result
+// artifacts; it returns the summary and the step's outputs. An error is a
+// summary that could not be written to the log.
+func (j *job) reportLoad(i int, st workflow.Step, res *load.Result, checks []load.Check, base *compare.Result, extra func(w io.Writer, markdown bool) error) (load.Summary, map[string]string, error) {
+	w := j.rep.Writer(i)
+	if err := load.WriteText(w, res, checks); err != nil {
+		return load.Summary{}, nil, fmt.Errorf("write the summary: %w", err)
+	}
+	if extra != nil {
+		if err := extra(w, false); err != nil {
+			return load.Summary{}, nil, fmt.Errorf("write the summary: %w", err)
 		}
 	}
-	if len(failed) == 0 {
-		return runnerv1.Result_RESULT_SUCCESS
+	var md bytes.Buffer
+	if err := load.WriteMarkdown(&md, res, checks); err == nil && (extra == nil || extra(&md, true) == nil) {
+		if base != nil {
+			md.WriteString("\n")
+			md.Write(j.writeBaseline(i, base, res))
+		}
+		j.uploadSummary(i, md.Bytes())
 	}
-	j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
-	return runnerv1.Result_RESULT_FAILURE
+	j.uploadResults(i, st, res, checks)
+	sum := load.Summarize(res, checks)
+	outputs := loadOutputs(sum)
+	maps.Copy(outputs, sutOutputs(sum.SUT))
+	return sum, outputs, nil
+}
+
+// warnBound warns when the generator fell behind or every worker was busy,
+// saying which and what to change.
+func (j *job) warnBound(i int, sum *load.Summary) {
+	if sum.GeneratorBound {
+		j.rep.Logf(i, "::warning::generator-bound: %s", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
+	}
+	if sum.WorkerBound {
+		j.rep.Logf(i, "::warning::worker-bound: %s", strings.TrimPrefix(load.WorkerVerdict(sum), "YES: "))
+	}
+}
+
+// verdict logs the failed thresholds, if any, and returns the step's
+// result: FAILURE when one failed or when no request succeeded (the run
+// measured nothing). A step without thresholds gets a warning. where
+// qualifies the data, e.g. " on the merged result".
+func (j *job) verdict(i int, where string, res *load.Result, checks []load.Check) runnerv1.Result {
+	if len(checks) == 0 {
+		j.rep.Logf(i, "::warning::forgeload/load: %s", build.NoThresholdsWarning)
+	}
+	var failed []string
+	for _, c := range loadrun.Failed(checks) {
+		failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
+	}
+	if len(failed) > 0 {
+		j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	if res.MeasuredNothing() {
+		j.rep.Logf(i, "::error::forgeload/load: %v", loadrun.ErrNothingMeasured(res, where))
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	return runnerv1.Result_RESULT_SUCCESS
 }
 
 // loadOutputs are the step outputs every load step sets.
@@ -222,49 +335,6 @@ func loadOutputs(s load.Summary) map[string]string {
 		"thresholds_passed": strconv.FormatBool(s.ThresholdsPassed),
 		"dropped":           strconv.FormatInt(s.Dropped, 10),
 		"generator_bound":   strconv.FormatBool(s.GeneratorBound),
+		"worker_bound":      strconv.FormatBool(s.WorkerBound),
 	}
-}
-
-// describePlan is the step's first row: what is about to run.
-func describePlan(cfg *spec.Config, o *load.Options) string {
-	var b strings.Builder
-	eps := cfg.Mix()
-	if len(eps) == 1 {
-		fmt.Fprintf(&b, "%s %s", eps[0].Method, redactURL(eps[0].URL))
-	} else {
-		fmt.Fprintf(&b, "%d endpoints", len(eps))
-	}
-	switch {
-	case o.Rate > 0:
-		fmt.Fprintf(&b, ", %g req/s (%s arrivals)", o.Rate, arrivalName(o.Arrival))
-	case len(o.Stages) > 0:
-		fmt.Fprintf(&b, ", %d load pattern stages", len(o.Stages))
-	case o.VUs > 0 || len(o.VUStages) > 0:
-		fmt.Fprintf(&b, ", closed model with virtual users")
-	default:
-		fmt.Fprintf(&b, ", closed loop")
-	}
-	fmt.Fprintf(&b, ", concurrency %d", o.Concurrency)
-	if o.Duration > 0 {
-		fmt.Fprintf(&b, ", for %s", o.Duration)
-	}
-	if o.Total > 0 {
-		fmt.Fprintf(&b, ", at most %d requests", o.Total)
-	}
-	return b.String()
-}
-
-// redactURL hides a password in a URL, for log lines.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return raw
-}
-
-func arrivalName(m load.ArrivalModel) string {
-	if m == load.Poisson {
-		return "poisson"
-	}
-	return "uniform"
 }

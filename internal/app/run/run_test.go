@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
-	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
 func TestRunStepsOutputsAndEnvFiles(t *testing.T) {
@@ -118,7 +116,7 @@ func TestRunBadInputFailsWithMessage(t *testing.T) {
 		{"two jobs", "on: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n  b:\n    runs-on: x\n    steps: [{run: echo}]\n", "exactly one"},
 		{"unknown uses", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: docker/build-push-action@v5\n", `uses "docker/build-push-action@v5", which this runner does not support`},
 		{"bad expression", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo ${{ contain('a', 'b') }}\n", `unknown function`},
-		{"services", "on: push\njobs:\n  a:\n    runs-on: x\n    services:\n      db:\n        image: postgres\n    steps:\n      - run: echo\n", "not supported yet"},
+		{"services", "on: push\njobs:\n  a:\n    runs-on: x\n    services:\n      db:\n        image: postgres\n    steps:\n      - run: echo\n", "which need a Docker Engine, and this runner has none"},
 	}
 	for _, tt := range tests {
 		v := h.run(tt.payload, Options{})
@@ -247,7 +245,7 @@ func TestRunPanicFailsOnlyThatJob(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	r := h.runner(Options{})
-	r.load = func(context.Context, *job, *workflow.Context, workflow.Step, int) (runnerv1.Result, map[string]string) {
+	r.deps.load.run = func(context.Context, *job, *loadStep, int) (runnerv1.Result, map[string]string) {
 		panic("boom")
 	}
 	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: forgeload/load@v1\n")})
@@ -283,68 +281,82 @@ func TestRunUploadsStepSummary(t *testing.T) {
 	}
 }
 
-// TestRunSurvivesForgeOutage cuts the forge off (connections refused) for
-// 10 s in the middle of a job: the log the forge ends up with must be the
-// log the job produced, in order, with no gap and no duplicate, and the
-// task still ends SUCCESS.
-func TestRunSurvivesForgeOutage(t *testing.T) {
+// A runner without a Publisher (forgeload exec's) runs the same job and
+// uploads nothing: the summary stays in the log.
+func TestRunWithoutPublisherUploadsNoSummary(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("a 10 s outage")
-	}
 	h := newHarness(t)
-	const lines = 300
-	task := h.fetch(forgetest.Job{Payload: []byte(fmt.Sprintf(`
-on: push
-jobs:
-  a:
-    runs-on: x
-    steps:
-      - run: for i in $(seq 1 %d); do echo "row-$i"; sleep 0.05; done
-`, lines))})
-	done := make(chan error, 1)
-	go func() {
-		done <- h.runner(Options{ReportInterval: 200 * time.Millisecond}).Run(context.Background(), task)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
-		return strings.Contains(logText(v), "row-20\n")
-	}); err != nil {
-		t.Fatalf("rows never arrived: %v", err)
-	}
-	h.forge.Down()
-	outage := time.NewTimer(10 * time.Second)
-	select {
-	case <-outage.C:
-	case err := <-done:
-		t.Fatalf("the job ended during the outage: %v", err)
-	}
-	h.forge.Up()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("Run did not finish after the forge came back")
+	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo '## perf summary' >> \"$GITHUB_STEP_SUMMARY\"\n")})
+	r := h.runner(Options{Capabilities: "job-summary"})
+	r.deps.publisher = nil
+	if err := r.Run(context.Background(), task); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	v := h.forge.Task(task.GetId())
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
-		t.Fatalf("result %v", v.Result)
+		t.Fatalf("result %v:\n%s", v.Result, logText(v))
 	}
-	var rows []string
-	for _, r := range stepLog(t, v, 0) {
-		if strings.HasPrefix(r, "row-") {
-			rows = append(rows, r)
-		}
+	if got, ok := h.forge.Summaries()[task.GetId()]; ok {
+		t.Fatalf("uploaded summary = %q, want none without a Publisher", got)
 	}
-	if len(rows) != lines {
-		t.Fatalf("the forge has %d row-N lines, want %d", len(rows), lines)
+}
+
+// TestReportIntervalGovernsLogs: runner.report_interval sets how often log
+// rows go out, not only the heartbeat (logs used to go every second
+// whatever it said); runner.final_report_timeout reaches the reporter's
+// close timeout.
+func TestReportIntervalGovernsLogs(t *testing.T) {
+	t.Parallel()
+	r := New(nil, Options{ReportInterval: 5 * time.Second, CloseTimeout: 3 * time.Second})
+	o := r.reportOptions(nil, nil, nil)
+	if o.Interval != 5*time.Second || o.LogInterval != 5*time.Second {
+		t.Errorf("report options with report_interval 5s: Interval %s, LogInterval %s; want 5s for both", o.Interval, o.LogInterval)
 	}
-	for i, r := range rows {
-		if want := fmt.Sprintf("row-%d", i+1); r != want {
-			t.Fatalf("row %d = %q, want %q (gap, duplicate or reorder)", i, r, want)
-		}
+	if o.CloseTimeout != 3*time.Second {
+		t.Errorf("report options with final_report_timeout 3s: CloseTimeout %s, want 3s", o.CloseTimeout)
 	}
+}
+
+// TestRunMatrixLegHeader: a matrix leg's log header names the leg as the
+// forge shows it ("feat (1)", the payload's name:), not only the job id.
+func TestRunMatrixLegHeader(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  feat:
+    name: feat (1)
+    runs-on: forgeload
+    strategy:
+      matrix:
+        n: [1]
+    steps:
+      - run: echo leg ${{ matrix.n }}
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result = %v; log:\n%s", v.Result, logText(v))
+	}
+	wantContains(t, "job log", logText(v), `running job "feat (1)"`)
+}
+
+// TestRunJobErrorSaysWhichLine: a job-level error cites a line of the
+// single-job payload the forge sent, not of the repository file; the log
+// must say so, and name the field to look for.
+func TestRunJobErrorSaysWhichLine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps: not-a-list
+`, Options{})
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v; log:\n%s", v.Result, logText(v))
+	}
+	log := logText(v)
+	wantContains(t, "job log", log, "workflow line 6")
+	wantContains(t, "job log", log, "not of the workflow file in the repository")
 }

@@ -15,7 +15,9 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 	"github.com/sirupsen/logrus"
 
-	"github.com/forgeload/forgeload/internal/pkg/load/plan"
+	"github.com/forgeload/forgeload/internal/pkg/client"
+	"github.com/forgeload/forgeload/internal/pkg/container"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -49,9 +51,18 @@ type Options struct {
 	WorkDir string
 	// Timeout bounds one job (runner.timeout). Default 3h.
 	Timeout time.Duration
-	// ReportInterval is the UpdateTask heartbeat (runner.report_interval).
-	// Default 1s, so a cancel in the forge UI stops the load within ~2 s.
+	// ReportInterval is the UpdateTask heartbeat and the longest a log row
+	// waits before it is sent (runner.report_interval). Default 1s, so a
+	// cancel in the forge UI stops the load within ~2 s.
 	ReportInterval time.Duration
+	// CloseTimeout bounds the delivery of a task's last log rows and
+	// result when it ends (runner.final_report_timeout); what the forge
+	// did not take by then goes to Outbox. Default 30s
+	// ([report.DefaultCloseTimeout]).
+	CloseTimeout time.Duration
+	// Outbox keeps the final reports the forge did not take in time, on
+	// disk, until it answers again. nil: such reports are lost (logged).
+	Outbox *report.Outbox
 	// Capabilities is the forge's X-Gitea-Actions-Capabilities value from
 	// Declare; "job-summary" enables the job summary upload.
 	Capabilities string
@@ -72,23 +83,54 @@ type Options struct {
 	Resolver *net.Resolver
 	// Limits are the admin's caps on what one load step may ask for
 	// (load.max_rate, load.max_concurrency, load.max_duration).
-	Limits plan.Limits
+	Limits build.Limits
 	// LoadObserver makes the observer of each load step, for the daemon's
 	// load metrics; nil means none. It is called once per load step.
 	LoadObserver func() LoadObserver
+	// RunObserver makes the observer of each distributed load step this
+	// runner coordinates; nil means none. It is given the merged seconds
+	// of the whole run, so it must not feed the daemon's load metrics
+	// (this host's segment does, through its LoadObserver): it is for
+	// views of the run, such as the jobs page.
+	RunObserver func() LoadObserver
 	// Cluster coordinates load steps with distributed.workers > 1; nil
 	// means no cluster is configured and such steps fail.
 	Cluster ClusterCoordinator
+	// Publisher uploads run artifacts and job summaries and fetches
+	// baselines (the daemon's forge client); nil means none, as for
+	// forgeload exec, and the steps skip them with a notice.
+	Publisher Publisher
 	// ProgressInterval is how often a load step logs a progress line.
 	ProgressInterval time.Duration
 	// Logger receives daemon-side messages (never job output); nil discards.
 	Logger *logrus.Entry
 	// Observer receives job metrics; nil means none.
 	Observer Observer
+	// Containers is the Docker Engine for services: and job containers;
+	// nil means none, and such jobs fail with ContainersErr as the reason.
+	Containers Containers
+	// ContainersErr says why Containers is nil, for the job's message.
+	ContainersErr error
+	// PullPolicy says when images are pulled (container.pull_policy).
+	// Default missing.
+	PullPolicy container.PullPolicy
+	// ValidVolumes are globs of the host paths that services: and
+	// container: may mount (container.valid_volumes); none by default.
+	ValidVolumes []string
+	// ServiceTimeout bounds the wait for the job's services to become
+	// healthy (container.service_timeout). Default 5m.
+	ServiceTimeout time.Duration
 	// ReportObserver makes the observer of each task's reporter; nil means
 	// none. It is called once per task, so per-task state (such as the
 	// task's share of the buffered-rows gauge) can live in the observer.
-	ReportObserver func() report.Observer
+	ReportObserver func() ReportObserver
+}
+
+// ReportObserver observes one task's reporter. Close is called once, when
+// the task has ended and its reporter is closed.
+type ReportObserver interface {
+	report.Observer
+	Close()
 }
 
 // Observer is told when jobs start and end (the daemon's job metrics).
@@ -100,12 +142,63 @@ type Observer interface {
 // Client is the part of the forge client a job needs.
 type Client = report.Client
 
+// Publisher is the part of the forge client that publishes a job's results
+// beside its log, and fetches those of an earlier run: the load step's
+// report artifact, its baseline, and each step's job summary.
+type Publisher interface {
+	UploadArtifact(ctx context.Context, runtimeToken, name string, data []byte) (int64, error)
+	LatestArtifact(ctx context.Context, token, repo, branch, name string, exclude int64) ([]byte, int64, error)
+	UploadSummary(ctx context.Context, runtimeToken string, step int, markdown []byte) error
+}
+
+var _ Publisher = (*client.Client)(nil)
+
 // Runner runs forge tasks. It is safe for concurrent use: each Run call is
 // one independent job.
 type Runner struct {
-	client Client
-	o      Options
-	load   loadFunc
+	o    Options
+	deps jobDeps
+}
+
+// jobDeps is what a job is given by the runner that makes it, fixed when
+// the runner is made (New applies the defaults): a job reads nothing else
+// of its runner, and never changes these.
+type jobDeps struct {
+	client        Client
+	publisher     Publisher // nil: none
+	name, version string    // RUNNER_NAME, GITEA_ACTIONS_RUNNER_VERSION
+	labels        []string  // the runner's labels, for docker:// runs-on
+	envs          map[string]string
+	workDir       string
+	timeout       time.Duration // runner.timeout, above timeout-minutes
+	capabilities  string        // the forge's, from Declare
+	cancelling    bool
+	instance      string // the forge's address; empty for local runs
+	localRepo     string // what actions/checkout copies in a local run
+	log           *logrus.Entry
+	containers    containerDeps
+	load          loadDeps
+}
+
+// containerDeps are what services: and container: need.
+type containerDeps struct {
+	eng            Containers // nil: none, for the reason in err
+	err            error
+	pull           container.PullPolicy
+	validVolumes   []string
+	serviceTimeout time.Duration
+}
+
+// loadDeps are what forgeload/load steps need.
+type loadDeps struct {
+	run              loadFunc // runLoad; a field so tests can swap it
+	policy           *policy.Policy
+	resolver         *net.Resolver
+	limits           build.Limits
+	observer         func() LoadObserver
+	runObserver      func() LoadObserver
+	cluster          ClusterCoordinator
+	progressInterval time.Duration
 }
 
 // New returns a Runner that reports through c.
@@ -124,10 +217,47 @@ func New(c Client, o Options) *Runner {
 		l.SetOutput(io.Discard)
 		o.Logger = logrus.NewEntry(l)
 	}
+	if o.ServiceTimeout <= 0 {
+		o.ServiceTimeout = DefaultServiceTimeout
+	}
+	if o.PullPolicy == "" {
+		o.PullPolicy = container.PullMissing
+	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 5 * time.Second
 	}
-	return &Runner{client: c, o: o, load: runLoad}
+	return &Runner{o: o, deps: jobDeps{
+		client:       c,
+		publisher:    o.Publisher,
+		name:         o.Name,
+		version:      o.Version,
+		labels:       o.Labels,
+		envs:         o.Envs,
+		workDir:      o.WorkDir,
+		timeout:      o.Timeout,
+		capabilities: o.Capabilities,
+		cancelling:   o.Cancelling,
+		instance:     o.Instance,
+		localRepo:    o.LocalRepo,
+		log:          o.Logger,
+		containers: containerDeps{
+			eng:            o.Containers,
+			err:            o.ContainersErr,
+			pull:           o.PullPolicy,
+			validVolumes:   o.ValidVolumes,
+			serviceTimeout: o.ServiceTimeout,
+		},
+		load: loadDeps{
+			run:              runLoad,
+			policy:           o.Policy,
+			resolver:         o.Resolver,
+			limits:           o.Limits,
+			observer:         o.LoadObserver,
+			runObserver:      o.RunObserver,
+			cluster:          o.Cluster,
+			progressInterval: o.ProgressInterval,
+		},
+	}}
 }
 
 // Run runs one task to its end and reports it. It returns an error only for
@@ -139,22 +269,16 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 		r.o.Observer.JobStarted()
 	}
 	log := r.o.Logger.WithField("task", task.GetId())
-	j := newJob(r, task)
-	var ro report.Observer
+	j := newJob(&r.deps, task)
+	var ro ReportObserver
 	if r.o.ReportObserver != nil {
 		ro = r.o.ReportObserver()
 	}
-	rep := report.New(r.client, task.GetId(), j.stepCount(), report.Options{
-		Interval: r.o.ReportInterval,
-		Masks:    j.masks(),
-		Logger:   log,
-		Observer: ro,
-		SpillDir: r.o.WorkDir,
-	})
+	rep := report.New(r.deps.client, task.GetId(), j.stepCount(), r.reportOptions(j.masks(), log, ro))
 	j.rep = rep
 	defer func() {
-		if c, ok := ro.(interface{ Close() }); ok {
-			c.Close()
+		if ro != nil {
+			ro.Close()
 		}
 	}()
 	// The reporter's context ends on a cancel (the forge's or the
@@ -167,7 +291,7 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 	result := func() (res runnerv1.Result) {
 		defer func() {
 			if p := recover(); p != nil {
-				log.Errorf("job panicked: %v\n%s", p, debug.Stack())
+				log.Errorf("job panicked: %s\n%s", rep.Mask(fmt.Sprint(p)), debug.Stack())
 				rep.Logf(-1, "::error::forgeload hit an internal error running this job (a panic: %v); the job fails, the runner keeps serving. Please report it.", p)
 				res = runnerv1.Result_RESULT_FAILURE
 			}
@@ -179,6 +303,7 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 		result = runnerv1.Result_RESULT_FAILURE
 	}
 	j.killGroups()
+	j.reportExitedServices()
 	err := rep.Close(result)
 	j.cleanup()
 	final := result
@@ -194,6 +319,22 @@ func (r *Runner) Run(ctx context.Context, task *runnerv1.Task) error {
 	}
 	log.WithField("result", strings.ToLower(strings.TrimPrefix(final.String(), "RESULT_"))).Info("task finished")
 	return nil
+}
+
+// reportOptions configures a task's reporter. runner.report_interval
+// governs both the heartbeat and how long a log row may wait, as in Gitea's
+// runner; a step change still sends at once.
+func (r *Runner) reportOptions(masks []string, log *logrus.Entry, ro report.Observer) report.Options {
+	return report.Options{
+		Interval:     r.o.ReportInterval,
+		LogInterval:  r.o.ReportInterval,
+		CloseTimeout: r.o.CloseTimeout,
+		Masks:        masks,
+		Logger:       log,
+		Observer:     ro,
+		SpillDir:     r.o.WorkDir,
+		Outbox:       r.o.Outbox,
+	}
 }
 
 func defaultWorkDir() string {

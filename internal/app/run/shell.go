@@ -73,25 +73,29 @@ func (j *job) newStepFiles(i int) (stepFiles, error) {
 
 // collect reads back what the step wrote to its env files.
 func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
-	env, err := parseEnvFile(f.env)
+	env, err := parseEnvFile(f.env, "GITHUB_ENV")
 	if err != nil {
-		return nil, fmt.Errorf("GITHUB_ENV: %w", err)
+		return nil, err
 	}
 	for k, v := range env {
 		j.env[k] = v
 	}
-	out, err := parseEnvFile(f.output)
+	out, err := parseEnvFile(f.output, "GITHUB_OUTPUT")
 	if err != nil {
-		return nil, fmt.Errorf("GITHUB_OUTPUT: %w", err)
+		return nil, err
 	}
 	dirs, err := readPathFile(f.path)
 	if err != nil {
-		return nil, fmt.Errorf("GITHUB_PATH: %w", err)
+		return nil, err
 	}
 	for _, d := range dirs {
 		j.path = append([]string{d}, j.path...)
 	}
-	if md, err := os.ReadFile(f.summary); err == nil && len(md) > 0 {
+	// A summary the runner cannot take is not uploaded, as on GitHub; the
+	// step's result does not depend on it.
+	if md, err := readStepFile(f.summary, "GITHUB_STEP_SUMMARY"); err != nil {
+		j.rep.Logf(i, "::warning::job summary not uploaded: %v", err)
+	} else if len(md) > 0 {
 		j.uploadSummary(i, md)
 	}
 	return out, nil
@@ -101,13 +105,13 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 // step env.
 func (j *job) baseEnv(f stepFiles) map[string]string {
 	g := func(k string) string { return j.ctxString(k) }
-	rc := workflow.RunnerContext(j.r.o.Name, "")
+	rc := workflow.RunnerContext(j.deps.name, "")
 	env := map[string]string{
 		"CI":                           "true",
 		"GITHUB_ACTIONS":               "true",
 		"GITEA_ACTIONS":                "true",
-		"GITEA_ACTIONS_RUNNER_VERSION": j.r.o.Version,
-		"GITEA_ACTIONS_CAPABILITIES":   j.r.o.Capabilities,
+		"GITEA_ACTIONS_RUNNER_VERSION": j.deps.version,
+		"GITEA_ACTIONS_CAPABILITIES":   j.deps.capabilities,
 		"FORGELOAD":                    "true",
 		"GITHUB_WORKSPACE":             j.ws,
 		"GITHUB_SHA":                   g("sha"),
@@ -137,12 +141,12 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 		"GITHUB_STEP_SUMMARY":          f.summary,
 		"RUNNER_OS":                    rc["os"].(string),
 		"RUNNER_ARCH":                  rc["arch"].(string),
-		"RUNNER_NAME":                  j.r.o.Name,
+		"RUNNER_NAME":                  j.deps.name,
 		"RUNNER_TEMP":                  filepath.Join(j.dir, "temp"),
-		"RUNNER_TOOL_CACHE":            filepath.Join(j.r.o.WorkDir, "toolcache"),
+		"RUNNER_TOOL_CACHE":            filepath.Join(j.deps.workDir, "toolcache"),
 	}
-	if j.r.o.Instance != "" {
-		inst := strings.TrimSuffix(j.r.o.Instance, "/")
+	if j.deps.instance != "" {
+		inst := strings.TrimSuffix(j.deps.instance, "/")
 		env["ACTIONS_RUNTIME_URL"] = inst + "/api/actions_pipeline/"
 		env["ACTIONS_RESULTS_URL"] = inst
 		env["ACTIONS_RUNTIME_TOKEN"] = j.runtimeToken()
@@ -159,13 +163,15 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 	return env
 }
 
-// stepEnv composes the process env: host env, base env, job env, step env.
-func (j *job) stepEnv(ec *workflow.Context, st workflow.Step, f stepFiles) ([]string, error) {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
+// stepEnv composes the process env: the allowed part of the daemon's env
+// (hostEnv), base env, job env (runner.envs, env_file, workflow and job
+// env:, GITHUB_ENV), the step's resolved env:.
+func (j *job) stepEnv(stepEnv map[string]string, f stepFiles) []string {
+	env := hostEnv(os.Environ())
+	if j.jobCtr != "" {
+		// In a job container nothing of the daemon's env is passed: the
+		// image's own env stands (PATH too, unless GITHUB_PATH adds to it).
+		env = map[string]string{}
 	}
 	for k, v := range j.baseEnv(f) {
 		env[k] = v
@@ -173,22 +179,22 @@ func (j *job) stepEnv(ec *workflow.Context, st workflow.Step, f stepFiles) ([]st
 	for k, v := range j.env {
 		env[k] = v
 	}
-	for _, k := range sortedKeys(st.Env) {
-		v, err := ec.Interpolate(st.Env[k])
-		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", k, err)
-		}
+	for k, v := range stepEnv {
 		env[k] = v
 	}
 	if len(j.path) > 0 {
-		env["PATH"] = strings.Join(j.path, string(os.PathListSeparator)) + string(os.PathListSeparator) + env["PATH"]
+		base := env["PATH"]
+		if base == "" && j.jobCtr != "" {
+			base = containerPath
+		}
+		env["PATH"] = strings.Join(j.path, string(os.PathListSeparator)) + string(os.PathListSeparator) + base
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }
 
 // stepOutput is a commandSink that collects ::set-output:: values.
@@ -197,92 +203,122 @@ type stepOutput struct {
 	outputs map[string]string
 }
 
-func (s *stepOutput) AddMask(v string)             { s.j.rep.AddMask(v) }
+func (s *stepOutput) AddMask(v string) error       { return s.j.rep.AddJobMask(v) }
 func (s *stepOutput) SetOutput(name, value string) { s.outputs[name] = value }
 
-// workdir resolves a step's working directory against the workspace.
-func (j *job) workdir(ec *workflow.Context, st workflow.Step) (string, error) {
+// shellStep is a run: step with its script, shell, env: and
+// working-directory resolved.
+type shellStep struct {
+	name   string // the display name, uninterpolated, for messages
+	script string
+	shell  string // as written, or "sh" in a job container without bash
+	env    map[string]string
+	dir    string // absolute; the workspace when unset
+}
+
+// newShellStep resolves st against ec. The shell is checked here too, so
+// that a bad one fails before anything is written.
+func (j *job) newShellStep(ec *workflow.Context, st workflow.Step) (*shellStep, error) {
+	s := &shellStep{name: st.DisplayName()}
+	var err error
+	if s.script, err = ec.Interpolate(st.Run); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if s.shell, err = ec.Interpolate(j.wf.StepShell(st)); err != nil {
+		return nil, fmt.Errorf("shell: %w", err)
+	}
+	if s.shell == "" && j.jobCtr != "" && !j.jobCtrBash {
+		s.shell = "sh" // the image has no bash
+	}
+	if _, err := shellCommand(s.shell, "script"); err != nil {
+		return nil, err
+	}
+	s.env = make(map[string]string, len(st.Env))
+	for _, k := range sortedKeys(st.Env) {
+		if s.env[k], err = ec.Interpolate(st.Env[k]); err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+	}
 	wd := st.WorkingDirectory
 	if wd == "" {
 		wd = j.wf.StepWorkingDirectory(st)
 	}
-	if wd == "" {
-		return j.ws, nil
+	if wd, err = ec.Interpolate(wd); err != nil {
+		return nil, fmt.Errorf("working-directory: %w", err)
 	}
-	wd, err := ec.Interpolate(wd)
-	if err != nil {
-		return "", fmt.Errorf("working-directory: %w", err)
+	switch {
+	case wd == "":
+		s.dir = j.ws
+	case filepath.IsAbs(wd):
+		s.dir = wd
+	default:
+		s.dir = filepath.Join(j.ws, wd)
 	}
-	if !filepath.IsAbs(wd) {
-		wd = filepath.Join(j.ws, wd)
-	}
-	return wd, nil
+	return s, nil
 }
 
-// runShell runs a run: step on the host.
-func (j *job) runShell(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
+// run runs the script on the host, or in the job container.
+func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.rep.Logf(i, "::error::"+format, args...)
+		j.rep.Logf(i, "::error::step %q: "+format, append([]any{s.name}, args...)...)
 		return runnerv1.Result_RESULT_FAILURE, nil
-	}
-	script, err := ec.Interpolate(st.Run)
-	if err != nil {
-		return fail("step %q: run: %v", st.DisplayName(), err)
 	}
 	files, err := j.newStepFiles(i)
 	if err != nil {
-		return fail("step %q: create env files: %v", st.DisplayName(), err)
-	}
-	shell, err := ec.Interpolate(j.wf.StepShell(st))
-	if err != nil {
-		return fail("step %q: shell: %v", st.DisplayName(), err)
+		return fail("create env files: %v", err)
 	}
 	ext := ".sh"
-	if shell == "python" {
+	if s.shell == "python" {
 		ext = ".py"
 	}
 	scriptPath := filepath.Join(j.dir, "temp", fmt.Sprintf("step-%d%s", i, ext))
-	if err := os.WriteFile(scriptPath, []byte(script+"\n"), 0o700); err != nil {
-		return fail("step %q: write script: %v", st.DisplayName(), err)
+	if err := os.WriteFile(scriptPath, []byte(s.script+"\n"), 0o700); err != nil {
+		return fail("write script: %v", err)
 	}
-	argv, err := shellCommand(shell, scriptPath)
+	argv, err := shellCommand(s.shell, scriptPath)
 	if err != nil {
-		return fail("step %q: %v", st.DisplayName(), err)
+		return fail("%v", err)
 	}
-	env, err := j.stepEnv(ec, st, files)
-	if err != nil {
-		return fail("step %q: %v", st.DisplayName(), err)
+	env := j.stepEnv(s.env, files)
+	if fi, err := os.Stat(s.dir); err != nil || !fi.IsDir() {
+		return fail("working-directory %s does not exist; create it in an earlier step or fix the path", s.dir)
 	}
-	wd, err := j.workdir(ec, st)
-	if err != nil {
-		return fail("step %q: %v", st.DisplayName(), err)
-	}
-	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
-		return fail("step %q: working-directory %s does not exist; create it in an earlier step or fix the path", st.DisplayName(), wd)
-	}
-	j.rep.Logf(i, "%s", shellEcho(argv[0], script))
+	j.rep.Logf(i, "%s", shellEcho(argv[0], s.script))
 	sink := &stepOutput{j: j, outputs: map[string]string{}}
-	lw := newLineWriter(j.rep.Writer(i), sink, debugFlag(j.task) != "")
-	err = j.runProcess(ctx, argv, env, wd, lw)
-	_ = lw.Flush()
+	cmds := newCommands(sink, debugFlag(j.task) != "")
+	stdout, stderr := newLineWriter(j.rep.Writer(i), cmds), newLineWriter(j.rep.Writer(i), cmds)
+	if j.jobCtr != "" {
+		err = j.runInContainer(ctx, argv, env, s.dir, stdout, stderr)
+	} else {
+		err = j.runProcess(ctx, argv, env, s.dir, stdout, stderr)
+	}
+	_ = stdout.Flush()
+	_ = stderr.Flush()
 	outs, cerr := j.collect(files, i)
 	for k, v := range outs {
 		sink.outputs[k] = v
 	}
 	if cerr != nil {
-		j.rep.Logf(i, "::error::step %q: %v", st.DisplayName(), cerr)
+		j.rep.Logf(i, "::error::step %q: %v", s.name, cerr)
+		return runnerv1.Result_RESULT_FAILURE, sink.outputs
+	}
+	if merr := cmds.MaskErr(); merr != nil {
+		j.rep.Logf(i, "::error::step %q failed: a value it asked to mask with ::add-mask:: is not masked (%v)", s.name, merr)
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			j.rep.Logf(i, "step %q stopped: %v", st.DisplayName(), context.Cause(ctx))
+			j.rep.Logf(i, "step %q stopped: %v", s.name, context.Cause(ctx))
 			return runnerv1.Result_RESULT_CANCELLED, sink.outputs
 		}
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		var ce *containerExit
+		if errors.As(err, &ce) {
+			j.rep.Logf(i, "::error::Process completed with exit code %d.", ce.code)
+		} else if errors.As(err, &ee) {
 			j.rep.Logf(i, "::error::Process completed with exit code %d.", ee.ExitCode())
 		} else {
-			j.rep.Logf(i, "::error::step %q: %v", st.DisplayName(), err)
+			j.rep.Logf(i, "::error::step %q: %v", s.name, err)
 		}
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
@@ -299,25 +335,33 @@ func shellEcho(shell, script string) string {
 // runProcess runs argv in its own process group, so a cancel reaches the
 // whole tree: SIGTERM first, SIGKILL after killGrace. Background processes
 // a step leaves behind keep running until the job ends (as on GitHub), when
-// killGroups stops them; their output after the step ends is dropped.
-func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, out *lineWriter) error {
+// killGroups stops them; their output after the step ends (once the
+// output has been silent for drainIdle) is dropped.
+func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, stdout, stderr *lineWriter) error {
+	// The output is copied on goroutines of their own: a panic there (in
+	// masking, say) must fail this step, not end the daemon.
+	guarded := [2]*guardedWriter{{w: stdout}, {w: stderr}}
+	pipes, err := newOutputPipes(guarded[0], guarded[1])
+	if err != nil {
+		return fmt.Errorf("create the output pipes of %s: %w", argv[0], err)
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.WaitDelay = time.Second
+	cmd.Stdout = pipes.w[0]
+	cmd.Stderr = pipes.w[1]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		pipes.close()
 		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	pipes.start()
 	pgid := cmd.Process.Pid
 	j.mu.Lock()
 	j.pgids = append(j.pgids, pgid)
 	j.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
@@ -331,9 +375,14 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, ou
 			err = <-done
 		}
 	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		// The step exited but a background child still holds its output.
-		err = nil
+	pipes.exited()
+	pipes.wait()
+	for _, g := range guarded {
+		if pe := g.panicked(); pe != nil {
+			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+				Errorf("step output copier panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
+			return pe
+		}
 	}
 	return err
 }

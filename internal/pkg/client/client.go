@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -16,6 +17,8 @@ import (
 	"gitea.dev/actions-proto-go/ping/v1/pingv1connect"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 	"gitea.dev/actions-proto-go/runner/v1/runnerv1connect"
+
+	"github.com/forgeload/forgeload/internal/pkg/redact"
 )
 
 // DefaultTimeout is the per-RPC timeout used when Options.Timeout is 0.
@@ -57,21 +60,6 @@ type Options struct {
 	Version string
 }
 
-// String formats o for logs with the token (and any password in Address)
-// redacted.
-func (o Options) String() string {
-	tok := ""
-	if o.Token != "" {
-		tok = "[REDACTED]"
-	}
-	addr := o.Address
-	if u, err := url.Parse(addr); err == nil {
-		addr = u.Redacted() // hide a password in the URL too
-	}
-	return fmt.Sprintf("{Address:%s UUID:%s Token:%s Insecure:%t Timeout:%s Version:%s}",
-		addr, o.UUID, tok, o.Insecure, o.Timeout, o.Version)
-}
-
 // Client talks to one forge. It is safe for concurrent use. Its RPC
 // methods have exactly the signatures of the generated
 // runnerv1connect.RunnerServiceClient and pingv1connect.PingServiceClient;
@@ -100,16 +88,16 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(addr)
 	if err != nil {
-		return nil, fmt.Errorf("forge client: parse address %q: %w: use a URL such as https://gitea.example.com", addr, err)
+		return nil, fmt.Errorf("forge client: parse address %q: %w: use a URL such as https://gitea.example.com", redact.URL(addr), redact.Error(err, addr))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("forge client: address %q: scheme must be http or https, e.g. https://gitea.example.com", u.Redacted())
+		return nil, fmt.Errorf("forge client: address %q: scheme must be http or https, e.g. https://gitea.example.com", redact.URL(addr))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("forge client: address %q has no host: use a URL such as https://gitea.example.com", u.Redacted())
+		return nil, fmt.Errorf("forge client: address %q has no host: use a URL such as https://gitea.example.com", redact.URL(addr))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("forge client: address %q: remove the query or fragment", u.Redacted())
+		return nil, fmt.Errorf("forge client: address %q: remove the query or fragment", redact.URL(addr))
 	}
 	if o.Timeout < 0 {
 		return nil, fmt.Errorf("forge client: timeout %s is negative: use 0 for the default %s or a positive duration", o.Timeout, DefaultTimeout)
@@ -140,7 +128,7 @@ func New(o Options) (*Client, error) {
 			InsecureSkipVerify: o.Insecure, //nolint:gosec // runner.insecure is an explicit admin choice
 		},
 	}
-	c := &Client{address: addr, redacted: u.Redacted(), hc: &http.Client{Transport: tr}, userAgent: ua, timeout: timeout}
+	c := &Client{address: addr, redacted: redact.URL(addr), hc: &http.Client{Transport: tr}, userAgent: ua, timeout: timeout}
 	opts := connect.WithInterceptors(interceptor(ua, o.UUID, o.Token, timeout, c.redacted))
 	c.runner = runnerv1connect.NewRunnerServiceClient(c.hc, addr+apiPath, opts)
 	c.ping = pingv1connect.NewPingServiceClient(c.hc, addr+apiPath, opts)
@@ -208,11 +196,14 @@ func (c *Client) UpdateLog(ctx context.Context, req *connect.Request[runnerv1.Up
 	return c.runner.UpdateLog(ctx, req)
 }
 
-// PingUntil pings the forge with data name until it answers or ctx ends,
-// waiting every between attempts (DefaultPingInterval when every <= 0).
-// On failure the error names the address and the last failure, and wraps
-// both it and ctx.Err().
-func (c *Client) PingUntil(ctx context.Context, name string, every time.Duration) error {
+// PingUntil pings the forge with data name until it answers, ctx ends, or
+// an attempt fails in a way retrying cannot mend (see [Retryable]); it
+// waits every between attempts (DefaultPingInterval when every <= 0). If
+// retrying is not nil, it is called with the error of the first attempt
+// that will be retried, so that the caller can say at once what it waits
+// for. On failure the error names the address and the last failure, and
+// wraps both it and, when ctx ended, ctx.Err().
+func (c *Client) PingUntil(ctx context.Context, name string, every time.Duration, retrying func(error)) error {
 	if every <= 0 {
 		every = DefaultPingInterval
 	}
@@ -225,6 +216,12 @@ func (c *Client) PingUntil(ctx context.Context, name string, every time.Duration
 		if last == nil || ctx.Err() == nil {
 			last = err // keep the real cause rather than the final ctx expiry
 		}
+		if ctx.Err() == nil && !Retryable(err) {
+			return fmt.Errorf("ping forge at %s: %w", c.redacted, err)
+		}
+		if attempt == 1 && retrying != nil && ctx.Err() == nil {
+			retrying(err)
+		}
 		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
@@ -235,9 +232,64 @@ func (c *Client) PingUntil(ctx context.Context, name string, every time.Duration
 	}
 }
 
-// IsUnauthenticated reports whether err (or an error it wraps) is a
-// connect Unauthenticated error: the forge does not know the runner's
-// uuid/token, so the runner must register again.
+// Retryable reports whether a failed call may succeed if tried again: the
+// forge did not answer (connection refused or reset, a timeout, a name
+// server that did not answer) or answered that it is overloaded or not up
+// yet (HTTP 429, 502, 503, 504). It is false when retrying cannot help: the
+// host name does not exist, the TLS handshake or certificate was refused,
+// or the server answered, but not as a forge does (for instance HTTP 404 for
+// a mistyped URL, or a Gitea with Actions disabled).
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return !dnsErr.IsNotFound
+	}
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	if errors.As(err, &certErr) || errors.As(err, &recErr) || errors.As(err, &alert) {
+		return false
+	}
+	// A connection the forge (or a proxy in front of it) reset, as when it
+	// restarts: connect calls a reset "canceled" though nobody cancelled,
+	// so this is decided before the code. (Socket errors only: a kept
+	// report's damaged file must not pass for an outage.)
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeResourceExhausted, connect.CodeAborted:
+		return true
+	}
+	return false
+}
+
+// grpcUnauthenticated starts the message of the error Gitea answers an
+// unknown or deleted runner with: its interceptor returns a gRPC status
+// error, which connect does not recognise and sends as HTTP 500 with code
+// unknown and the status's text ("rpc error: code = Unauthenticated desc =
+// unregistered runner").
+const grpcUnauthenticated = "rpc error: code = Unauthenticated desc = "
+
+// IsUnauthenticated reports whether err (or an error it wraps) says that
+// the forge does not know the runner's uuid/token, so that the runner must
+// register again. Forges say it in one of two forms: a connect
+// Unauthenticated error (Forgejo, a proper connect server), or Gitea's code
+// unknown (HTTP 500) whose message starts with "rpc error: code =
+// Unauthenticated desc = ".
 func IsUnauthenticated(err error) bool {
-	return err != nil && connect.CodeOf(err) == connect.CodeUnauthenticated
+	if err == nil {
+		return false
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated:
+		return true
+	case connect.CodeUnknown:
+		var ce *connect.Error
+		return errors.As(err, &ce) && strings.HasPrefix(ce.Message(), grpcUnauthenticated)
+	}
+	return false
 }

@@ -2,14 +2,18 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,12 +72,18 @@ func TestNewValidation(t *testing.T) {
 	}
 }
 
-func TestOptionsStringRedactsToken(t *testing.T) {
+// An address's password and credential-like query values never reach an
+// error, also when the address does not parse.
+func TestNewErrorsHideAddressSecrets(t *testing.T) {
 	t.Parallel()
-	o := client.Options{Address: "https://user:s3cr3t-pw@g.example.com", UUID: "u", Token: "s3cr3t-token"}
-	for _, s := range []string{o.String(), fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o)} {
-		if strings.Contains(s, "s3cr3t") || !strings.Contains(s, "REDACTED") {
-			t.Errorf("formatted Options = %q, want the token redacted", s)
+	for _, addr := range []string{
+		"https://bob:s3cret%zz@g.example.com",              // does not parse
+		"ftp://bob:s3cret@g.example.com",                   // wrong scheme
+		"https://bob:s3cret@g.example.com/?token=s3cret-q", // a query
+	} {
+		_, err := client.New(client.Options{Address: addr})
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q) error = %v, want an error without the secrets", addr, err)
 		}
 	}
 }
@@ -87,7 +97,7 @@ func TestHeadersAndFlow(t *testing.T) {
 	if reg.Address() != f.URL() {
 		t.Errorf("Address() = %q, want %q", reg.Address(), f.URL())
 	}
-	if err := reg.PingUntil(ctx, "r1", time.Millisecond); err != nil {
+	if err := reg.PingUntil(ctx, "r1", time.Millisecond, nil); err != nil {
 		t.Fatalf("PingUntil: %v", err)
 	}
 	res, err := reg.Register(ctx, connect.NewRequest(&runnerv1.RegisterRequest{Name: "r1", Token: "reg", Labels: []string{"forgeload"}}))
@@ -225,6 +235,10 @@ func TestIsUnauthenticated(t *testing.T) {
 		{"unavailable", unavailErr, false},
 		{"success", okErr, false},
 		{"plain error", errors.New("unauthenticated"), false},
+		{"connect Unauthenticated", connect.NewError(connect.CodeUnauthenticated, errors.New("unregistered runner")), true},
+		{"gitea's gRPC status as unknown", connect.NewError(connect.CodeUnknown, errors.New("rpc error: code = Unauthenticated desc = unregistered runner")), true},
+		{"another gRPC status as unknown", connect.NewError(connect.CodeUnknown, errors.New("rpc error: code = Internal desc = boom")), false},
+		{"plain text naming the code", errors.New("rpc error: code = Unauthenticated desc = x"), false},
 	}
 	for _, tt := range tests {
 		if got := client.IsUnauthenticated(tt.err); got != tt.want {
@@ -245,11 +259,45 @@ func TestPingUntil(t *testing.T) {
 		c := mustNew(t, client.Options{Address: f.URL()})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.PingUntil(ctx, "r", 5*time.Millisecond); err != nil {
+		if err := c.PingUntil(ctx, "r", 5*time.Millisecond, nil); err != nil {
 			t.Fatalf("PingUntil: %v", err)
 		}
 		if got := f.Calls("Ping"); got != 3 {
 			t.Errorf("Calls(Ping) = %d, want 3", got)
+		}
+	})
+	t.Run("gives up at once on a server that is not a forge", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.NotFound(w, nil)
+		}))
+		t.Cleanup(srv.Close)
+		c := mustNew(t, client.Options{Address: srv.URL})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		called := 0
+		start := time.Now()
+		err := c.PingUntil(ctx, "r", time.Second, func(error) { called++ })
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || connect.CodeOf(err) != connect.CodeUnimplemented || called != 0 {
+			t.Errorf("PingUntil against a 404 server = %v (retrying called %d times), want Unimplemented at once", err, called)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("PingUntil against a 404 server took %s, want no retry", d)
+		}
+	})
+	t.Run("says once what it waits for", func(t *testing.T) {
+		t.Parallel()
+		f := forgetest.New(t)
+		f.SetFault("Ping", forgetest.Fault{Code: connect.CodeUnavailable, Count: 3})
+		c := mustNew(t, client.Options{Address: f.URL()})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var got []error
+		if err := c.PingUntil(ctx, "r", time.Millisecond, func(err error) { got = append(got, err) }); err != nil {
+			t.Fatalf("PingUntil: %v", err)
+		}
+		if len(got) != 1 || connect.CodeOf(got[0]) != connect.CodeUnavailable {
+			t.Errorf("retrying called with %v, want once with the Unavailable error", got)
 		}
 	})
 	t.Run("gives up with address and last failure", func(t *testing.T) {
@@ -259,12 +307,45 @@ func TestPingUntil(t *testing.T) {
 		c := mustNew(t, client.Options{Address: f.URL()})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		err := c.PingUntil(ctx, "r", 10*time.Millisecond)
+		err := c.PingUntil(ctx, "r", 10*time.Millisecond, nil)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), f.URL()) ||
 			!strings.Contains(err.Error(), "refused") || connect.CodeOf(err) != connect.CodeUnavailable {
 			t.Errorf("PingUntil against a down forge = %v, want deadline exceeded naming %s and connection refused", err, f.URL())
 		}
 	})
+}
+
+func TestRetryable(t *testing.T) {
+	t.Parallel()
+	wrap := func(code connect.Code, err error) error {
+		return fmt.Errorf("forge Ping at x: %w", connect.NewError(code, err))
+	}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", wrap(connect.CodeUnavailable, &net.OpError{Op: "dial", Err: errors.New("connect: connection refused")}), true},
+		{"bad gateway while the forge starts", wrap(connect.CodeUnavailable, errors.New("HTTP status 502 Bad Gateway")), true},
+		{"timeout", wrap(connect.CodeDeadlineExceeded, context.DeadlineExceeded), true},
+		{"unknown host", wrap(connect.CodeUnavailable, &net.DNSError{Err: "no such host", Name: "gitea.exmaple.com", IsNotFound: true}), false},
+		{"name server down", wrap(connect.CodeUnavailable, &net.DNSError{Err: "i/o timeout", Name: "gitea.example.com", IsTimeout: true}), true},
+		{"refused certificate", wrap(connect.CodeUnavailable, &tls.CertificateVerificationError{Err: errors.New("x509: unknown authority")}), false},
+		{"https to an http port", wrap(connect.CodeUnavailable, tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), false},
+		{"404: a mistyped path or Actions disabled", wrap(connect.CodeUnimplemented, errors.New("HTTP status 404 Not Found")), false},
+		{"an HTML page", wrap(connect.CodeUnknown, errors.New("invalid content-type: \"text/html\"")), false},
+		// connect reports a connection the forge reset (a restart, a
+		// proxy dropping it) as canceled, though nobody cancelled.
+		{"connection reset", wrap(connect.CodeCanceled, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), true},
+		{"broken pipe", wrap(connect.CodeUnknown, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}), true},
+		{"cancelled by the runner", wrap(connect.CodeCanceled, context.Canceled), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := client.Retryable(tt.err); got != tt.want {
+			t.Errorf("Retryable(%s: %v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
 }
 
 // pingHandler answers Ping for the TLS test.

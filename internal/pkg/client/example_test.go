@@ -27,7 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := anon.PingUntil(ctx, "runner-1", time.Second); err != nil {
+	if err := anon.PingUntil(ctx, "runner-1", time.Second, nil); err != nil {
 		panic(err)
 	}
 	reg, err := anon.Register(ctx, connect.NewRequest(&runnerv1.RegisterRequest{

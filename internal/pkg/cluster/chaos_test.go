@@ -16,11 +16,11 @@ type coordResult struct {
 	err error
 }
 
-func coordinateAsync(t *testing.T, rdb *redis.Client, plan Plan, o CoordOptions) chan coordResult {
+func coordinateAsync(t *testing.T, rdb *redis.Client, r Run, o CoordOptions) chan coordResult {
 	t.Helper()
 	c := make(chan coordResult, 1)
 	go func() {
-		out, err := Coordinate(context.Background(), rdb, plan, o)
+		out, err := Coordinate(context.Background(), rdb, r, o)
 		c <- coordResult{out, err}
 	}()
 	return c
@@ -29,7 +29,7 @@ func coordinateAsync(t *testing.T, rdb *redis.Client, plan Plan, o CoordOptions)
 func segOwnedBy(t *testing.T, log *arrivalLog, w string) int {
 	t.Helper()
 	var segs []int
-	waitFor(t, 10*time.Second, w+" to start a segment", func() bool { segs = log.segOf(w); return len(segs) > 0 })
+	waitFor(t, 30*time.Second, w+" to start a segment", func() bool { segs = log.segOf(w); return len(segs) > 0 })
 	return segs[0]
 }
 
@@ -60,12 +60,12 @@ func TestKilledWorkerIsReassigned(t *testing.T) {
 	}
 	waitRunners(t, rdb, 4)
 	obs := &countObserver{}
-	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":30}`), Duration: 10 * time.Second, Workers: 3, Spares: 1},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 10 * time.Second, Workers: 3, Spares: 1},
 		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf, Observer: obs})
 	// The spare joins too; which runner gets which role depends on ranking,
 	// so kill whichever segment owner is not the spare-to-be.
 	var victim string
-	waitFor(t, 10*time.Second, "a segment owner to send", func() bool {
+	waitFor(t, 30*time.Second, "a segment owner to send", func() bool {
 		for _, id := range []string{"a", "b", "c", "spare"} {
 			if sentBy(log, id) >= 3 {
 				victim = id
@@ -75,12 +75,27 @@ func TestKilledWorkerIsReassigned(t *testing.T) {
 		return false
 	})
 	seg := segOwnedBy(t, log, victim)
+	// Kill it once it has shipped some metrics, so there is a count to
+	// hand on with its segment.
+	waitFor(t, 10*time.Second, victim+" to ship metrics", func() bool {
+		st, err := Status(context.Background(), rdb)
+		if err != nil || len(st.Runs) == 0 {
+			return false
+		}
+		msgs, _ := rdb.XRange(context.Background(), runKeys(st.Runs[0].ID).metrics(), "-", "+").Result()
+		for _, m := range msgs {
+			if m.Values["w"] == victim {
+				return true
+			}
+		}
+		return false
+	})
 	pools[victim].p.o.skipAbandon = true
 	pools[victim].cancel()
 	killed := time.Now()
 	var heir string
 	var at time.Time
-	waitFor(t, 9*time.Second, "the killed worker's segment to be driven again", func() bool {
+	waitFor(t, 15*time.Second, "the killed worker's segment to be driven again", func() bool {
 		for id := range pools {
 			if id == victim {
 				continue
@@ -92,8 +107,12 @@ func TestKilledWorkerIsReassigned(t *testing.T) {
 		}
 		return false
 	})
-	if d := at.Sub(killed); d > 7*time.Second+200*time.Millisecond {
-		t.Errorf("segment %d resumed %s after the kill, want ≤ 7s", seg, d)
+	// The lease (5 s since the last renewal, at most 1 s before the kill)
+	// expires and the next sweep (every 1 s) sees it: 4 to 6 s, 7 s
+	// promised. 9 s leaves room for a machine at a load average of 20 and
+	// still fails a takeover that waited for a second lease or the end.
+	if d := at.Sub(killed); d > 9*time.Second {
+		t.Errorf("segment %d resumed %s after the kill, want about 7 s at most (9 s allowed)", seg, d)
 	} else {
 		t.Logf("segment %d resumed on %s %s after the kill", seg, heir, d)
 	}
@@ -110,7 +129,20 @@ func TestKilledWorkerIsReassigned(t *testing.T) {
 	}
 	lost := slices.IndexFunc(r.out.Workers, func(w WorkerRow) bool { return w.ID == victim })
 	if lost < 0 || !r.out.Workers[lost].Lost {
-		t.Errorf("worker row for %s not marked lost: %+v", victim, r.out.Workers)
+		t.Fatalf("worker row for %s not marked lost: %+v", victim, r.out.Workers)
+	}
+	// The heir is told what the victim reported for the segment, so a
+	// closed-model total counts it as sent.
+	log.mu.Lock()
+	var prior int64 = -1
+	for _, a := range log.starts[heir] {
+		if a.Index == seg {
+			prior = a.Prior
+		}
+	}
+	log.mu.Unlock()
+	if want := r.out.Workers[lost].Total.Requests; prior != want || want == 0 {
+		t.Errorf("heir %s took segment %d with Prior %d, want the %d requests %s reported", heir, seg, prior, want, victim)
 	}
 }
 
@@ -125,10 +157,10 @@ func TestAbandonReassignsAtOnce(t *testing.T) {
 		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 	}
 	waitRunners(t, rdb, 3)
-	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":40}`), Duration: 5 * time.Second, Workers: 2, Spares: 1},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":40}`), Duration: 5 * time.Second, Workers: 2, Spares: 1},
 		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf})
 	var victim string
-	waitFor(t, 10*time.Second, "a segment owner to send", func() bool {
+	waitFor(t, 30*time.Second, "a segment owner to send", func() bool {
 		for id := range pools {
 			if sentBy(log, id) >= 3 {
 				victim = id
@@ -141,7 +173,7 @@ func TestAbandonReassignsAtOnce(t *testing.T) {
 	pools[victim].cancel()
 	stopped := time.Now()
 	var at time.Time
-	waitFor(t, 5*time.Second, "the abandoned segment to be driven again", func() bool {
+	waitFor(t, 10*time.Second, "the abandoned segment to be driven again", func() bool {
 		for id := range pools {
 			if id != victim {
 				if ts, ok := log.firstBy(id, seg, stopped); ok {
@@ -152,8 +184,10 @@ func TestAbandonReassignsAtOnce(t *testing.T) {
 		}
 		return false
 	})
-	if d := at.Sub(stopped); d >= time.Second {
-		t.Errorf("abandoned segment resumed after %s, want < 1s", d)
+	// Tens of milliseconds; 3 s leaves room for a loaded machine and still
+	// fails a handover that waited for the lease (4 to 6 s).
+	if d := at.Sub(stopped); d >= 3*time.Second {
+		t.Errorf("abandoned segment resumed after %s, want at once (no lease wait)", d)
 	}
 	r := <-res
 	if r.err != nil {
@@ -176,19 +210,19 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
 	startPool(t, srv.Addr(), "spare", log.runner("spare"), nil)
 	waitRunners(t, rdb, 3)
-	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":20}`), Duration: 11 * time.Second, Workers: 2, Spares: 1},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 11 * time.Second, Workers: 2, Spares: 1},
 		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf})
-	waitFor(t, 10*time.Second, "all three to join", func() bool { return len(cut.p.Runs()) == 1 })
+	waitFor(t, 30*time.Second, "all three to join", func() bool { return len(cut.p.Runs()) == 1 })
 	// "cut" may have become the spare; then there is nothing to fence, so
 	// wait until we know it owns a segment.
-	waitFor(t, 10*time.Second, "the proxied worker to send", func() bool { return sentBy(log, "cut") >= 2 || len(log.segOf("spare")) > 0 && sentBy(log, "b") > 5 })
+	waitFor(t, 30*time.Second, "the proxied worker to send", func() bool { return sentBy(log, "cut") >= 2 || len(log.segOf("spare")) > 0 && sentBy(log, "b") > 5 })
 	if sentBy(log, "cut") < 2 {
 		t.Skip("the proxied runner was ranked as the spare; nothing to fence")
 	}
 	seg := segOwnedBy(t, log, "cut")
 	px.Cut()
 	cutAt := time.Now()
-	waitFor(t, 6*time.Second, "the cut worker to stop its load", func() bool {
+	waitFor(t, 10*time.Second, "the cut worker to stop its load", func() bool {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		return !log.stops["cut"].IsZero()
@@ -196,8 +230,11 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 	log.mu.Lock()
 	fencedAfter := log.stops["cut"].Sub(cutAt)
 	log.mu.Unlock()
-	if fencedAfter > 3600*time.Millisecond {
-		t.Errorf("cut worker stopped its load %s after the cut, want ≤ 3.5s", fencedAfter)
+	// 3.5 s after its last renewal, which was before the cut; 1 s more for
+	// the fence timer and the load's goroutines on a loaded machine. A
+	// worker without the fence runs on to its lease (5 s) or the run's end.
+	if fencedAfter > 4500*time.Millisecond {
+		t.Errorf("cut worker stopped its load %s after the cut, want ≤ 3.5s (4.5 s allowed)", fencedAfter)
 	}
 	select {
 	case lv := <-cut.leaves:
@@ -239,9 +276,9 @@ func TestLossPolicies(t *testing.T) {
 				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 			}
 			waitRunners(t, rdb, 2)
-			res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":20}`), Duration: 4 * time.Second, Workers: 2, OnWorkerLoss: policy},
+			res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 4 * time.Second, Workers: 2, OnWorkerLoss: policy},
 				CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf})
-			waitFor(t, 10*time.Second, "b to send", func() bool { return sentBy(log, "b") >= 2 })
+			waitFor(t, 30*time.Second, "b to send", func() bool { return sentBy(log, "b") >= 2 })
 			pools["b"].cancel()
 			r := <-res
 			switch policy {
@@ -288,13 +325,13 @@ func TestReassignWithoutSpare(t *testing.T) {
 		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 	}
 	waitRunners(t, rdb, 3)
-	res := coordinateAsync(t, rdb, Plan{Spec: []byte(`{"rate":30}`), Duration: 5 * time.Second, Workers: 3, MaxSegments: 2},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 5 * time.Second, Workers: 3, MaxSegments: 2},
 		CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf, HeadroomCPU: 1e6})
-	waitFor(t, 10*time.Second, "everyone to send", func() bool {
+	waitFor(t, 30*time.Second, "everyone to send", func() bool {
 		return sentBy(log, "a") > 1 && sentBy(log, "b") > 1 && sentBy(log, "c") > 1
 	})
 	pools["a"].cancel()
-	waitFor(t, 3*time.Second, "a's segment to move", func() bool { return len(log.segOf("b"))+len(log.segOf("c")) == 3 })
+	waitFor(t, 10*time.Second, "a's segment to move", func() bool { return len(log.segOf("b"))+len(log.segOf("c")) == 3 })
 	// Whoever took it now holds 2 = MaxSegments; losing the other leaves
 	// one segment without an owner.
 	other := "b"

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
 )
 
-// Defaults for [Plan] and [CoordOptions].
+// Defaults for [Run] and [CoordOptions].
 const (
 	DefaultJoinTimeout    = 60 * time.Second
 	DefaultBarrierTimeout = 120 * time.Second
@@ -29,10 +30,20 @@ const (
 	DefaultStopTimeout    = 10 * time.Second
 	DefaultSecondGrace    = 3 * time.Second
 	DefaultMaxSegments    = 2
-	coordLease            = 10 * time.Second
-	coordRenew            = 2 * time.Second
-	claimTTL              = 30 * time.Second
+	// DefaultCoordLease is the coordinator's lease in Redis, renewed every
+	// seventh of it. A coordinator that cannot renew it for this long fails
+	// the run: by then its lease may have expired and the workers are
+	// leaving by themselves.
+	DefaultCoordLease = 7 * time.Second
+	claimTTL          = 30 * time.Second
+	// stepTimeout bounds each round of Redis calls in the run loop, so a
+	// partition (silence, no reset) cannot hold the loop past its checks.
+	stepTimeout = 2 * time.Second
 )
+
+// ErrRedisUnreachable: the coordinator could not reach Redis for longer
+// than its lease; the run is over, whatever Redis does later.
+var ErrRedisUnreachable = errors.New("coordination lost: redis unreachable")
 
 // evSegmentFailed is the event a worker emits when its SegmentRunner
 // returned an error; the coordinator fails the run with it. maxErrLen
@@ -42,12 +53,8 @@ const (
 	maxErrLen       = 500
 )
 
-// DroppedKey is the counter key a [SegmentRunner] uses for arrivals it
-// could not start (no free VU); it is summed into [WorkerRow.Dropped].
-const DroppedKey = "dropped_iterations"
-
-// Plan is one distributed load test as the coordinator runs it.
-type Plan struct {
+// Run is one distributed load test as the coordinator runs it.
+type Run struct {
 	// Spec is the load spec (opaque JSON) handed to every SegmentRunner.
 	Spec []byte
 	// Duration is the plan's timeline length including graceful stop.
@@ -71,9 +78,17 @@ type Plan struct {
 	// MaxSegments is how many segments one worker may hold after taking
 	// over; default 2.
 	MaxSegments int
-	// Resources seeds named resource pools: pool name → payloads; ids are
-	// "0", "1", ….
-	Resources map[string][]string
+	// EndsEarly says the run may be over before Duration (a closed-model
+	// total: each segment sends its share and stops). The run then ends
+	// as soon as every live worker that holds a segment has run it to its
+	// end and shipped its last metrics, instead of at Duration.
+	EndsEarly bool
+	// Grace is the tail of Duration kept for requests still in flight when
+	// the schedule ends (the load's graceful stop). Once Duration−Grace has
+	// passed, the run ends as soon as every live worker that holds a
+	// segment has stopped and shipped its last metrics, instead of waiting
+	// out the rest of Grace.
+	Grace time.Duration
 }
 
 // CoordOptions tunes [Coordinate]. Zero fields take the documented defaults.
@@ -105,6 +120,11 @@ type CoordOptions struct {
 	// OnSecond receives each closed run second, merged across workers, for
 	// live progress. It is called from Coordinate's goroutine.
 	OnSecond func(*snapshot.Snapshot)
+	// Lease is the coordinator lease (lt:{R}:coord), renewed every
+	// seventh of it; default [DefaultCoordLease]. When no renewal has
+	// succeeded for Lease, Coordinate fails with [ErrRedisUnreachable].
+	// Workers leave once it has been missing for their CoordLostAfter.
+	Lease time.Duration
 }
 
 // Outcome is the merged result of a distributed run.
@@ -124,6 +144,11 @@ type Outcome struct {
 	Degraded bool
 	// DuplicateMetrics counts metric entries dropped as duplicates.
 	DuplicateMetrics int
+	// Ended is the plan time at which the run ended: Run.Duration, or
+	// for an EndsEarly run finished before it, when the coordinator saw
+	// the last worker finish (within its read of the event, a fraction
+	// of a second late at most on a quiet machine).
+	Ended time.Duration
 }
 
 // WorkerRow is one worker's line in the summary.
@@ -131,11 +156,11 @@ type WorkerRow struct {
 	ID, Host string
 	// Segments lists every segment index the worker held.
 	Segments []int
-	// Samples is the number of histogram samples it recorded; Rate is
+	// Samples is the number of latency samples it recorded; Rate is
 	// Samples per second of plan.
 	Samples int64
 	Rate    float64
-	// Dropped sums its [DroppedKey] counter.
+	// Dropped sums its snapshots' dropped arrivals.
 	Dropped int64
 	// CPUPct is its last reported process CPU (100 = one core).
 	CPUPct float64
@@ -144,6 +169,19 @@ type WorkerRow struct {
 	// Lost is set when it died or abandoned before the end.
 	Lost   bool
 	Reason string
+	// LastSecond is the last run second it shipped metrics for (-1: none).
+	// For a lost worker, what it sent from LastSecond+1 until LostAt may
+	// be missing from the result (a kill -9 loses at most about 2 s: the
+	// second being recorded and the one being shipped); a worker that comes
+	// back from a partition ships what it held, and it counts if it
+	// arrives before the run ends.
+	LastSecond int
+	// LostAt is the plan time after which it can have sent nothing: its
+	// last heartbeat plus its fence, or when it was found lost if earlier
+	// (an abandon). LostShare is the fraction of the plan (sum of segment
+	// lengths) it held then.
+	LostAt    time.Duration
+	LostShare float64
 	// Total is the merge of everything it shipped.
 	Total *snapshot.Snapshot
 }
@@ -156,14 +194,18 @@ type workerInfo struct {
 	everSegs map[int]bool
 	lost     bool
 	reason   string
+	lostAtMs int64   // plan time when found lost
+	lostFrac float64 // share of the plan it held then
 	stopped  bool
 	final    bool
+	failed   bool // stopped on an error, its share unfinished
 }
 
 type coordinator struct {
 	rdb     *redis.Client
 	reader  *redis.Client
-	plan    Plan
+	retry   readRetry // paces readStreams after errors
+	def     Run
 	o       CoordOptions
 	run     string
 	k       runKeys
@@ -184,17 +226,28 @@ type coordinator struct {
 	nextSec  int
 	secSeen  map[int]time.Time
 	leaseErr chan error
+	prior    map[int]int64 // seg → requests reported by its earlier owners
+	// endedEarly: an EndsEarly run was finished before its Duration.
+	endedEarly bool
+
+	// Redis reachability, written by renewLease and the drive goroutine.
+	base     time.Time    // monotonic origin of okAt
+	okAt     atomic.Int64 // nanoseconds after base of the last successful call
+	lastErr  atomic.Pointer[error]
+	saidLost bool // drive goroutine: the "cannot reach Redis" line was logged
 }
 
-// Coordinate runs plan as one distributed test: it creates the run,
+// Coordinate runs r as one distributed test: it creates the run,
 // recruits runners from the pool, splits the plan into segments, starts
 // every worker at one start_at on Redis's clock, reaps and reassigns lost
 // workers, merges their metrics and finalizes. It returns the merged
 // outcome, or an error naming what failed (too few workers joined, Redis
-// restarted, a worker lost under on_worker_loss abort, ctx cancelled), in
-// which case the run is marked ABORTED so every worker stops.
-func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOptions) (*Outcome, error) {
-	if err := validatePlan(&plan); err != nil {
+// restarted or unreachable, a worker lost under on_worker_loss abort, ctx
+// cancelled), in which case the run is marked ABORTED so every worker
+// stops. When ctx was cancelled after the start, the outcome of what the
+// workers shipped is returned with the error.
+func Coordinate(ctx context.Context, rdb *redis.Client, r Run, o CoordOptions) (*Outcome, error) {
+	if err := validateRun(&r); err != nil {
 		return nil, err
 	}
 	if o.RunID == "" {
@@ -216,6 +269,7 @@ func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOption
 	def(&o.SweepInterval, DefaultSweepInterval)
 	def(&o.StopTimeout, DefaultStopTimeout)
 	def(&o.SecondGrace, DefaultSecondGrace)
+	def(&o.Lease, DefaultCoordLease)
 	if o.HeadroomCPU <= 0 {
 		o.HeadroomCPU = 70
 	}
@@ -228,11 +282,11 @@ func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOption
 	opt := cloneOptions(rdb)
 	opt.PoolSize = 4
 	c := &coordinator{
-		rdb: redis.NewClient(opt), plan: plan, o: o, run: o.RunID, k: runKeys(o.RunID), term: 1,
-		ttl:     plan.Duration + defaultRunTTLPad*time.Second,
-		workers: map[string]*workerInfo{}, owners: map[int]string{}, mg: newMerger(),
+		rdb: redis.NewClient(opt), def: r, o: o, run: o.RunID, k: runKeys(o.RunID), term: 1,
+		ttl:     r.Duration + defaultRunTTLPad*time.Second,
+		workers: map[string]*workerInfo{}, owners: map[int]string{}, mg: newMerger(), prior: map[int]int64{},
 		evCursor: "0", mtCursor: "0", secSeen: map[int]time.Time{}, leaseErr: make(chan error, 1),
-		out: &Outcome{RunID: o.RunID},
+		out: &Outcome{RunID: o.RunID}, base: time.Now(),
 	}
 	ropt := *opt
 	ropt.PoolSize = 2
@@ -252,12 +306,37 @@ func Coordinate(ctx context.Context, rdb *redis.Client, plan Plan, o CoordOption
 	out, err := c.drive(ctx)
 	if err != nil {
 		c.abort(ctx, err)
+		if ctx.Err() != nil && c.startAt != 0 {
+			return c.partial(ctx), err
+		}
 		return nil, err
 	}
 	return out, nil
 }
 
-func validatePlan(p *Plan) error {
+// partial is the outcome of a run cancelled after its start: it waits a
+// little (at most 3 s) for the workers' final metrics, which they ship as
+// they stop on the abort, and merges what it has.
+func (c *coordinator) partial(ctx context.Context) *Outcome {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	for dctx.Err() == nil {
+		_ = c.readStreams(dctx, 200*time.Millisecond)
+		final := true
+		for _, w := range c.workers {
+			if !w.lost && len(w.everSegs) > 0 && !w.final {
+				final = false
+			}
+		}
+		if final {
+			break
+		}
+	}
+	c.buildOutcome(dctx)
+	return c.out
+}
+
+func validateRun(p *Run) error {
 	if p.Workers < 1 {
 		return fmt.Errorf("coordinate: distributed.workers = %d, want at least 1", p.Workers)
 	}
@@ -319,49 +398,36 @@ func (c *coordinator) create(ctx context.Context) error {
 	}
 	c.redisID = rid
 	ttlSec := int64(c.ttl / time.Second)
-	args := []any{ownerValue(c.o.Coordinator, c.term), coordLease.Milliseconds(), ttlSec,
-		"plan", string(c.plan.Spec), "duration_ms", c.plan.Duration.Milliseconds(),
-		"expected_workers", c.plan.Workers, "min_workers", c.plan.MinWorkers,
+	args := []any{ownerValue(c.o.Coordinator, c.term), c.o.Lease.Milliseconds(), ttlSec,
+		"plan", string(c.def.Spec), "duration_ms", c.def.Duration.Milliseconds(),
+		"expected_workers", c.def.Workers, "min_workers", c.def.MinWorkers,
 		"redis_run_id", rid, "ttl", ttlSec, "coordinator", c.o.Coordinator,
-		"on_worker_loss", string(c.plan.OnWorkerLoss), "term", c.term,
+		"on_worker_loss", string(c.def.OnWorkerLoss), "term", c.term,
 	}
 	if _, err := createRunScript.Run(ctx, c.rdb, []string{c.k.state(), c.k.coord(), c.k.gen(), c.k.meta()}, args...).Int64(); err != nil {
 		return scriptErr("create run "+c.run, err)
-	}
-	if len(c.plan.Resources) > 0 {
-		_, err := c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			for name, payloads := range c.plan.Resources {
-				for i, p := range payloads {
-					id := strconv.Itoa(i)
-					pipe.HSet(ctx, c.k.resData(name), id, p)
-					pipe.SAdd(ctx, c.k.resFree(name), id)
-				}
-				pipe.HSet(ctx, c.k.res(), name, len(payloads))
-				for _, key := range []string{c.k.resData(name), c.k.resFree(name)} {
-					pipe.ExpireNX(ctx, key, c.ttl)
-				}
-			}
-			pipe.ExpireNX(ctx, c.k.res(), c.ttl)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("create run %s: seed resource pools: %w", c.run, err)
-		}
 	}
 	return nil
 }
 
 func (c *coordinator) renewLease(ctx context.Context) {
-	t := time.NewTicker(coordRenew)
+	every := c.o.Lease / 7
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			cctx, cancel := context.WithTimeout(ctx, coordRenew)
-			n, err := renewLeaseScript.Run(cctx, c.rdb, []string{c.k.coord()}, ownerValue(c.o.Coordinator, c.term), coordLease.Milliseconds()).Int()
+			cctx, cancel := context.WithTimeout(ctx, every)
+			sent := time.Since(c.base)
+			n, err := renewLeaseScript.Run(cctx, c.rdb, []string{c.k.coord()}, ownerValue(c.o.Coordinator, c.term), c.o.Lease.Milliseconds()).Int()
 			cancel()
+			if err != nil && ctx.Err() == nil {
+				c.lastErr.Store(&err)
+			} else if err == nil && n == 1 {
+				c.reached(sent)
+			}
 			if err == nil && n == 0 {
 				select {
 				case c.leaseErr <- fmt.Errorf("%w: the coordinator lease lt:{%s}:coord is gone (redis restarted or the lease expired)", ErrStateLost, c.run):
@@ -371,6 +437,41 @@ func (c *coordinator) renewLease(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// reached records a successful Redis call sent at sent (after c.base).
+func (c *coordinator) reached(sent time.Duration) {
+	for {
+		old := c.okAt.Load()
+		if int64(sent) <= old || c.okAt.CompareAndSwap(old, int64(sent)) {
+			return
+		}
+	}
+}
+
+// reachable fails with [ErrRedisUnreachable] once no call has reached
+// Redis for the coordinator lease, and logs the first sign of trouble.
+func (c *coordinator) reachable() error {
+	since := time.Since(c.base) - time.Duration(c.okAt.Load())
+	if since <= min(c.o.Lease/7+stepTimeout, c.o.Lease/2) {
+		if c.saidLost {
+			c.saidLost = false
+			c.logf("reached Redis again after %s", since.Round(100*time.Millisecond))
+		}
+		return nil
+	}
+	last := "no answer"
+	if e := c.lastErr.Load(); e != nil {
+		last = (*e).Error()
+	}
+	if since > c.o.Lease {
+		return fmt.Errorf("%w: no call reached Redis for %s (last error: %s); the coordinator lease has expired, so every worker stops its share by itself", ErrRedisUnreachable, since.Round(100*time.Millisecond), last)
+	}
+	if !c.saidLost {
+		c.saidLost = true
+		c.logf("cannot reach Redis for %s (%s); the run fails if this lasts %s", since.Round(100*time.Millisecond), last, c.o.Lease)
+	}
+	return nil
 }
 
 func (c *coordinator) drive(ctx context.Context) (*Outcome, error) {
@@ -391,8 +492,8 @@ func (c *coordinator) drive(ctx context.Context) (*Outcome, error) {
 
 // recruit offers the run to idle runners and waits for joins.
 func (c *coordinator) recruit(ctx context.Context) error {
-	need := c.plan.Workers + c.plan.Spares
-	deadline := time.Now().Add(c.plan.JoinTimeout)
+	need := c.def.Workers + c.def.Spares
+	deadline := time.Now().Add(c.def.JoinTimeout)
 	offered := map[string]bool{}
 	var available []string
 	nextScan := time.Time{}
@@ -409,12 +510,12 @@ func (c *coordinator) recruit(ctx context.Context) error {
 			return fmt.Errorf("run %s: read joined workers: %w", c.run, err)
 		}
 		if len(joined) >= need || time.Now().After(deadline) {
-			if len(joined) < c.plan.MinWorkers {
+			if len(joined) < c.def.MinWorkers {
 				if len(available) == 0 {
 					available = []string{"none"}
 				}
 				return fmt.Errorf("only %d of %d workers joined within %s (min_workers %d); available runners: %s",
-					len(joined), c.plan.Workers, fmtDur(c.plan.JoinTimeout), c.plan.MinWorkers, strings.Join(available, ", "))
+					len(joined), c.def.Workers, fmtDur(c.def.JoinTimeout), c.def.MinWorkers, strings.Join(available, ", "))
 			}
 			for id, info := range joined {
 				var wi struct {
@@ -477,7 +578,7 @@ func (c *coordinator) offer(ctx context.Context, offered map[string]bool, need i
 			continue
 		}
 		present = append(present, id)
-		if offered[id] || !hasLabels(h["labels"], c.plan.Labels) {
+		if offered[id] || !hasLabels(h["labels"], c.def.Labels) {
 			continue
 		}
 		capacity, _ := strconv.Atoi(h["capacity"])
@@ -512,8 +613,14 @@ func (c *coordinator) offer(ctx context.Context, offered map[string]bool, need i
 		}
 		offered[cd.id] = true
 		c.claimed = append(c.claimed, cd.id)
-		c.rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey(cd.id), MaxLen: streamCap, Approx: true,
-			Values: map[string]any{"type": "join", "run": c.run, "coord": c.o.Coordinator, "term": c.term}})
+		_, _ = c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey(cd.id), MaxLen: streamCap, Approx: true,
+				Values: map[string]any{"type": "join", "run": c.run, "coord": c.o.Coordinator, "term": c.term}})
+			// An offer is stale long before this; the inbox of a runner
+			// that left the pool disappears by itself.
+			pipe.Expire(ctx, inboxKey(cd.id), doneTTLSeconds*time.Second)
+			return nil
+		})
 	}
 	return present, nil
 }
@@ -530,10 +637,10 @@ func hasLabels(have string, want []string) bool {
 
 // prepare plans segments, tells every worker, and waits at the barrier.
 func (c *coordinator) prepare(ctx context.Context) error {
-	n := min(len(c.order), c.plan.Workers)
+	n := min(len(c.order), c.def.Workers)
 	owners := c.order[:n]
 	var err error
-	if c.plan.Weighted {
+	if c.def.Weighted {
 		w := make([]int, n)
 		for i, id := range owners {
 			w[i] = c.workers[id].capacity
@@ -716,40 +823,99 @@ func (c *coordinator) redisNowMs(ctx context.Context) (int64, error) {
 // runLoop watches events and metrics, sweeps for dead workers, and returns
 // once the plan has ended and every live segment owner has stopped.
 func (c *coordinator) runLoop(ctx context.Context) error {
-	endMs := c.startAt + c.plan.Duration.Milliseconds()
+	endMs := c.startAt + c.def.Duration.Milliseconds()
 	var stopDeadline time.Time
 	nextSweep := time.Now()
 	for {
-		if err := c.readStreams(ctx, 200*time.Millisecond); err != nil {
+		done, err := c.runStep(ctx, endMs, &nextSweep, &stopDeadline)
+		if err != nil || done {
 			return err
-		}
-		if time.Now().After(nextSweep) {
-			nextSweep = time.Now().Add(c.o.SweepInterval)
-			if err := c.checkRedis(ctx); err != nil {
-				return err
-			}
-			now, err := c.redisNowMs(ctx)
-			if err != nil {
-				continue
-			}
-			ended := now >= endMs
-			if err := c.sweep(ctx, ended); err != nil {
-				return err
-			}
-			c.closeSeconds(now)
-			if ended {
-				if stopDeadline.IsZero() {
-					stopDeadline = time.Now().Add(c.o.StopTimeout)
-				}
-				if c.allStopped() || time.Now().After(stopDeadline) {
-					return nil
-				}
-			}
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("run %s: %w", c.run, ctx.Err())
 		}
+		if err := c.reachable(); err != nil {
+			return fmt.Errorf("run %s: %w", c.run, err)
+		}
 	}
+}
+
+// runStep is one round of the run loop, its Redis calls bounded by
+// stepTimeout: read events and metrics, and every SweepInterval check
+// Redis, sweep for dead workers and close finished seconds. done is true
+// once the plan has ended and every live segment owner has stopped (or
+// StopTimeout has passed).
+func (c *coordinator) runStep(ctx context.Context, endMs int64, nextSweep, stopDeadline *time.Time) (done bool, err error) {
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := c.readStreams(sctx, 200*time.Millisecond); err != nil {
+		return false, err
+	}
+	// A plan that ends early is checked at once when its last worker
+	// finishes, so the run's end is measured to within this read.
+	finished := (c.def.EndsEarly || c.def.Grace > 0) && c.finished()
+	if !(finished && c.def.EndsEarly) && !time.Now().After(*nextSweep) {
+		return false, nil
+	}
+	*nextSweep = time.Now().Add(c.o.SweepInterval)
+	if err := c.checkRedis(sctx); err != nil {
+		return false, err
+	}
+	sent := time.Since(c.base)
+	now, terr := c.redisNowMs(sctx)
+	if terr != nil {
+		if ctx.Err() == nil {
+			c.lastErr.Store(&terr)
+		}
+		return false, nil
+	}
+	c.reached(sent)
+	ended := now >= endMs
+	switch {
+	case !finished || ended:
+	case c.def.EndsEarly:
+		ended = true
+		c.endedEarly = true
+		c.out.Ended = time.Duration(max(now-c.startAt, 0)) * time.Millisecond
+		c.logf("every worker has finished its share of the total, %s after the start: ending the run before its duration", fmtDur(c.out.Ended))
+	case now >= endMs-c.def.Grace.Milliseconds():
+		// The schedule is over and every request in flight has ended:
+		// what is left of the graceful stop has nothing to wait for.
+		ended = true
+		c.logf("every worker has stopped after the schedule's end: not waiting out the rest of the %s graceful stop", fmtDur(c.def.Grace))
+	}
+	if err := c.sweep(sctx, ended); err != nil {
+		return false, err
+	}
+	c.closeSeconds(now)
+	if ended {
+		if stopDeadline.IsZero() {
+			*stopDeadline = time.Now().Add(c.o.StopTimeout)
+		}
+		if c.allStopped() || time.Now().After(*stopDeadline) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// finished reports whether every live worker that holds a segment has run
+// it to its end and shipped its last metrics: it said "stopped" (not
+// "error", which leaves its share to the sweep and a new owner). A worker
+// not yet found lost still counts as running, so its segment is
+// reassigned before the run can end.
+func (c *coordinator) finished() bool {
+	some := false
+	for _, w := range c.workers {
+		if w.lost || len(w.everSegs) == 0 {
+			continue
+		}
+		if !w.stopped || !w.final || w.failed {
+			return false
+		}
+		some = true
+	}
+	return some
 }
 
 func (c *coordinator) allStopped() bool {
@@ -765,29 +931,42 @@ func (c *coordinator) readStreams(ctx context.Context, block time.Duration) erro
 	res, err := c.reader.XRead(ctx, &redis.XReadArgs{
 		Streams: []string{c.k.events(), c.k.metrics(), c.evCursor, c.mtCursor}, Block: block, Count: 256,
 	}).Result()
-	if errors.Is(err, redis.Nil) || err != nil {
-		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond): // back off a broken connection
-			}
+	if errors.Is(err, redis.Nil) {
+		c.retry.reset()
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			c.retry.wait(ctx) // back off a broken connection
 		}
 		return nil
 	}
+	c.retry.reset()
+	// Metrics first: a worker ships its last metrics before it says
+	// "abandoned" or "stopped", and a lost worker's segment is handed on
+	// with what it reported (handOn), so a closed-model total is not sent
+	// twice.
 	for _, s := range res {
+		if s.Stream != c.k.metrics() {
+			continue
+		}
 		for _, msg := range s.Messages {
-			if s.Stream == c.k.events() {
-				c.evCursor = msg.ID
-				if err := c.onEvent(ctx, msg.Values); err != nil {
-					return err
+			c.mtCursor = msg.ID
+			if w, ok := c.mg.add(msg.Values); ok {
+				if wi := c.workers[w]; wi != nil && msg.Values["f"] == "1" {
+					wi.final = true
 				}
-			} else {
-				c.mtCursor = msg.ID
-				if w, ok := c.mg.add(msg.Values); ok {
-					if wi := c.workers[w]; wi != nil && msg.Values["f"] == "1" {
-						wi.final = true
-					}
-				}
+			}
+		}
+	}
+	for _, s := range res {
+		if s.Stream != c.k.events() {
+			continue
+		}
+		for _, msg := range s.Messages {
+			c.evCursor = msg.ID
+			if err := c.onEvent(ctx, msg.Values); err != nil {
+				return err
 			}
 		}
 	}
@@ -807,7 +986,7 @@ func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
 	case "stopped":
 		wi.stopped = true
 	case "error":
-		wi.stopped = true
+		wi.stopped, wi.failed = true, true
 		c.logf("worker %s reported an error and stopped", w)
 	case evSegmentFailed:
 		seg, _ := v["seg"].(string)
@@ -830,6 +1009,18 @@ func (c *coordinator) sweep(ctx context.Context, ended bool) error {
 		return nil // cannot tell; the next sweep decides
 	}
 	for _, id := range c.order {
+		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 && !(ended && c.workers[id].stopped) {
+			// A worker that hands its segments back (SIGTERM) writes
+			// "abandoned" and then deletes its alive key: take in what
+			// it wrote since the last read (without blocking) before
+			// calling its disappearance a lease expiry.
+			if err := c.readStreams(ctx, -1); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for _, id := range c.order {
 		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 {
 			if ended && c.workers[id].stopped {
 				continue
@@ -849,6 +1040,21 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		return nil
 	}
 	wi.lost, wi.reason = true, why
+	if now, err := c.redisNowMs(ctx); err == nil {
+		wi.lostAtMs = now - c.startAt
+	}
+	// It sent nothing after its last heartbeat plus its fence.
+	if st, err := c.rdb.HMGet(ctx, c.k.status(id), "hb_ms", "fence_ms").Result(); err == nil {
+		hb, e1 := strconv.ParseInt(fmt.Sprint(st[0]), 10, 64)
+		fence, e2 := strconv.ParseInt(fmt.Sprint(st[1]), 10, 64)
+		if e1 == nil && e2 == nil && hb+fence-c.startAt < wi.lostAtMs {
+			wi.lostAtMs = max(hb+fence-c.startAt, 0)
+		}
+	}
+	for s := range wi.segs {
+		f, _ := c.seq.Segment(s).Len().Float64()
+		wi.lostFrac += f
+	}
 	alive := 0
 	for _, w := range c.workers {
 		if !w.lost {
@@ -857,21 +1063,22 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	}
 	c.o.Observer.SetWorkers(alive)
 	c.logf("worker %s lost (%s)", id, why)
-	if c.plan.OnWorkerLoss == LossAbort {
+	if c.def.OnWorkerLoss == LossAbort {
 		return fmt.Errorf("run %s: worker %s lost (%s) and distributed.on_worker_loss is abort", c.run, id, why)
 	}
 	if err := c.reap(ctx, id); err != nil {
 		return err
 	}
 	lostSegs := c.segsOf(id)
+	c.handOn(id, lostSegs)
 	wi.segs = map[int]bool{}
 	now, _ := c.redisNowMs(ctx)
-	if now >= c.startAt+c.plan.Duration.Milliseconds() {
+	if now >= c.startAt+c.def.Duration.Milliseconds() {
 		return nil // the plan is over; nothing to hand on
 	}
 	for _, s := range lostSegs {
 		target := ""
-		if c.plan.OnWorkerLoss == LossReassign {
+		if c.def.OnWorkerLoss == LossReassign {
 			target = c.pickTarget(ctx)
 		}
 		gen, err := reassignScript.Run(ctx, c.rdb, []string{c.k.segOwner(), c.k.gen()}, s, c.owners[s], target, int64(c.ttl/time.Second)).Int64()
@@ -893,9 +1100,9 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		tw := c.workers[target]
 		tw.segs[s] = true
 		tw.everSegs[s] = true
-		tw.stopped, tw.final = false, false
+		tw.stopped, tw.final, tw.failed = false, false, false
 		_, err = c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			c.sendDesired(ctx, pipe, target, cmdAssign, desired{Gen: gen, Term: c.term, Phase: phaseRun, Segments: c.segsOf(target), Seq: c.seq.Bounds(), StartAtMs: c.startAt})
+			c.sendDesired(ctx, pipe, target, cmdAssign, desired{Gen: gen, Term: c.term, Phase: phaseRun, Segments: c.segsOf(target), Seq: c.seq.Bounds(), StartAtMs: c.startAt, Prior: c.priorOf(target)})
 			return nil
 		})
 		if err != nil {
@@ -907,6 +1114,39 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		c.logf("segment %d reassigned %s → %s (gen %d)", s, id, target, gen)
 	}
 	return nil
+}
+
+// handOn adds what lost worker id reported to the prior count of the
+// segments it held, split by segment length when it held several, so the
+// next owner of a closed-model total sends only what is left.
+func (c *coordinator) handOn(id string, segs []int) {
+	pw := c.mg.perWorker[id]
+	if pw == nil || len(segs) == 0 {
+		return
+	}
+	ever := c.workers[id].everSegs
+	total := 0.0
+	lens := map[int]float64{}
+	for s := range ever {
+		lens[s], _ = c.seq.Segment(s).Len().Float64()
+		total += lens[s]
+	}
+	own := float64(pw.Requests) // this worker's own requests only
+	for _, s := range segs {
+		if total > 0 {
+			c.prior[s] += int64(own * lens[s] / total)
+		}
+	}
+}
+
+func (c *coordinator) priorOf(id string) map[int]int64 {
+	out := map[int]int64{}
+	for s := range c.workers[id].segs {
+		if n := c.prior[s]; n > 0 {
+			out[s] = n
+		}
+	}
+	return out
 }
 
 // pickTarget: a spare first, then the live owner with the most headroom
@@ -924,7 +1164,7 @@ func (c *coordinator) pickTarget(ctx context.Context) string {
 	}
 	for _, id := range c.order {
 		w := c.workers[id]
-		if w.lost || len(w.segs) >= c.plan.MaxSegments {
+		if w.lost || len(w.segs) >= c.def.MaxSegments {
 			continue
 		}
 		cpu, _ := c.rdb.HGet(ctx, c.k.status(id), "cpu_pct").Float64()
@@ -938,18 +1178,16 @@ func (c *coordinator) pickTarget(ctx context.Context) string {
 	return best
 }
 
+// reap removes a lost worker from the run: out of the workers hash, its
+// alive lease gone, in one transaction.
 func (c *coordinator) reap(ctx context.Context, id string) error {
-	names, err := c.rdb.HKeys(ctx, c.k.res()).Result()
+	_, err := c.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.HDel(ctx, c.k.workers(), id)
+		pipe.Del(ctx, c.k.alive(id))
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("run %s: list resource pools: %w", c.run, err)
-	}
-	slices.Sort(names)
-	keys := []string{c.k.workers(), c.k.alive(id)}
-	for _, n := range names {
-		keys = append(keys, c.k.resHeld(n), c.k.resFree(n))
-	}
-	if err := reapScript.Run(ctx, c.rdb, keys, id).Err(); err != nil {
-		return scriptErr(fmt.Sprintf("reap worker %s of run %s", id, c.run), err)
+		return fmt.Errorf("reap worker %s of run %s: %w", id, c.run, err)
 	}
 	return nil
 }
@@ -972,7 +1210,7 @@ func (c *coordinator) closeSeconds(nowMs int64) {
 	for {
 		sec := c.nextSec
 		endMs := c.startAt + int64(sec+1)*1000
-		if nowMs < endMs || int64(sec)*1000 >= c.plan.Duration.Milliseconds() {
+		if nowMs < endMs || int64(sec)*1000 >= c.def.Duration.Milliseconds() {
 			return
 		}
 		all := true
@@ -1026,18 +1264,25 @@ func (c *coordinator) buildOutcome(ctx context.Context) {
 	}
 	c.out.Total = c.mg.total
 	c.out.DuplicateMetrics = c.mg.dups
-	planSec := c.plan.Duration.Seconds()
+	if !c.endedEarly {
+		c.out.Ended = c.def.Duration
+	}
+	planSec := max(c.out.Ended, time.Millisecond).Seconds()
 	for _, id := range c.order {
 		w := c.workers[id]
-		row := WorkerRow{ID: id, Host: w.host, Segments: slices.Sorted(maps.Keys(w.everSegs)), Lost: w.lost, Reason: w.reason, Total: c.mg.perWorker[id]}
+		row := WorkerRow{ID: id, Host: w.host, Segments: slices.Sorted(maps.Keys(w.everSegs)), Lost: w.lost, Reason: w.reason, Total: c.mg.perWorker[id], LastSecond: -1}
+		if ls, ok := c.mg.lastSec[id]; ok {
+			row.LastSecond = ls
+		}
+		if w.lost {
+			row.LostAt, row.LostShare = time.Duration(w.lostAtMs)*time.Millisecond, w.lostFrac
+		}
 		if row.Total == nil {
 			row.Total = snapshot.New(-1)
 		}
-		for _, h := range row.Total.Hists {
-			row.Samples += h.TotalCount()
-		}
+		row.Samples = row.Total.Samples()
 		row.Rate = float64(row.Samples) / planSec
-		row.Dropped = row.Total.Counters[DroppedKey]
+		row.Dropped = row.Total.Dropped
 		st, _ := c.rdb.HGetAll(ctx, c.k.status(id)).Result()
 		row.CPUPct, _ = strconv.ParseFloat(st["cpu_pct"], 64)
 		off, _ := strconv.ParseInt(st["clock_offset_ms"], 10, 64)
@@ -1057,10 +1302,13 @@ type summaryJSON struct {
 }
 
 func summaryOf(o *Outcome) summaryJSON {
-	s := summaryJSON{Run: o.RunID, StartAtMs: o.StartAt.UnixMilli(), Counters: o.Total.Counters, Percentiles: map[string]map[string]int64{},
+	t := o.Total
+	s := summaryJSON{Run: o.RunID, StartAtMs: o.StartAt.UnixMilli(), Percentiles: map[string]map[string]int64{},
+		Counters:      map[string]int64{"requests": t.Requests, "errors": t.Errors, "dropped_iterations": t.Dropped},
 		Reassignments: o.Reassignments, Degraded: o.Degraded}
-	for k, h := range o.Total.Hists {
-		s.Percentiles[k] = map[string]int64{"p50": h.ValueAtQuantile(50), "p90": h.ValueAtQuantile(90), "p95": h.ValueAtQuantile(95), "p99": h.ValueAtQuantile(99), "max": h.Max()}
+	if t.Samples() > 0 {
+		us := func(d time.Duration) int64 { return d.Microseconds() }
+		s.Percentiles["latency"] = map[string]int64{"p50": us(t.Quantile(0.50)), "p90": us(t.Quantile(0.90)), "p95": us(t.Quantile(0.95)), "p99": us(t.Quantile(0.99)), "max": us(t.Latency.Max())}
 	}
 	for _, w := range o.Workers {
 		s.Workers = append(s.Workers, w.ID)
@@ -1070,16 +1318,25 @@ func summaryOf(o *Outcome) summaryJSON {
 
 // cleanup shortens every run key's TTL to an hour and drops the claims.
 func (c *coordinator) cleanup(ctx context.Context) {
-	iter := c.rdb.Scan(ctx, 0, c.k.pattern(), 256).Iterator()
-	pipe := c.rdb.Pipeline()
+	claims := make([]string, len(c.claimed))
+	for i, id := range c.claimed {
+		claims[i] = claimKey(id)
+	}
+	expireRun(ctx, c.rdb, c.k, append(claims, c.k.coord())...)
+}
+
+// expireRun gives every key of a finished run a TTL of an hour, so people
+// can inspect it, and deletes del.
+func expireRun(ctx context.Context, rdb *redis.Client, k runKeys, del ...string) {
+	iter := rdb.Scan(ctx, 0, k.pattern(), 256).Iterator()
+	pipe := rdb.Pipeline()
 	for iter.Next(ctx) {
-		if key := iter.Val(); key != c.k.coord() {
+		if key := iter.Val(); !slices.Contains(del, key) {
 			pipe.Expire(ctx, key, doneTTLSeconds*time.Second)
 		}
 	}
-	pipe.Del(ctx, c.k.coord())
-	for _, id := range c.claimed {
-		pipe.Del(ctx, claimKey(id))
+	if len(del) > 0 {
+		pipe.Del(ctx, del...)
 	}
 	_, _ = pipe.Exec(ctx)
 }
@@ -1090,8 +1347,11 @@ func (c *coordinator) abort(ctx context.Context, cause error) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	c.logf("aborting: %v", cause)
-	_, _ = casState(dctx, c.rdb, c.k, StateAborted, StatePreparing, StateReady, StateRunning, StateStopping)
+	// The state and the reason change together, so a worker that sees
+	// ABORTED also reads why. After a Redis restart the run's keys are
+	// gone: they are written back (an hour, like any finished run) so that
+	// `cluster status` still shows the run and why it ended.
+	_, _ = abortRun(dctx, c.rdb, c.k, doneTTLSeconds*time.Second, "abort_reason", cause.Error(), "coordinator", c.o.Coordinator)
 	c.bcast(dctx, c.rdb, cmdAbort, 0)
-	c.rdb.HSet(dctx, c.k.meta(), "abort_reason", cause.Error())
 	c.cleanup(dctx)
 }

@@ -23,9 +23,15 @@
 //     worker; the worker reconciles from desired on join, on every command
 //     and every heartbeat, ignoring anything with an older term or a gen at
 //     or below its applied_gen. Writing applied_gen to status is the ack.
-//   - A worker that has not renewed its lease for 3.5 s (monotonic clock)
-//     cancels its own load. The coordinator reassigns only after the 5 s
-//     lease expired and a sweep saw it, so no segment has two live owners.
+//   - A worker sends nothing once 3.5 s have passed (on its monotonic
+//     clock) since it sent its last successful renewal: the check runs
+//     before every request ([Assignment.Lease]), and a timer then cancels
+//     the load. The coordinator reassigns only after the 5 s lease expired
+//     and a sweep saw it, so no segment has two live owners, even when a
+//     worker was frozen (SIGSTOP) past its lease.
+//   - A coordinator that cannot reach Redis for its lease (7 s) fails the
+//     run with [ErrRedisUnreachable]; workers leave 2 s after its lease is
+//     gone and mark the run ABORTED.
 //   - Abandon (graceful shutdown) hands segments back at once.
 //   - A segment whose SegmentRunner fails (say the worker's own target
 //     policy refuses it) fails the whole run with that reason, rather than
@@ -43,16 +49,19 @@
 //	pool, err := cluster.NewPool(rdb, cluster.PoolOptions{ID: cfg.Cluster.Name, Capacity: …, Runner: adapter})
 //	go pool.Run(ctx) // returns after abandoning every run when ctx ends (SIGTERM)
 //
-//	out, err := cluster.Coordinate(ctx, rdb, cluster.Plan{Spec: specJSON, Duration: d, Workers: n, MinWorkers: m,
+//	out, err := cluster.Coordinate(ctx, rdb, cluster.Run{Spec: specJSON, Duration: d, Workers: n, MinWorkers: m,
 //		JoinTimeout: jt, OnWorkerLoss: cluster.LossPolicy(p)}, cluster.CoordOptions{Coordinator: cfg.Cluster.Name, Logf: stepLog})
 //
-// The adapter implements [SegmentRunner] by building the engine's options
-// from the [Assignment] (Owns, ScaleVUs, StartAt, Offset) and forwarding
-// its per-second snapshots to [Assignment.Sink]. Thresholds are checked on
+// The adapter (the daemon uses loadrun.SegmentRunner) implements
+// [SegmentRunner] by building the engine's options from the [Assignment]
+// (Owns, ScaleVUs, StartAt, Offset) and forwarding its per-second
+// snapshots, typed engine measurements, to [Assignment.Sink]. [Run.Spec]
+// is opaque here: the load executor versions it. Thresholds are checked on
 // [Outcome.Total]; per-worker rows are in [Outcome.Workers]. Both sides
 // take only a *redis.Client, so multi-process tests can point separate
 // forgeload processes at one redistest server.
 //
-// Resource pools are seeded from [Plan.Resources] and used with [Acquire]
-// and [Release], which check owner and generation in Lua.
+// A load config's feeder rows are claimed in ranges of one run-wide index
+// through [RowClaims] ([Assignment.Rows]), which only a segment's current
+// owner may use; ranges given back are claimed first.
 package cluster

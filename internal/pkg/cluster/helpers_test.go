@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,8 +17,27 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
+
+// clusterParallel is how many tests run at once unless -test.parallel says
+// otherwise. They wait on leases, sweeps and a real Redis in real time and
+// hardly compute, so one per CPU (2 on CI machines) mostly queued them;
+// many more starves their heartbeats on a loaded machine (at 8, on a
+// machine at a load average of 26, leases expired that no test meant to
+// expire).
+const clusterParallel = 4
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(clusterParallel))
+	}
+	os.Exit(m.Run())
+}
 
 func newClient(t *testing.T, addr string) *redis.Client {
 	t.Helper()
@@ -65,7 +87,7 @@ type fakeSpec struct {
 // StartAt + k/rate, sending only those Owns(k) accepts, and shipping one
 // snapshot per run second.
 func (l *arrivalLog) runner(w string) SegmentRunner {
-	return SegmentRunnerFunc(func(ctx context.Context, a Assignment) error {
+	return segmentRunnerFunc(func(ctx context.Context, a Assignment) error {
 		l.running.Add(1)
 		defer l.running.Add(-1)
 		l.mu.Lock()
@@ -115,8 +137,11 @@ func (l *arrivalLog) runner(w string) SegmentRunner {
 			if cur == nil {
 				cur = snapshot.New(sec)
 			}
-			cur.Add("arrivals", 1)
-			cur.Record("latency", 1000+int64(k%50))
+			cur.Requests++
+			if cur.Latency == nil {
+				cur.Latency = load.NewHistogram()
+			}
+			cur.Latency.Record(time.Millisecond + time.Duration(k%50)*time.Microsecond)
 		}
 		return nil
 	})
@@ -241,7 +266,7 @@ func startPool(t *testing.T, addr, id string, r SegmentRunner, mod func(*PoolOpt
 
 func waitRunners(t *testing.T, rdb *redis.Client, n int) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "runners to announce", func() bool {
+	waitFor(t, 30*time.Second, "runners to announce", func() bool {
 		st, err := Status(context.Background(), rdb)
 		return err == nil && len(st.Runners) >= n
 	})
@@ -254,3 +279,8 @@ func startRedis(t *testing.T) (*redistest.Server, *redis.Client) {
 }
 
 func startProxy(t *testing.T, target string) *redistest.Proxy { return redistest.StartProxy(t, target) }
+
+// segmentRunnerFunc adapts a function to [SegmentRunner].
+type segmentRunnerFunc func(ctx context.Context, a Assignment) error
+
+func (f segmentRunnerFunc) RunSegment(ctx context.Context, a Assignment) error { return f(ctx, a) }

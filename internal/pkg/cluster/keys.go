@@ -31,11 +31,9 @@ func (r runKeys) startAt() string           { return r.k("start_at") }
 func (r runKeys) events() string            { return r.k("events") }
 func (r runKeys) metrics() string           { return r.k("metrics") }
 func (r runKeys) timeline() string          { return r.k("timeline") }
-func (r runKeys) res() string               { return r.k("res") }
-func (r runKeys) resData(n string) string   { return r.k("res:" + n + ":data") }
-func (r runKeys) resFree(n string) string   { return r.k("res:" + n + ":free") }
-func (r runKeys) resHeld(n string) string   { return r.k("res:" + n + ":held") }
 func (r runKeys) summary() string           { return r.k("summary") }
+func (r runKeys) feedNext() string          { return r.k("feed:next") }
+func (r runKeys) feedBack() string          { return r.k("feed:back") }
 func (r runKeys) pattern() string           { return "lt:{" + string(r) + "}:*" }
 func ownerValue(w string, gen int64) string { return w + ":" + strconv.FormatInt(gen, 10) }
 

@@ -44,6 +44,9 @@ type member struct {
 	quit       chan struct{} // closed when the loop exits; unblocks segment goroutines
 	segWG      sync.WaitGroup
 	hadSegs    bool
+	// ran holds the segments this runner ran to their end; they are never
+	// started again (a closed-model total's share would be sent twice).
+	ran        map[int]bool
 	stopped    bool
 	coordGone  time.Time
 	shipGen    atomic.Int64 // appliedGen, for the shipper goroutine
@@ -52,6 +55,15 @@ type member struct {
 	ship       *shipper
 	loadCtx    context.Context
 	cancelLoad context.CancelCauseFunc
+
+	// leaseBase and leaseUntil are the lease as this runner's monotonic
+	// clock sees it: no request may be sent once time.Since(leaseBase)
+	// reaches leaseUntil (nanoseconds). A renewal extends it to the instant
+	// the renewal was SENT plus FenceAfter, which is before Redis can expire
+	// the lease (TTL from when Redis ran it), so a paused or partitioned
+	// runner stops before anyone else may take its segments.
+	leaseBase  time.Time
+	leaseUntil atomic.Int64
 
 	fenceMu   sync.Mutex
 	fenceT    *time.Timer
@@ -72,9 +84,13 @@ type segRun struct {
 func newMember(p *Pool, run string, spec []byte, dur time.Duration, ttl int) *member {
 	m := &member{
 		p: p, run: run, k: runKeys(run), spec: spec, duration: dur, ttl: max(ttl, 60),
-		stop: make(chan struct{}), segs: map[int]*segRun{}, segDone: make(chan *segRun),
+		stop: make(chan struct{}), segs: map[int]*segRun{}, ran: map[int]bool{}, segDone: make(chan *segRun),
 		quit: make(chan struct{}), fenced: make(chan struct{}),
+		leaseBase: time.Now(),
 	}
+	// The join script set the lease just before this; count from now minus
+	// the renewal period, a conservative stand-in for when it was sent.
+	m.leaseUntil.Store(int64(p.o.FenceAfter - p.o.Heartbeat))
 	m.cmdCursor.Store("0")
 	return m
 }
@@ -161,6 +177,9 @@ func (m *member) loop(parent context.Context) (err error) {
 		case sr := <-m.segDone:
 			if m.segs[sr.idx] == sr {
 				delete(m.segs, sr.idx)
+				if sr.err == nil && m.loadCtx.Err() == nil {
+					m.ran[sr.idx] = true
+				}
 				if sr.err != nil && m.loadCtx.Err() == nil {
 					m.logf("segment %d: %v", sr.idx, sr.err)
 					m.segmentFailed(ctx, sr.idx, sr.err)
@@ -179,27 +198,52 @@ func (m *member) loop(parent context.Context) (err error) {
 
 // armFence starts the self-fence timer: if no renewal succeeds for
 // FenceAfter, it cancels all load by itself.
+// The timer ends the run's load as a whole; [member.leaseValid], checked
+// before every request, covers the time until the timer's goroutine runs.
 func (m *member) armFence() {
 	m.fenceMu.Lock()
 	defer m.fenceMu.Unlock()
-	m.fenceT = time.AfterFunc(m.p.o.FenceAfter, func() {
+	m.fenceT = time.AfterFunc(m.leaseLeft(), func() {
 		m.fenceMu.Lock()
 		defer m.fenceMu.Unlock()
 		if m.isFenced {
 			return
 		}
+		if left := m.leaseLeft(); left > 0 { // renewed meanwhile
+			m.fenceT.Reset(left)
+			return
+		}
 		m.isFenced = true
+		m.leaseUntil.Store(0)
 		m.cancelLoad(ErrSelfFenced)
 		close(m.fenced)
 	})
 }
 
-func (m *member) renewed() {
+// leaseLeft is how long this runner may still send.
+func (m *member) leaseLeft() time.Duration {
+	return time.Duration(m.leaseUntil.Load()) - time.Since(m.leaseBase)
+}
+
+// leaseValid reports whether this runner's lease is still good on its own
+// monotonic clock. It is the engine's Options.Lease: called before every
+// request, so it only reads the clock and one atomic.
+func (m *member) leaseValid() bool {
+	return int64(time.Since(m.leaseBase)) < m.leaseUntil.Load()
+}
+
+// renewed records a successful renewal that was sent at sent (since
+// leaseBase) and moves the fence timer to the new deadline.
+func (m *member) renewed(sent time.Duration) {
 	m.fenceMu.Lock()
 	defer m.fenceMu.Unlock()
-	if !m.isFenced {
-		m.fenceT.Reset(m.p.o.FenceAfter)
+	if m.isFenced {
+		return
 	}
+	if until := int64(sent + m.p.o.FenceAfter); until > m.leaseUntil.Load() {
+		m.leaseUntil.Store(until)
+	}
+	m.fenceT.Reset(max(m.leaseLeft(), 0))
 }
 
 func (m *member) heartbeat(ctx context.Context) error {
@@ -212,9 +256,12 @@ func (m *member) heartbeat(ctx context.Context) error {
 		}
 	}
 	pipe := m.p.rdb.Pipeline()
+	sent := time.Since(m.leaseBase)
 	renew := aliveRenewScript.Eval(cctx, pipe, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.appliedGen, m.p.o.LeaseTTL.Milliseconds())
 	pipe.HSet(cctx, m.k.status(m.p.o.ID), m.statusFields())
-	pipe.Expire(cctx, m.k.status(m.p.o.ID), time.Duration(m.ttl)*time.Second)
+	// NX: once the run has ended its keys live an hour; a late heartbeat
+	// must not stretch that back to the run TTL.
+	pipe.ExpireNX(cctx, m.k.status(m.p.o.ID), time.Duration(m.ttl)*time.Second)
 	st := pipe.Get(cctx, m.k.state())
 	co := pipe.Exists(cctx, m.k.coord())
 	des := pipe.HGetAll(cctx, m.k.desired(m.p.o.ID))
@@ -228,7 +275,7 @@ func (m *member) heartbeat(ctx context.Context) error {
 	case err != nil:
 		return nil
 	case n == 1:
-		m.renewed()
+		m.renewed(sent)
 	case n == 0:
 		return fmt.Errorf("%w: its lease expired before it renewed", ErrRemoved)
 	default:
@@ -236,6 +283,9 @@ func (m *member) heartbeat(ctx context.Context) error {
 	}
 	switch st.Val() {
 	case StateAborted:
+		if why, err := m.p.rdb.HGet(cctx, m.k.meta(), "abort_reason").Result(); err == nil && why != "" {
+			return fmt.Errorf("%w: %s", ErrAborted, why)
+		}
 		return ErrAborted
 	case StateDone:
 		m.cur.Phase = phaseStop
@@ -246,7 +296,9 @@ func (m *member) heartbeat(ctx context.Context) error {
 		if m.coordGone.IsZero() {
 			m.coordGone = time.Now()
 		} else if time.Since(m.coordGone) > m.p.o.CoordLostAfter {
-			return fmt.Errorf("%w: lease lt:{%s}:coord missing for over %s", ErrCoordinatorLost, m.run, m.p.o.CoordLostAfter)
+			err := fmt.Errorf("%w: lease lt:{%s}:coord missing for over %s", ErrCoordinatorLost, m.run, m.p.o.CoordLostAfter)
+			m.markAbandoned(ctx, err)
+			return err
 		}
 	} else {
 		m.coordGone = time.Time{}
@@ -257,6 +309,20 @@ func (m *member) heartbeat(ctx context.Context) error {
 	return nil
 }
 
+// markAbandoned records that the run's coordinator is gone: the run becomes
+// ABORTED with the reason and its keys expire in an hour, so `cluster
+// status` stops showing it as RUNNING. Any worker may do it; it is
+// idempotent.
+func (m *member) markAbandoned(ctx context.Context, why error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	reason := "the coordinator was lost: its lease expired (noticed by " + m.p.o.ID + ")"
+	if ok, err := abortRun(cctx, m.p.rdb, m.k, 0, "abort_reason", reason); err == nil && ok {
+		expireRun(cctx, m.p.rdb, m.k)
+		m.logf("marked the run ABORTED: %v", why)
+	}
+}
+
 func (m *member) statusFields() map[string]any {
 	cursor, _ := m.cmdCursor.Load().(string)
 	return map[string]any{
@@ -264,6 +330,10 @@ func (m *member) statusFields() map[string]any {
 		"target_vus": 0, "active_vus": 0, "cpu_pct": strconv.FormatFloat(m.cpuPct, 'f', 1, 64),
 		"clock_offset_ms": m.clock.offset.Milliseconds(), "rtt_us": m.clock.rtt.Microseconds(),
 		"last_seq": m.ship.lastSeq(), "iters_dropped": m.ship.dropped(), "segments": segList(slices.Sorted(maps.Keys(m.segs))),
+		// This heartbeat's instant on Redis's clock, and the fence: if this
+		// write lands, so did the renewal sent before it, and this runner
+		// sends nothing after hb_ms + fence_ms unless it renews again.
+		"hb_ms": m.clock.redisNow().UnixMilli(), "fence_ms": m.p.o.FenceAfter.Milliseconds(),
 	}
 }
 
@@ -325,6 +395,7 @@ func (m *member) apply(ctx context.Context, d desired) {
 		}
 		if m.seq != nil && !slices.Equal(m.seq.Bounds(), seq.Bounds()) {
 			m.stopSegments(errors.New("segment sequence changed"))
+			clear(m.ran)
 		}
 		m.seq = seq
 	}
@@ -356,8 +427,9 @@ func (m *member) apply(ctx context.Context, d desired) {
 			}
 		}
 		for i := range want {
-			if m.segs[i] == nil {
-				m.startSegment(i, d.StartAtMs)
+			if m.segs[i] == nil && !m.ran[i] {
+				m.startSegment(i, d.StartAtMs, d.Prior[i])
+				m.stopped = false // it reports "stopped" again when this one ends
 			}
 		}
 	case phaseStop:
@@ -379,7 +451,7 @@ func (m *member) isFencedNow() bool {
 	return m.isFenced
 }
 
-func (m *member) startSegment(i int, startAtMs int64) {
+func (m *member) startSegment(i int, startAtMs, prior int64) {
 	sctx, cancel := context.WithCancelCause(m.loadCtx)
 	startAt := m.clock.local(startAtMs)
 	off := time.Duration(0)
@@ -390,7 +462,8 @@ func (m *member) startSegment(i int, startAtMs int64) {
 		Run: m.run, Spec: m.spec, Index: i, Range: m.seq.Segment(i), Sequence: m.seq,
 		Owns: m.seq.OwnsFunc(i), ScaleVUs: m.seq.ScaleFunc(i),
 		StartAt: startAt, Offset: off, Duration: m.duration, Sink: m.ship,
-		Worker: m.p.o.ID, CurrentGen: m.shipGen.Load,
+		Worker: m.p.o.ID, Lease: m.leaseValid, Prior: prior,
+		Rows: NewRowClaims(m.p.rdb, m.run, i, m.p.o.ID, m.ttl), Segments: m.seq.Len(),
 	}
 	sr := &segRun{idx: i, cancel: cancel, done: make(chan struct{})}
 	m.segs[i] = sr
@@ -492,19 +565,16 @@ func (m *member) delAlive(ctx context.Context) {
 // the loop to re-read desired.
 func (m *member) readCommands(ctx context.Context, rc *redis.Client, out chan<- *desired) {
 	cmdCur, bcCur := "0", "0"
+	var retry readRetry
 	for ctx.Err() == nil {
 		res, err := rc.XRead(ctx, &redis.XReadArgs{
 			Streams: []string{m.k.cmd(m.p.o.ID), m.k.bcast(), cmdCur, bcCur}, Block: 2 * time.Second, Count: 64,
 		}).Result()
-		if err != nil {
-			if !errors.Is(err, redis.Nil) {
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond): // back off a broken connection
-				}
-			}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			retry.wait(ctx) // back off a broken connection
 			continue
 		}
+		retry.reset()
 		for _, s := range res {
 			for _, msg := range s.Messages {
 				if s.Stream == m.k.bcast() {
@@ -533,3 +603,39 @@ func (m *member) readCommands(ctx context.Context, rc *redis.Client, out chan<- 
 }
 
 func (m *member) appliedGenForShip() int64 { return m.shipGen.Load() }
+
+// maxLateFlush bounds how long a runner that left a run keeps trying to
+// ship the metrics it could not send.
+const maxLateFlush = 10 * time.Minute
+
+// lateFlush runs after the loop has ended (the shipper's writer has
+// exited). If the runner left holding metrics it could not ship (it was
+// cut off from Redis and fenced itself), it retries every heartbeat for
+// as long as the plan lasts (at most maxLateFlush): a worker that comes
+// back while the run goes on still has the traffic it really sent counted.
+func (m *member) lateFlush(ctx context.Context) {
+	if m.ship == nil || !m.ship.unsent() {
+		return
+	}
+	deadline := time.Now().Add(min(m.duration, maxLateFlush))
+	t := time.NewTicker(m.p.o.Heartbeat)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, m.p.o.Heartbeat)
+		err := m.ship.send(cctx, true)
+		cancel()
+		if err == nil {
+			m.logf("shipped the metrics it held while cut off from redis")
+			return
+		}
+		if time.Now().After(deadline) {
+			m.logf("gave up shipping the metrics it held: %v", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -56,7 +56,7 @@ func (m *merger) add(v map[string]any) (string, bool) {
 			m.seconds[snap.Second] = s
 		}
 		s.Merge(snap)
-		if snap.Second > m.lastSec[w] {
+		if last, ok := m.lastSec[w]; !ok || snap.Second > last {
 			m.lastSec[w] = snap.Second
 		}
 	}

@@ -21,7 +21,7 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 	startPool(t, srv.Addr(), "own", log.runner("own"), func(o *PoolOptions) { o.OwnRunsOnly = true })
 	waitRunners(t, rdb, 3)
 
-	out, err := Coordinate(context.Background(), rdb, Plan{
+	out, err := Coordinate(context.Background(), rdb, Run{
 		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 2, JoinTimeout: 5 * time.Second,
 	}, CoordOptions{RunID: "own1", Coordinator: "own", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err != nil {
@@ -38,7 +38,7 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 		t.Errorf("arrivals = %d, want 20", got)
 	}
 
-	_, err = Coordinate(context.Background(), rdb, Plan{
+	_, err = Coordinate(context.Background(), rdb, Run{
 		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 1500 * time.Millisecond,
 	}, CoordOptions{RunID: "own2", Coordinator: "elsewhere", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "only 2 of 3 workers joined") {
@@ -54,11 +54,11 @@ func TestSegmentErrorFailsRun(t *testing.T) {
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "ok", log.runner("ok"), nil)
-	startPool(t, srv.Addr(), "strict", SegmentRunnerFunc(func(context.Context, Assignment) error {
+	startPool(t, srv.Addr(), "strict", segmentRunnerFunc(func(context.Context, Assignment) error {
 		return errors.New("target 127.0.0.1:80 is denied by this runner's policy")
 	}), nil)
 	waitRunners(t, rdb, 2)
-	_, err := Coordinate(context.Background(), rdb, Plan{
+	_, err := Coordinate(context.Background(), rdb, Run{
 		Spec: []byte(`{"rate":20}`), Duration: 3 * time.Second, Workers: 2, JoinTimeout: 5 * time.Second,
 	}, CoordOptions{RunID: "refused", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "worker strict could not run segment") || !strings.Contains(err.Error(), "denied by this runner's policy") {

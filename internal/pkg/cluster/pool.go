@@ -21,7 +21,7 @@ const (
 	DefaultHeartbeat      = time.Second
 	DefaultLeaseTTL       = 5 * time.Second
 	DefaultFenceAfter     = 3500 * time.Millisecond
-	DefaultCoordLostAfter = 10 * time.Second
+	DefaultCoordLostAfter = 2 * time.Second
 )
 
 // PoolOptions configures a [Pool]. Zero fields take the documented defaults.
@@ -30,7 +30,7 @@ type PoolOptions struct {
 	ID string
 	// Host is shown in status output; default os.Hostname().
 	Host string
-	// Labels must include every label a plan asks for; see [Plan.Labels].
+	// Labels must include every label a run asks for; see [Run.Labels].
 	Labels []string
 	// Capacity is how many runs this runner serves at once; default 1. A
 	// run this runner coordinates itself is always accepted (the
@@ -61,7 +61,10 @@ type PoolOptions struct {
 	// runner stops its own load; default 3.5s. It must stay below LeaseTTL.
 	FenceAfter time.Duration
 	// CoordLostAfter is how long the coordinator lease may be missing
-	// before this runner stops and leaves; default 10s.
+	// before this runner stops and leaves; default 2s. The lease itself
+	// (7s, [DefaultCoordLease]) expires only after the coordinator stopped
+	// renewing it, so a dead coordinator's workers stop within the lease,
+	// plus this, plus one heartbeat: 10 s with the defaults.
 	CoordLostAfter time.Duration
 
 	// skipAbandon makes shutdown behave like kill -9 (tests only).
@@ -75,7 +78,7 @@ var (
 	// ErrStateLost: the run's keys vanished or Redis restarted.
 	ErrStateLost = errors.New("coordination state lost")
 	// ErrAborted: the coordinator aborted the run.
-	ErrAborted = errors.New("run aborted by the coordinator")
+	ErrAborted = errors.New("run aborted")
 	// ErrRemoved: the coordinator reaped this runner (its lease had expired).
 	ErrRemoved = errors.New("removed from the run by the coordinator")
 	// ErrCoordinatorLost: the coordinator lease was missing for too long.
@@ -241,17 +244,14 @@ func (p *Pool) announce(ctx context.Context) error {
 }
 
 func (p *Pool) readInbox(ctx context.Context, rc *redis.Client, cursor string, out chan<- map[string]any) {
+	var retry readRetry
 	for ctx.Err() == nil {
 		res, err := rc.XRead(ctx, &redis.XReadArgs{Streams: []string{inboxKey(p.o.ID), cursor}, Block: 2 * time.Second, Count: 16}).Result()
-		if err != nil {
-			if !errors.Is(err, redis.Nil) {
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond): // back off a broken connection
-				}
-			}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			retry.wait(ctx) // back off a broken connection
 			continue
 		}
+		retry.reset()
 		for _, s := range res {
 			for _, m := range s.Messages {
 				cursor = m.ID
@@ -322,6 +322,9 @@ func (p *Pool) accept(ctx context.Context, off map[string]any) {
 		}
 		if p.o.OnLeave != nil {
 			p.o.OnLeave(run, err)
+		}
+		if err != nil {
+			m.lateFlush(ctx)
 		}
 	}()
 }

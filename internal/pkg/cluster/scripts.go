@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,6 +26,28 @@ for s in string.gmatch(ARGV[1], '[^,]+') do
   end
 end
 return 0`)
+
+// abortRun: KEYS state meta; ARGV recreateTTLSec (” for never), field
+// value ... Moves a live run to ABORTED and writes the fields (the abort
+// reason) in the same step, so no reader sees ABORTED without its reason.
+// With a TTL it also writes back a state key that is gone (Redis restarted
+// without persistence). Returns 1 when it aborted the run, 0 otherwise.
+var abortRunScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  if ARGV[1] == '' then return 0 end
+  redis.call('SET', KEYS[1], 'ABORTED', 'EX', ARGV[1])
+elseif cur == 'PREPARING' or cur == 'READY' or cur == 'RUNNING' or cur == 'STOPPING' then
+  redis.call('SET', KEYS[1], 'ABORTED', 'KEEPTTL')
+else
+  return 0
+end
+if #ARGV > 1 then
+  redis.call('HSET', KEYS[2], unpack(ARGV, 2))
+  local t = redis.call('TTL', KEYS[1])
+  if t > 0 and redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], t) end
+end
+return 1`)
 
 // createRun: KEYS state coord gen meta; ARGV coordValue leasePX ttlSec field value ...
 // Fails with "EXISTS" when the run's state key is present; returns the gen.
@@ -80,53 +104,9 @@ else
 end
 return g`)
 
-// reap: KEYS workers alive held1 free1 held2 free2 ...; ARGV wid.
-// Removes the worker from the run and returns its held resources to free.
-// Returns the number of resources returned.
-var reapScript = redis.NewScript(`
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[2])
-local n = 0
-local p = ARGV[1] .. ':'
-for i = 3, #KEYS, 2 do
-  local held = redis.call('HGETALL', KEYS[i])
-  for j = 1, #held, 2 do
-    if string.sub(held[j+1], 1, #p) == p then
-      redis.call('HDEL', KEYS[i], held[j])
-      redis.call('SADD', KEYS[i+1], held[j])
-      n = n + 1
-    end
-  end
-end
-return n`)
-
-// acquire: KEYS free held data desired workers; ARGV wid gen.
-// Returns {id, payload}, nil when the pool is empty, or an error
-// NOTOWNER / STALE.
-var acquireScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[5], ARGV[1]) == 0 then return redis.error_reply('NOTOWNER worker is not in the run') end
-if redis.call('HGET', KEYS[4], 'gen') ~= ARGV[2] then return redis.error_reply('STALE generation is not current') end
-local id = redis.call('SPOP', KEYS[1])
-if not id then return false end
-redis.call('HSET', KEYS[2], id, ARGV[1] .. ':' .. ARGV[2])
-return {id, redis.call('HGET', KEYS[3], id) or ''}`)
-
-// release: KEYS held free desired; ARGV id wid gen. Returns 1 or an error.
-var releaseScript = redis.NewScript(`
-if redis.call('HGET', KEYS[3], 'gen') ~= ARGV[3] then return redis.error_reply('STALE generation is not current') end
-local owner = redis.call('HGET', KEYS[1], ARGV[1])
-local p = ARGV[2] .. ':'
-if not owner or string.sub(owner, 1, #p) ~= p then return redis.error_reply('NOTOWNER resource is not held by this worker') end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('SADD', KEYS[2], ARGV[1])
-return 1`)
-
-// ErrNotOwner is returned when a lease, resource or segment is not held by
-// the caller.
+// ErrNotOwner is returned when a segment is not held by the caller (it
+// moved to another worker, or the caller was reaped).
 var ErrNotOwner = errors.New("not owner")
-
-// ErrStaleGen is returned when the caller's generation is no longer current.
-var ErrStaleGen = errors.New("stale generation")
 
 // ErrRunExists is returned by run creation when the run id is taken.
 var ErrRunExists = errors.New("run already exists")
@@ -135,14 +115,11 @@ func scriptErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	switch {
-	case strings.HasPrefix(msg, "NOTOWNER"):
-		return fmt.Errorf("%s: %w", op, ErrNotOwner)
-	case strings.HasPrefix(msg, "STALE"):
-		return fmt.Errorf("%s: %w", op, ErrStaleGen)
-	case strings.HasPrefix(msg, "EXISTS"):
+	if strings.HasPrefix(err.Error(), "EXISTS") {
 		return fmt.Errorf("%s: %w: pick a new run id", op, ErrRunExists)
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "NOTOWNER "); ok {
+		return fmt.Errorf("%s: %w: %s", op, ErrNotOwner, msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -156,33 +133,22 @@ func casState(ctx context.Context, rdb redis.Scripter, k runKeys, to string, fro
 	return n == 1, nil
 }
 
-// Resource is one item of a run's resource pool.
-type Resource struct {
-	ID      string
-	Payload string
-}
-
-// Acquire takes a free resource from pool name for worker wid at gen. It
-// returns ok=false when the pool is empty, and [ErrNotOwner] or
-// [ErrStaleGen] when the worker is not in the run or gen is not current.
-func Acquire(ctx context.Context, rdb redis.Scripter, run, name, wid string, gen int64) (Resource, bool, error) {
-	k := runKeys(run)
-	v, err := acquireScript.Run(ctx, rdb, []string{k.resFree(name), k.resHeld(name), k.resData(name), k.desired(wid), k.workers()}, wid, gen).Slice()
-	if errors.Is(err, redis.Nil) {
-		return Resource{}, false, nil
+// abortRun moves a live run to ABORTED and records fields (abort_reason
+// first) with it in one step. recreateTTL > 0 also writes back a state key
+// that no longer exists. It reports whether it aborted the run.
+func abortRun(ctx context.Context, rdb redis.Scripter, k runKeys, recreateTTL time.Duration, fields ...string) (bool, error) {
+	ttl := ""
+	if recreateTTL > 0 {
+		ttl = strconv.Itoa(int(recreateTTL / time.Second))
 	}
+	args := make([]any, 0, 1+len(fields))
+	args = append(args, ttl)
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	n, err := abortRunScript.Run(ctx, rdb, []string{k.state(), k.meta()}, args...).Int()
 	if err != nil {
-		return Resource{}, false, scriptErr(fmt.Sprintf("acquire resource from pool %q for worker %s", name, wid), err)
+		return false, scriptErr("mark the run ABORTED", err)
 	}
-	id, _ := v[0].(string)
-	payload, _ := v[1].(string)
-	return Resource{ID: id, Payload: payload}, true, nil
-}
-
-// Release returns resource id to pool name. Only the holder at the current
-// gen may release it.
-func Release(ctx context.Context, rdb redis.Scripter, run, name, id, wid string, gen int64) error {
-	k := runKeys(run)
-	err := releaseScript.Run(ctx, rdb, []string{k.resHeld(name), k.resFree(name), k.desired(wid)}, id, wid, gen).Err()
-	return scriptErr(fmt.Sprintf("release resource %s of pool %q by worker %s", id, name, wid), err)
+	return n == 1, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestScripts(t *testing.T) {
@@ -96,49 +98,90 @@ func TestScripts(t *testing.T) {
 			t.Fatalf("owner after reassign = %q, want %q", got, want)
 		}
 	})
+}
 
-	// Resources: acquire/release with owner and gen checks, reap returns holdings.
-	t.Run("resources", func(t *testing.T) {
-		rdb.HSet(ctx, k.resData("acct"), "0", `{"user":"a"}`, "1", `{"user":"b"}`)
-		rdb.SAdd(ctx, k.resFree("acct"), "0", "1")
-		rdb.HSet(ctx, k.res(), "acct", 2)
-		rdb.HSet(ctx, k.workers(), "w2", "{}")
-		rdb.HSet(ctx, k.desired("w1"), "gen", 7)
-		rdb.HSet(ctx, k.desired("w2"), "gen", 8)
-		if _, _, err := Acquire(ctx, rdb, "R1", "acct", "w1", 6); !errors.Is(err, ErrStaleGen) {
-			t.Fatalf("acquire with stale gen = %v, want ErrStaleGen", err)
+// TestAbortRunWritesReasonWithState: the state and the reason change in
+// one step. Before they were two calls, and a worker that read the state
+// between them left with a bare "run aborted" that said nothing of why
+// (seen in CI as a failure of TestCoordinatorLosesRedis).
+func TestAbortRunWritesReasonWithState(t *testing.T) {
+	t.Parallel()
+	_, rdb := startRedis(t)
+	ctx := context.Background()
+	newRun := func(id, state string) runKeys {
+		k := runKeys(id)
+		if err := createRunScript.Run(ctx, rdb, []string{k.state(), k.coord(), k.gen(), k.meta()}, "c:1", 10000, 3600, "plan", "{}").Err(); err != nil {
+			t.Fatal(err)
 		}
-		if _, _, err := Acquire(ctx, rdb, "R1", "acct", "nobody", 7); !errors.Is(err, ErrNotOwner) {
-			t.Fatalf("acquire by non-member = %v, want ErrNotOwner", err)
+		rdb.Set(ctx, k.state(), state, redis.KeepTTL)
+		return k
+	}
+	reason := func(k runKeys) string { return rdb.HGet(ctx, k.meta(), "abort_reason").Val() }
+
+	// Redis runs one script at a time, so a reader running alongside sees
+	// either the old state or ABORTED with its reason, never ABORTED alone.
+	k := newRun("live", StateRunning)
+	stop := make(chan struct{})
+	seen := make(chan string, 1)
+	go func() {
+		defer close(seen)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pipe := rdb.TxPipeline()
+			st := pipe.Get(ctx, k.state())
+			why := pipe.HGet(ctx, k.meta(), "abort_reason")
+			_, _ = pipe.Exec(ctx)
+			if st.Val() == StateAborted {
+				seen <- why.Val()
+				return
+			}
 		}
-		r, ok, err := Acquire(ctx, rdb, "R1", "acct", "w1", 7)
-		if err != nil || !ok || r.Payload == "" {
-			t.Fatalf("acquire = %+v, %v, %v", r, ok, err)
+	}()
+	ok, err := abortRun(ctx, rdb, k, 0, "abort_reason", "the coordinator was lost")
+	if err != nil || !ok {
+		t.Fatalf("abortRun on a RUNNING run = %v, %v; want true", ok, err)
+	}
+	if got := <-seen; got != "the coordinator was lost" {
+		t.Errorf("a reader saw ABORTED with reason %q, want the reason written with it", got)
+	}
+	close(stop)
+	if ttl := rdb.TTL(ctx, k.state()).Val(); ttl <= 0 {
+		t.Errorf("abortRun dropped the state TTL (TTL %s)", ttl)
+	}
+
+	// A finished or already aborted run keeps its state and its reason.
+	for _, st := range []string{StateDone, StateAborted} {
+		k := newRun("ended-"+st, st)
+		rdb.HSet(ctx, k.meta(), "abort_reason", "first")
+		if ok, err := abortRun(ctx, rdb, k, time.Hour, "abort_reason", "second"); err != nil || ok {
+			t.Errorf("abortRun on a %s run = %v, %v; want false", st, ok, err)
 		}
-		if err := Release(ctx, rdb, "R1", "acct", r.ID, "w2", 8); !errors.Is(err, ErrNotOwner) {
-			t.Fatalf("release by non-owner = %v, want ErrNotOwner", err)
+		if got := rdb.Get(ctx, k.state()).Val(); got != st {
+			t.Errorf("state after abortRun on a %s run = %s", st, got)
 		}
-		if err := Release(ctx, rdb, "R1", "acct", r.ID, "w1", 6); !errors.Is(err, ErrStaleGen) {
-			t.Fatalf("release with stale gen = %v, want ErrStaleGen", err)
+		if got := reason(k); got != "first" {
+			t.Errorf("reason after abortRun on a %s run = %q, want the first kept", st, got)
 		}
-		if err := Release(ctx, rdb, "R1", "acct", r.ID, "w1", 7); err != nil {
-			t.Fatalf("release by owner: %v", err)
+	}
+
+	// A run whose keys are gone is written back only when asked, with a TTL.
+	gone := runKeys("gone")
+	if ok, _ := abortRun(ctx, rdb, gone, 0, "abort_reason", "x"); ok || rdb.Exists(ctx, gone.state()).Val() != 0 {
+		t.Errorf("abortRun without a TTL recreated a missing run")
+	}
+	if ok, err := abortRun(ctx, rdb, gone, time.Hour, "abort_reason", "redis restarted"); err != nil || !ok {
+		t.Fatalf("abortRun with a TTL on a missing run = %v, %v; want true", ok, err)
+	}
+	if got := rdb.Get(ctx, gone.state()).Val(); got != StateAborted || reason(gone) != "redis restarted" {
+		t.Errorf("missing run written back as %q with reason %q", got, reason(gone))
+	}
+	for _, key := range []string{gone.state(), gone.meta()} {
+		if ttl := rdb.TTL(ctx, key).Val(); ttl <= 0 || ttl > time.Hour {
+			t.Errorf("TTL(%s) = %s, want (0, 1h]", key, ttl)
 		}
-		// Two acquires drain the pool; a third finds none; reap returns w1's.
-		_, _, _ = Acquire(ctx, rdb, "R1", "acct", "w1", 7)
-		_, _, _ = Acquire(ctx, rdb, "R1", "acct", "w2", 8)
-		if _, ok, err := Acquire(ctx, rdb, "R1", "acct", "w2", 8); ok || err != nil {
-			t.Fatalf("acquire from empty pool = %v, %v; want none", ok, err)
-		}
-		n, err := reapScript.Run(ctx, rdb, []string{k.workers(), k.alive("w1"), k.resHeld("acct"), k.resFree("acct")}, "w1").Int()
-		if err != nil || n != 1 {
-			t.Fatalf("reap w1 returned %d, %v; want 1", n, err)
-		}
-		if got := rdb.SCard(ctx, k.resFree("acct")).Val(); got != 1 {
-			t.Fatalf("free after reap = %d, want 1", got)
-		}
-		if rdb.HExists(ctx, k.workers(), "w1").Val() {
-			t.Fatal("reaped worker still in workers")
-		}
-	})
+	}
 }

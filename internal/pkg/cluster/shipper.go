@@ -24,7 +24,7 @@ type shipper struct {
 	mu      sync.Mutex
 	pending map[int]*snapshot.Snapshot
 	q       int64 // last sequence number assigned; writer-owned but read by lastSeq
-	drops   int64 // cumulative DroppedKey counter, for the heartbeat
+	drops   int64 // cumulative dropped arrivals, for the heartbeat
 	flushCh chan flushReq
 
 	inflight *shipEntry // writer-owned
@@ -58,7 +58,7 @@ func (s *shipper) Second(snap *snapshot.Snapshot) {
 		s.pending[snap.Second] = p
 	}
 	p.Merge(snap)
-	s.drops += snap.Counters[DroppedKey]
+	s.drops += snap.Dropped
 }
 
 func (s *shipper) dropped() int64 {
@@ -139,13 +139,27 @@ func (s *shipper) send(ctx context.Context, final bool) error {
 		}
 	}
 	if final {
-		e := &shipEntry{q: s.nextQ(), sec: -1, final: true, body: []byte(`{"s":-1}`)}
+		// The marker is an empty snapshot in the versioned wire form, so
+		// the coordinator's merger accepts it and sees the final flag.
+		body, err := snapshot.New(-1).MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("encode final metrics marker: %w", err)
+		}
+		e := &shipEntry{q: s.nextQ(), sec: -1, final: true, body: body}
 		if err := s.xadd(ctx, e); err != nil {
 			s.inflight = e
 			return err
 		}
 	}
 	return nil
+}
+
+// unsent reports whether anything recorded has not reached Redis yet. Only
+// the writer (or the member once the writer has exited) may call it.
+func (s *shipper) unsent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight != nil || len(s.pending) > 0
 }
 
 func (s *shipper) nextQ() int64 {

@@ -12,39 +12,46 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// PoolStatus is what `forgeload cluster status` shows.
+// PoolStatus is what `forgeload cluster status` shows; its JSON form
+// (--json) uses the snake_case names in the tags, and lists are never
+// null.
 type PoolStatus struct {
-	Runners []RunnerStatus
-	Runs    []RunStatus
+	Runners []RunnerStatus `json:"runners"`
+	Runs    []RunStatus    `json:"runs"`
 }
 
 // RunnerStatus is one runner with a live presence lease.
 type RunnerStatus struct {
-	ID, Host, Version string
-	Labels            []string
-	Capacity, MaxVUs  int
+	ID       string   `json:"id"`
+	Host     string   `json:"host"`
+	Version  string   `json:"version"`
+	Labels   []string `json:"labels"`
+	Capacity int      `json:"capacity"`
+	MaxVUs   int      `json:"max_vus"`
 	// BusyRuns lists the runs it serves now.
-	BusyRuns []string
+	BusyRuns []string `json:"busy_runs"`
 }
 
 // RunStatus is one run whose keys are still in Redis.
 type RunStatus struct {
-	ID, State, Coordinator string
-	// StartAt is zero before the barrier.
-	StartAt time.Time
-	Workers []string
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	Coordinator string `json:"coordinator"`
+	// StartAt is zero (left out of the JSON) before the barrier.
+	StartAt time.Time `json:"start_at,omitzero"`
+	Workers []string  `json:"workers"`
 	// Segments is ordered by index.
-	Segments []SegmentStatus
+	Segments []SegmentStatus `json:"segments"`
 	// AbortReason is set for ABORTED runs.
-	AbortReason string
+	AbortReason string `json:"abort_reason,omitempty"`
 }
 
 // SegmentStatus is one segment of a run and its owner ("" when unowned).
 type SegmentStatus struct {
-	Index int
-	Range string
-	Owner string
-	Gen   int64
+	Index int    `json:"index"`
+	Range string `json:"range"`
+	Owner string `json:"owner"`
+	Gen   int64  `json:"gen"`
 }
 
 // Status reads the pool and the runs from Redis. It only reads.
@@ -54,7 +61,7 @@ func Status(ctx context.Context, rdb *redis.Client) (*PoolStatus, error) {
 		return nil, fmt.Errorf("cluster status: list runners (%s): %w; check cluster.redis_url", runnersKey, err)
 	}
 	slices.Sort(ids)
-	ps := &PoolStatus{}
+	ps := &PoolStatus{Runners: []RunnerStatus{}, Runs: []RunStatus{}}
 	for _, id := range ids {
 		h, err := rdb.HGetAll(ctx, presenceKey(id)).Result()
 		if err != nil {
@@ -63,7 +70,7 @@ func Status(ctx context.Context, rdb *redis.Client) (*PoolStatus, error) {
 		if len(h) == 0 {
 			continue
 		}
-		r := RunnerStatus{ID: id, Host: h["host"], Version: h["version"]}
+		r := RunnerStatus{ID: id, Host: h["host"], Version: h["version"], Labels: []string{}, BusyRuns: []string{}}
 		r.Capacity, _ = strconv.Atoi(h["capacity"])
 		r.MaxVUs, _ = strconv.Atoi(h["max_vus"])
 		if h["labels"] != "" {
@@ -109,8 +116,9 @@ func runStatus(ctx context.Context, rdb *redis.Client, run string) (RunStatus, e
 		return RunStatus{}, fmt.Errorf("cluster status: read run %s: %w", run, err)
 	}
 	rs := RunStatus{ID: run, State: st.Val(), Coordinator: meta.Val()["coordinator"], AbortReason: meta.Val()["abort_reason"]}
-	rs.Workers = ws.Val()
+	rs.Workers = append([]string{}, ws.Val()...)
 	slices.Sort(rs.Workers)
+	rs.Segments = []SegmentStatus{}
 	if ms, err := strconv.ParseInt(sa.Val(), 10, 64); err == nil {
 		rs.StartAt = time.UnixMilli(ms)
 	}

@@ -23,19 +23,11 @@ type SegmentRunner interface {
 	RunSegment(ctx context.Context, a Assignment) error
 }
 
-// SegmentRunnerFunc adapts a function to [SegmentRunner].
-type SegmentRunnerFunc func(ctx context.Context, a Assignment) error
-
-// RunSegment calls f.
-func (f SegmentRunnerFunc) RunSegment(ctx context.Context, a Assignment) error { return f(ctx, a) }
-
-var _ SegmentRunner = SegmentRunnerFunc(nil)
-
 // Assignment is one segment of one run, handed to a [SegmentRunner].
 type Assignment struct {
 	// Run is the run id.
 	Run string
-	// Spec is the load spec exactly as the coordinator's [Plan.Spec] gave it.
+	// Spec is the load spec exactly as the coordinator's [Run.Spec] gave it.
 	Spec []byte
 	// Index is the segment's index in Sequence; Range its bounds.
 	Index    int
@@ -56,10 +48,25 @@ type Assignment struct {
 	Duration time.Duration
 	// Sink receives per-second snapshots whose Second counts from StartAt.
 	Sink Sink
-	// Worker is this runner's id and CurrentGen its current applied
-	// generation: the pair [Acquire] and [Release] need.
-	Worker     string
-	CurrentGen func() int64
+	// Worker is this runner's id.
+	Worker string
+	// Prior is how many requests earlier owners of this segment reported
+	// (0 at the start): a closed-model total counts them as already sent.
+	// What a lost owner sent but never reported (its last second or two)
+	// is not in it, so the segment can exceed its share by that much.
+	Prior int64
+	// Rows hands out the run's feeder rows to this segment: ranges of one
+	// run-wide row index, so no row goes to two hosts (see [RowClaims]).
+	Rows *RowClaims
+	// Segments is the number of segments in the run, so a feed can size
+	// its claims to how many hosts share the rows.
+	Segments int
+	// Lease reports whether this runner still holds its lease, measured on
+	// its own monotonic clock. The runner must check it right before every
+	// request (the engine's Options.Lease) and send nothing once it is
+	// false, so a runner paused past its lease never sends on resume. It
+	// does not allocate.
+	Lease func() bool
 }
 
 // Sink receives the metrics of one run second. Second must not block: it
@@ -108,6 +115,10 @@ type desired struct {
 	Segments  []int    `json:"segments"`
 	Seq       []string `json:"seq"`
 	StartAtMs int64    `json:"start_at"`
+	// Prior is, per segment this worker takes over, the requests earlier
+	// owners reported for it (their snapshots' Requests); a closed-model
+	// total counts them as done.
+	Prior map[int]int64 `json:"prior,omitempty"`
 }
 
 const (
@@ -118,9 +129,10 @@ const (
 
 func (d desired) hash() map[string]any {
 	segs, _ := json.Marshal(struct {
-		Own []int    `json:"own"`
-		Seq []string `json:"seq"`
-	}{d.Segments, d.Seq})
+		Own   []int         `json:"own"`
+		Seq   []string      `json:"seq"`
+		Prior map[int]int64 `json:"prior,omitempty"`
+	}{d.Segments, d.Seq, d.Prior})
 	return map[string]any{"gen": d.Gen, "term": d.Term, "phase": d.Phase, "segments": string(segs), "start_at": d.StartAtMs}
 }
 
@@ -144,13 +156,14 @@ func parseDesired(h map[string]string) (desired, error) {
 	}
 	if v := h["segments"]; v != "" {
 		var s struct {
-			Own []int    `json:"own"`
-			Seq []string `json:"seq"`
+			Own   []int         `json:"own"`
+			Seq   []string      `json:"seq"`
+			Prior map[int]int64 `json:"prior"`
 		}
 		if err := json.Unmarshal([]byte(v), &s); err != nil {
 			return d, fmt.Errorf("desired.segments: %w", err)
 		}
-		d.Segments, d.Seq = s.Own, s.Seq
+		d.Segments, d.Seq, d.Prior = s.Own, s.Seq, s.Prior
 	}
 	return d, nil
 }

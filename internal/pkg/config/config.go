@@ -2,20 +2,22 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/redact"
 )
 
 // Config is the daemon's configuration. Build it with [Load] or [Parse]; the
 // zero value is not valid (use [Default] for the defaults). A Config is plain
 // data: it is safe for concurrent reads but not for concurrent writes.
 type Config struct {
-	Log     Log        `yaml:"log"`
-	Runner  Runner     `yaml:"runner"`
-	Load    LoadLimits `yaml:"load"`
-	Metrics Metrics    `yaml:"metrics"`
-	Cluster Cluster    `yaml:"cluster"`
+	Log       Log        `yaml:"log"`
+	Runner    Runner     `yaml:"runner"`
+	Load      LoadLimits `yaml:"load"`
+	Metrics   Metrics    `yaml:"metrics"`
+	Cluster   Cluster    `yaml:"cluster"`
+	Container Container  `yaml:"container"`
 }
 
 // Log configures the daemon's own log (not the jobs' logs, which go to the
@@ -34,7 +36,8 @@ type Runner struct {
 	// File is the path of the registration file written by `forgeload
 	// register`. Default ".runner".
 	File string `yaml:"file"`
-	// Capacity is how many jobs run at once. Default 1; must be at least 1.
+	// Capacity is how many jobs run at once. Default 1; must be from 1 to
+	// [MaxCapacity].
 	Capacity int `yaml:"capacity"`
 	// Labels are the labels this runner offers, each name[:schema[:arg]]
 	// (see [ParseLabel]). Only the names go to the forge. Default
@@ -51,8 +54,8 @@ type Runner struct {
 	// first SIGTERM; then they are cancelled and reported as cancelled.
 	// Default 30m: long enough for a typical load test to finish during a
 	// deploy, short enough that an upgrade is not held up for the full job
-	// timeout. 0 cancels running jobs at once. Set systemd's TimeoutStopSec
-	// above it.
+	// timeout. 0 cancels running jobs at once; at most [MaxShutdownTimeout].
+	// Set systemd's TimeoutStopSec above it.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// Insecure skips TLS certificate verification of the forge. Default
 	// false; use only for testing.
@@ -69,8 +72,15 @@ type Runner struct {
 	FetchIntervalMax time.Duration `yaml:"fetch_interval_max"`
 	// ReportInterval is how often log rows and step state are sent to the
 	// forge while a job runs; it also bounds how fast a cancel in the forge
-	// UI is seen. Default 1s; must be above 0.
+	// UI is seen. Default 1s; must be from [MinReportInterval] to
+	// [MaxReportInterval].
 	ReportInterval time.Duration `yaml:"report_interval"`
+	// FinalReportTimeout is how long a job's end waits for the forge to
+	// take its last log rows and its result. Past it (the forge is down)
+	// they are kept on disk next to runner.file and delivered when the
+	// forge answers again, and the runner takes its next job. Default 30s;
+	// must be from [MinFinalReportTimeout] to [MaxFinalReportTimeout].
+	FinalReportTimeout time.Duration `yaml:"final_report_timeout"`
 }
 
 // LoadLimits is the load section: what load-test jobs may do on this runner.
@@ -109,6 +119,10 @@ type Metrics struct {
 	// reports not ready. Default 30s; 0 reports not ready on the first
 	// error.
 	ReadinessGrace time.Duration `yaml:"readiness_grace"`
+	// JobsPage serves /jobs on Addr: a read-only page of the load steps
+	// this daemon is running, each with its live dashboard. Default false;
+	// needs Enabled.
+	JobsPage bool `yaml:"jobs_page"`
 }
 
 // Cluster configures Redis coordination for load tests split across hosts.
@@ -125,30 +139,68 @@ type Cluster struct {
 	MaxSegments int `yaml:"max_segments"`
 }
 
+// Container configures the Docker Engine that runs jobs' services: and
+// job containers (and docker:// labels).
+type Container struct {
+	// DockerHost is the Engine's address, such as
+	// unix:///var/run/docker.sock. Default "": the DOCKER_HOST variable,
+	// else the local socket.
+	DockerHost string `yaml:"docker_host"`
+	// PullPolicy says when images are pulled: never (use only images on
+	// the Engine), missing (pull what is not there) or always. Default
+	// missing.
+	PullPolicy string `yaml:"pull_policy"`
+	// ServiceTimeout bounds the wait for a job's services to become
+	// healthy, all together. Default 5m; must be above 0.
+	ServiceTimeout time.Duration `yaml:"service_timeout"`
+	// ValidVolumes are globs (path.Match, such as /srv/fixtures/*) of the
+	// host paths a job's services and container may mount. Default empty:
+	// only named volumes and paths inside the workspace.
+	ValidVolumes []string `yaml:"valid_volumes"`
+}
+
 // Defaults, exported so that documentation and callers can name them.
 const (
-	DefaultLogLevel          = "info"
-	DefaultLogFormat         = "text"
-	DefaultRunnerFile        = ".runner"
-	DefaultCapacity          = 1
-	DefaultLabel             = "forgeload"
-	DefaultEnvFile           = ".env"
-	DefaultTimeout           = 3 * time.Hour
-	DefaultShutdownTimeout   = 30 * time.Minute
-	DefaultFetchTimeout      = 5 * time.Second
-	DefaultFetchInterval     = 2 * time.Second
-	DefaultFetchIntervalMax  = 5 * time.Second
-	DefaultReportInterval    = time.Second
-	DefaultMaxRate           = 5000
-	DefaultMaxConcurrency    = 1000
-	DefaultMaxDuration       = time.Hour
-	DefaultProgressInterval  = 5 * time.Second
-	DefaultMetricsAddr       = "127.0.0.1:9101"
-	DefaultReadinessGrace    = 30 * time.Second
-	DefaultClusterMaxSegment = 1
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "text"
+	DefaultRunnerFile         = ".runner"
+	DefaultCapacity           = 1
+	DefaultLabel              = "forgeload"
+	DefaultEnvFile            = ".env"
+	DefaultTimeout            = 3 * time.Hour
+	DefaultShutdownTimeout    = 30 * time.Minute
+	DefaultFetchTimeout       = 5 * time.Second
+	DefaultFetchInterval      = 2 * time.Second
+	DefaultFetchIntervalMax   = 5 * time.Second
+	DefaultReportInterval     = time.Second
+	DefaultFinalReportTimeout = 30 * time.Second
+	DefaultMaxRate            = 5000
+	DefaultMaxConcurrency     = 1000
+	DefaultMaxDuration        = time.Hour
+	DefaultProgressInterval   = 5 * time.Second
+	DefaultMetricsAddr        = "127.0.0.1:9101"
+	DefaultReadinessGrace     = 30 * time.Second
+	DefaultClusterMaxSegment  = 1
+	DefaultPullPolicy         = "missing"
+	DefaultServiceTimeout     = 5 * time.Minute
 
 	// MaxRequestTimeout bounds every forge request, and so runner.fetch_timeout.
 	MaxRequestTimeout = 60 * time.Second
+	// MaxCapacity bounds runner.capacity: each job holds a workspace, a
+	// reporter and its load, so a larger number cannot be honoured.
+	MaxCapacity = 1000
+	// MinReportInterval and MaxReportInterval bound runner.report_interval:
+	// shorter floods the forge with calls, longer than Gitea's 60 s
+	// task-report window makes it treat a running task as stale.
+	MinReportInterval = 100 * time.Millisecond
+	MaxReportInterval = time.Minute
+	// MinFinalReportTimeout and MaxFinalReportTimeout bound
+	// runner.final_report_timeout: shorter gives up on a forge that is
+	// merely slow, longer holds a job slot through an outage.
+	MinFinalReportTimeout = time.Second
+	MaxFinalReportTimeout = 10 * time.Minute
+	// MaxShutdownTimeout bounds runner.shutdown_timeout.
+	MaxShutdownTimeout = 24 * time.Hour
 )
 
 // Default returns a new Config holding every default. Each call returns a
@@ -157,17 +209,18 @@ func Default() *Config {
 	return &Config{
 		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 		Runner: Runner{
-			File:             DefaultRunnerFile,
-			Capacity:         DefaultCapacity,
-			Labels:           []string{DefaultLabel},
-			Envs:             map[string]string{},
-			EnvFile:          DefaultEnvFile,
-			Timeout:          DefaultTimeout,
-			ShutdownTimeout:  DefaultShutdownTimeout,
-			FetchTimeout:     DefaultFetchTimeout,
-			FetchInterval:    DefaultFetchInterval,
-			FetchIntervalMax: DefaultFetchIntervalMax,
-			ReportInterval:   DefaultReportInterval,
+			File:               DefaultRunnerFile,
+			Capacity:           DefaultCapacity,
+			Labels:             []string{DefaultLabel},
+			Envs:               map[string]string{},
+			EnvFile:            DefaultEnvFile,
+			Timeout:            DefaultTimeout,
+			ShutdownTimeout:    DefaultShutdownTimeout,
+			FetchTimeout:       DefaultFetchTimeout,
+			FetchInterval:      DefaultFetchInterval,
+			FetchIntervalMax:   DefaultFetchIntervalMax,
+			ReportInterval:     DefaultReportInterval,
+			FinalReportTimeout: DefaultFinalReportTimeout,
 		},
 		Load: LoadLimits{
 			AllowTargets:     []string{},
@@ -181,7 +234,8 @@ func Default() *Config {
 			Addr:           DefaultMetricsAddr,
 			ReadinessGrace: DefaultReadinessGrace,
 		},
-		Cluster: Cluster{MaxSegments: DefaultClusterMaxSegment},
+		Cluster:   Cluster{MaxSegments: DefaultClusterMaxSegment},
+		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}},
 	}
 }
 
@@ -226,18 +280,5 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 // String prints the cluster section with any password in RedisURL
 // redacted, so that logging a Config with %v or %+v never leaks it.
 func (c Cluster) String() string {
-	return fmt.Sprintf("{RedisURL:%s Name:%s MaxSegments:%d}", RedactURL(c.RedisURL), c.Name, c.MaxSegments)
-}
-
-// RedactURL returns s with the password of its user info replaced by
-// "xxxxx"; text that does not parse as a URL is replaced entirely.
-func RedactURL(s string) string {
-	if s == "" {
-		return ""
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "[unparsable URL redacted]"
-	}
-	return u.Redacted()
+	return fmt.Sprintf("{RedisURL:%s Name:%s MaxSegments:%d}", redact.URL(c.RedisURL), c.Name, c.MaxSegments)
 }

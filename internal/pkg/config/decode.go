@@ -1,12 +1,10 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/forgeload/forgeload/internal/pkg/suggest"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // parser decodes one config source after another into a Config and
@@ -27,9 +25,6 @@ type parser struct {
 	src  map[string]string
 	errs []error
 }
-
-// yamlLine matches the "line N: " prefix of yaml.v3 syntax errors.
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
 
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -53,128 +48,65 @@ func knownKeys(t reflect.Type) []string {
 }
 
 func (p *parser) loc(n *yaml.Node) string {
-	return fmt.Sprintf("%s:%d", p.file, n.Line)
+	return strictyaml.Location(p.file, n.Line, 0)
 }
 
-func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
-	p.errs = append(p.errs, fmt.Errorf("%s: "+format, append([]any{p.loc(n)}, args...)...))
+// fail records e, which comes from the strict-YAML layer, as an error of
+// this file.
+func (p *parser) fail(e *strictyaml.Error) {
+	e.File = p.file
+	p.errs = append(p.errs, e)
 }
 
 func (p *parser) decodeFile(cfg *Config, data []byte) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
+	root, _, serr := strictyaml.Parse(data)
+	if serr != nil {
+		serr.Msg += " (`forgeload config generate` prints a valid example)"
+		p.fail(serr)
+		return errors.Join(p.errs...)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		where := p.file
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			where += ":" + m[1]
-			msg = msg[len(m[0]):]
-		}
-		return fmt.Errorf("%s: %s (fix the YAML syntax; `forgeload config generate` prints a valid example)", where, msg)
+	if strictyaml.IsNull(root) {
+		return nil // empty, or only comments
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil // only comments
-	}
-	root := doc.Content[0]
-	if isNull(root) {
-		return nil
+	if p.rejectAliases(root, ""); len(p.errs) > 0 {
+		return errors.Join(p.errs...)
 	}
 	p.decodeStruct(root, reflect.ValueOf(cfg).Elem(), "")
 	return errors.Join(p.errs...)
 }
 
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	default:
-		return fmt.Sprintf("%q", n.Value)
-	}
-}
-
-// rejectAlias reports YAML aliases, which the config does not expand: they
-// would hide where a value came from and can blow up exponentially.
-func (p *parser) rejectAlias(n *yaml.Node, path string) bool {
+// rejectAliases reports every YAML anchor and alias under n, which the
+// config does not expand: they would hide where a value came from and can
+// blow up exponentially.
+func (p *parser) rejectAliases(n *yaml.Node, path string) {
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		p.errorf(n, "%s: YAML anchors and aliases (&name, *name) are not supported in the config; write the value out", displayPath(path))
-		return true
+		p.fail(strictyaml.Errorf(n, path, "YAML anchors and aliases (&name, *name) are not supported in the config; write the value out"))
+		return
 	}
-	return false
-}
-
-func displayPath(path string) string {
-	if path == "" {
-		return "top level"
+	for i, c := range n.Content {
+		switch {
+		case n.Kind == yaml.SequenceNode:
+			p.rejectAliases(c, strictyaml.Index(path, i))
+		case i%2 == 1 && n.Content[i-1].Kind == yaml.ScalarNode:
+			p.rejectAliases(c, strictyaml.Join(path, n.Content[i-1].Value))
+		default:
+			p.rejectAliases(c, path)
+		}
 	}
-	return path
 }
 
 func (p *parser) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
-	if p.rejectAlias(n, path) || isNull(n) {
-		return
-	}
 	t := v.Type()
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "%s: want a mapping of keys (%s), got %s", displayPath(path), strings.Join(knownKeys(t), ", "), kindName(n))
-		return
-	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			p.errorf(k, "%s: a key must be a plain name, got %s", displayPath(path), kindName(k))
-			continue
-		}
-		full := join(path, k.Value)
-		if line, dup := seen[k.Value]; dup {
-			p.errorf(k, "key %q appears twice (lines %d and %d); keep one", full, line, k.Line)
-			continue
-		}
-		seen[k.Value] = k.Line
-		idx := -1
+	strictyaml.Block(n, path, "", strictyaml.Keys{Names: knownKeys(t)}, p.fail, func(kv strictyaml.Pair, kp string) {
 		for j := range t.NumField() {
-			if keyName(t.Field(j)) == k.Value {
-				idx = j
-				break
+			if keyName(t.Field(j)) == kv.Name {
+				p.decodeValue(kv.Value, v.Field(j), kp)
 			}
 		}
-		if idx < 0 {
-			where := "at the top level"
-			if path != "" {
-				where = "in " + path
-			}
-			hint := ""
-			if s := suggest.Closest(k.Value, knownKeys(t), strings.ToLower); s != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			p.errorf(k, "key %q is unknown%s; known keys %s: %s", full, hint, where, strings.Join(knownKeys(t), ", "))
-			continue
-		}
-		p.decodeValue(val, v.Field(idx), full)
-	}
+	})
 }
 
 func (p *parser) decodeValue(n *yaml.Node, v reflect.Value, path string) {
-	if p.rejectAlias(n, path) {
-		return
-	}
 	if v.Kind() == reflect.Struct {
 		p.decodeStruct(n, v, path)
 		return
@@ -187,33 +119,30 @@ func (p *parser) decodeValue(n *yaml.Node, v reflect.Value, path string) {
 		p.decodeMap(n, v, path)
 	default:
 		if n.Kind != yaml.ScalarNode {
-			p.errorf(n, "%s: want a single value (%s), got %s", path, example(v.Type()), kindName(n))
+			p.fail(strictyaml.Want(n, path, "a single value ("+example(v.Type())+")"))
 			return
 		}
-		if isNull(n) {
+		if strictyaml.IsNull(n) {
 			v.Set(reflect.Zero(v.Type()))
 			return
 		}
 		if msg := setScalar(v, n.Value); msg != "" {
-			p.errorf(n, "%s: %s", path, msg)
+			p.fail(strictyaml.Errorf(n, path, "%s", msg))
 		}
 	}
 }
 
 func (p *parser) decodeList(n *yaml.Node, v reflect.Value, path string) {
 	out := []string{}
-	if !isNull(n) {
+	if !strictyaml.IsNull(n) {
 		if n.Kind != yaml.SequenceNode {
-			p.errorf(n, "%s: want a list, e.g. [a, b], got %s", path, kindName(n))
+			p.fail(strictyaml.Want(n, path, "a list, e.g. [a, b]"))
 			return
 		}
 		for i, item := range n.Content {
-			ip := fmt.Sprintf("%s[%d]", path, i)
-			if p.rejectAlias(item, ip) {
-				continue
-			}
-			if item.Kind != yaml.ScalarNode || isNull(item) {
-				p.errorf(item, "%s: want a string, got %s", ip, kindName(item))
+			ip := strictyaml.Index(path, i)
+			if item.Kind != yaml.ScalarNode || strictyaml.IsNull(item) {
+				p.fail(strictyaml.Want(item, ip, "a string"))
 				continue
 			}
 			p.src[ip] = p.loc(item)
@@ -225,38 +154,21 @@ func (p *parser) decodeList(n *yaml.Node, v reflect.Value, path string) {
 
 func (p *parser) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	out := map[string]string{}
-	if !isNull(n) {
-		if n.Kind != yaml.MappingNode {
-			p.errorf(n, "%s: want a mapping of NAME: value, got %s", path, kindName(n))
+	strictyaml.Block(n, path, "a mapping of NAME: value", strictyaml.Keys{}, p.fail, func(kv strictyaml.Pair, ip string) {
+		if kv.Value.Kind != yaml.ScalarNode {
+			p.fail(strictyaml.Want(kv.Value, ip, "a single value"))
 			return
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			if p.rejectAlias(k, path) || p.rejectAlias(val, path) {
-				continue
-			}
-			if k.Kind != yaml.ScalarNode || isNull(k) {
-				p.errorf(k, "%s: a name must be a plain string, got %s", path, kindName(k))
-				continue
-			}
-			ip := path + "." + k.Value
-			if _, dup := out[k.Value]; dup {
-				p.errorf(k, "%s: %q appears twice; keep one", path, k.Value)
-				continue
-			}
-			if val.Kind != yaml.ScalarNode {
-				p.errorf(val, "%s: want a single value, got %s", ip, kindName(val))
-				continue
-			}
-			p.src[ip] = p.loc(k)
-			if isNull(val) {
-				out[k.Value] = ""
-			} else {
-				out[k.Value] = val.Value
-			}
+		p.src[ip] = p.loc(kv.Key)
+		if strictyaml.IsNull(kv.Value) {
+			out[kv.Name] = ""
+		} else {
+			out[kv.Name] = kv.Value.Value
 		}
+	})
+	if n.Kind == yaml.MappingNode || strictyaml.IsNull(n) {
+		v.Set(reflect.ValueOf(out))
 	}
-	v.Set(reflect.ValueOf(out))
 }
 
 // example describes the wanted form of a value of type t.

@@ -7,7 +7,8 @@
 // overrides, then validation. Parsing is strict: an unknown key, a value of the
 // wrong type or an out-of-range value fails with an error that names the file
 // and line (or the environment variable), the full key path, the bad value and
-// what is allowed. config.example.yaml at the repository root documents every
+// what is allowed, in the wording every YAML parser of forgeload shares
+// (package strictyaml). config.example.yaml at the repository root documents every
 // key; a test keeps it and [Default] in step.
 //
 // # Labels

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,7 +16,7 @@ var OtherEnv = []string{
 	"FORGELOAD_REGISTRATION_TOKEN", "FORGELOAD_REGISTRATION_TOKEN_FILE",
 	"FORGELOAD_INSTANCE", "FORGELOAD_RUNNER_NAME", "FORGELOAD_EPHEMERAL",
 	"FORGELOAD_ONCE", "FORGELOAD_CONFIG", "FORGELOAD_MAX_REG_ATTEMPTS",
-	"FORGELOAD_DEMO_URL",
+	"FORGELOAD_DEMO_URL", "FORGELOAD_DATA_DIR",
 }
 
 // EnvNames returns the FORGELOAD_<SECTION>_<KEY> name of every config key,
@@ -34,35 +35,50 @@ func EnvNames() []string {
 }
 
 // CheckEnv fails on a FORGELOAD_ variable in environ (os.Environ's form)
-// that is neither a config key nor one of [OtherEnv]: a misspelt override
-// would otherwise be ignored without a word.
+// that is not a known name but is a near miss of one (see
+// [suggest.Closest]): a misspelt override would otherwise be ignored without
+// a word. The error names each variable and the name it probably meant.
+// Other unknown FORGELOAD_ names (FORGELOAD_BIN, FORGELOAD_HOME in a deploy
+// script) are no error; [UnknownEnv] lists them for a warning.
 func CheckEnv(environ []string) error {
-	known := append(EnvNames(), OtherEnv...)
+	known := knownEnv()
 	var bad []string
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "FORGELOAD_") {
-			continue
-		}
-		found := false
-		for _, k := range known {
-			if k == name {
-				found = true
-				break
-			}
-		}
-		if found {
-			continue
-		}
-		msg := name
+	for _, name := range unknownEnv(environ, known) {
 		if s := suggest.Closest(name, known, nil); s != "" {
-			msg += fmt.Sprintf(" (did you mean %s?)", s)
+			bad = append(bad, fmt.Sprintf("%s (did you mean %s?)", name, s))
 		}
-		bad = append(bad, msg)
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	sort.Strings(bad)
 	return fmt.Errorf("unknown environment variable %s: FORGELOAD_<SECTION>_<KEY> must name a config key (see `forgeload config generate`); fix or unset it", strings.Join(bad, ", "))
+}
+
+// UnknownEnv returns, sorted, the FORGELOAD_ variables in environ that
+// forgeload does not read and that [CheckEnv] does not refuse: callers warn
+// about them, since a config override of that name would be ignored.
+func UnknownEnv(environ []string) []string {
+	known := knownEnv()
+	var out []string
+	for _, name := range unknownEnv(environ, known) {
+		if suggest.Closest(name, known, nil) == "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func knownEnv() []string { return append(EnvNames(), OtherEnv...) }
+
+// unknownEnv returns the sorted FORGELOAD_ names in environ not in known.
+func unknownEnv(environ, known []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "FORGELOAD_") && !slices.Contains(known, name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -24,18 +24,6 @@ type Label struct {
 	Arg string
 }
 
-// String returns the label in name[:schema[:arg]] form, as stored in .runner.
-func (l Label) String() string {
-	switch {
-	case l.Schema == SchemaDocker:
-		return l.Name + ":docker://" + l.Arg
-	case l.Schema == SchemaHost && strings.Contains(l.Name, ":"):
-		return l.Name // an opaque label, e.g. "pool:abc"
-	default:
-		return l.Name + ":" + l.Schema
-	}
-}
-
 // ParseLabel parses a label of the form name[:schema[:arg]]. A bare name
 // means the host schema. The docker schema needs an image, written with or
 // without a leading "//" (ubuntu:docker://node:20). A schema other than host

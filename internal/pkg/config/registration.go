@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // RegistrationWarning is the fixed WARNING text of every .runner file.
@@ -57,6 +58,14 @@ func LoadRegistration(path string) (*Registration, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("parse registration file %q: %v missing; delete it and run `forgeload register` again", path, missing)
+	}
+	// They travel as HTTP headers: a line break or other control character
+	// (an edit gone wrong) would be refused there with a confusing error,
+	// or split the header. The value is never quoted: it is a secret.
+	for _, f := range []struct{ name, v string }{{"uuid", r.UUID}, {"token", r.Token}} {
+		if i := strings.IndexFunc(f.v, func(c rune) bool { return c < 0x20 || c == 0x7f || c == ' ' }); i >= 0 {
+			return nil, fmt.Errorf("parse registration file %q: the %s holds a space, line break or control character at byte %d; it was damaged (e.g. by an editor): delete the file and run `forgeload register` again", path, f.name, i)
+		}
 	}
 	return &r, nil
 }

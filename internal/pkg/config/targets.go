@@ -45,10 +45,56 @@ func ParseTargetRule(s string) (TargetRule, error) {
 			return TargetRule{}, fmt.Errorf("parse target rule %q: %q is not allowed in a host glob (want a CIDR, an IP, or a host name with * and ?, e.g. *.staging.example.com; no scheme, port or path)", s, r)
 		}
 	}
-	if g == "" || strings.Contains(g, "..") {
-		return TargetRule{}, fmt.Errorf("parse target rule %q: not a host name (want e.g. *.staging.example.com)", s)
+	// A host name has no empty label: "name..", ".name" and "a..b" would
+	// be accepted as globs that match nothing.
+	if g == "" || strings.HasPrefix(g, ".") || strings.HasSuffix(g, ".") || strings.Contains(g, "..") {
+		return TargetRule{}, fmt.Errorf("parse target rule %q: not a host name: a label between dots is empty (want e.g. *.staging.example.com, with at most one trailing dot)", s)
+	}
+	if numericGlob(g) {
+		return TargetRule{}, fmt.Errorf("parse target rule %q: looks like an IP address or range written as a name, which never matches a resolved address; write an IP in dotted decimal or a range as a CIDR, e.g. 127.0.0.2 or 10.0.0.0/24", s)
 	}
 	return TargetRule{Glob: g}, nil
+}
+
+// numericGlob reports whether a glob is an address in disguise: its last
+// label is a number (decimal, octal or 0x hex, so no host name can end in
+// it), or every label is digits and wildcards ("10.0.*").
+func numericGlob(g string) bool {
+	labels := strings.Split(g, ".")
+	if numericLabel(labels[len(labels)-1]) {
+		return true
+	}
+	digit := false
+	for _, l := range labels {
+		if strings.Trim(l, "0123456789*?") != "" {
+			return false
+		}
+		digit = digit || strings.ContainsAny(l, "0123456789")
+	}
+	return digit
+}
+
+// numericLabel reports whether a DNS label is a number in one of the forms
+// inet_aton accepts: decimal, octal (leading 0) or hex (0x).
+func numericLabel(l string) bool {
+	if h, ok := strings.CutPrefix(l, "0x"); ok {
+		return strings.Trim(h, "0123456789abcdef") == ""
+	}
+	return l != "" && strings.Trim(l, "0123456789") == ""
+}
+
+// NumericHost reports whether host (a name from a URL, lower-cased, not a
+// valid IP address) ends in a numeric label, as "2130706434", "0x7f000002",
+// "127.2" and "0177.0.0.1" do. No DNS name ends in a number; the system
+// resolver reads such names as IPv4 addresses, so a policy must refuse them
+// before any lookup rather than guess what they mean.
+func NumericHost(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(host), ".")
+	if h == "" {
+		return false
+	}
+	labels := strings.Split(h, ".")
+	return numericLabel(labels[len(labels)-1])
 }
 
 // Match reports whether the rule covers a target with host name host and

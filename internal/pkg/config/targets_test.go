@@ -48,7 +48,7 @@ func TestTargetRule(t *testing.T) {
 
 func TestParseTargetRuleErrors(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{"", "10.0.0.0/33", "http://x", "x.example.com:80", "a..b", "fe80::1%eth0", "[x]"} {
+	for _, s := range []string{"", "10.0.0.0/33", "http://x", "x.example.com:80", "a..b", "fe80::1%eth0", "[x]", "name..", ".name", "0x7f000002", "2130706434", "127.2", "0177.0.0.1", "10.0.*", "a.0x1f"} {
 		if r, err := ParseTargetRule(s); err == nil {
 			t.Errorf("ParseTargetRule(%q) = %+v, nil; want an error", s, r)
 		} else if !strings.HasPrefix(err.Error(), "parse target rule") {
@@ -58,7 +58,7 @@ func TestParseTargetRuleErrors(t *testing.T) {
 }
 
 func FuzzParseTargetRule(f *testing.F) {
-	for _, s := range []string{"10.0.0.0/8", "::1", "*.example.com", "a?b", "x:80"} {
+	for _, s := range []string{"10.0.0.0/8", "::1", "*.example.com", "a?b", "x:80", "name..", "0x7f.1", "10.*"} {
 		f.Add(s, "api.example.com")
 	}
 	f.Fuzz(func(t *testing.T, s, host string) {
@@ -72,6 +72,12 @@ func FuzzParseTargetRule(f *testing.F) {
 		again, err := ParseTargetRule(r.String())
 		if err != nil || again != r {
 			t.Fatalf("ParseTargetRule(%q).String() = %q parses as %+v, %v; want %+v", s, r.String(), again, err, r)
+		}
+		if g := r.Glob; g != "" && (strings.HasPrefix(g, ".") || strings.HasSuffix(g, ".") || strings.Contains(g, "..")) {
+			t.Fatalf("ParseTargetRule(%q) = glob %q with an empty label, which matches nothing", s, g)
+		}
+		if r.Glob != "" && NumericHost(r.Glob) {
+			t.Fatalf("ParseTargetRule(%q) = glob %q that ends in a number, which matches no resolved address", s, r.Glob)
 		}
 		_ = r.Match(host, netip.Addr{})
 	})

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,15 +47,17 @@ func exampleDuration(path string) string {
 
 func defaultDurations() map[string]time.Duration {
 	return map[string]time.Duration{
-		"runner.timeout":            DefaultTimeout,
-		"runner.shutdown_timeout":   DefaultShutdownTimeout,
-		"runner.fetch_timeout":      DefaultFetchTimeout,
-		"runner.fetch_interval":     DefaultFetchInterval,
-		"runner.fetch_interval_max": DefaultFetchIntervalMax,
-		"runner.report_interval":    DefaultReportInterval,
-		"load.max_duration":         DefaultMaxDuration,
-		"load.progress_interval":    DefaultProgressInterval,
-		"metrics.readiness_grace":   DefaultReadinessGrace,
+		"runner.timeout":              DefaultTimeout,
+		"runner.shutdown_timeout":     DefaultShutdownTimeout,
+		"runner.fetch_timeout":        DefaultFetchTimeout,
+		"runner.fetch_interval":       DefaultFetchInterval,
+		"runner.fetch_interval_max":   DefaultFetchIntervalMax,
+		"runner.report_interval":      DefaultReportInterval,
+		"runner.final_report_timeout": DefaultFinalReportTimeout,
+		"load.max_duration":           DefaultMaxDuration,
+		"load.progress_interval":      DefaultProgressInterval,
+		"metrics.readiness_grace":     DefaultReadinessGrace,
+		"container.service_timeout":   DefaultServiceTimeout,
 	}
 }
 
@@ -82,6 +85,9 @@ func (p *parser) validate(c *Config) error {
 	}
 	if r.Capacity < 1 {
 		p.bad("runner.capacity", "%d is below 1 (want how many jobs run at once, e.g. 1 or 4)", r.Capacity)
+	}
+	if r.Capacity > MaxCapacity {
+		p.bad("runner.capacity", "%d is above the limit of %d jobs at once (want e.g. 1 or 4; run more daemons for more)", r.Capacity, MaxCapacity)
 	}
 	if len(r.Labels) == 0 {
 		p.bad("runner.labels", "is empty (want at least one label, e.g. [%s])", DefaultLabel)
@@ -112,6 +118,9 @@ func (p *parser) validate(c *Config) error {
 	}
 	p.positive("runner.timeout", r.Timeout)
 	p.nonNegative("runner.shutdown_timeout", r.ShutdownTimeout)
+	if r.ShutdownTimeout > MaxShutdownTimeout {
+		p.bad("runner.shutdown_timeout", "%s is above the %s limit (want e.g. %s)", r.ShutdownTimeout, MaxShutdownTimeout, DefaultShutdownTimeout)
+	}
 	p.positive("runner.fetch_timeout", r.FetchTimeout)
 	if r.FetchTimeout > MaxRequestTimeout {
 		p.bad("runner.fetch_timeout", "%s is above the %s limit on every forge request (want at most %s)", r.FetchTimeout, MaxRequestTimeout, MaxRequestTimeout)
@@ -121,6 +130,13 @@ func (p *parser) validate(c *Config) error {
 		p.bad("runner.fetch_interval_max", "%s is below runner.fetch_interval (%s); want at least %s", r.FetchIntervalMax, r.FetchInterval, r.FetchInterval)
 	}
 	p.positive("runner.report_interval", r.ReportInterval)
+	if r.ReportInterval > 0 && (r.ReportInterval < MinReportInterval || r.ReportInterval > MaxReportInterval) {
+		p.bad("runner.report_interval", "%s is outside %s to %s (shorter floods the forge with calls, longer makes it treat running jobs as stale; want e.g. %s)", r.ReportInterval, MinReportInterval, MaxReportInterval, DefaultReportInterval)
+	}
+	p.positive("runner.final_report_timeout", r.FinalReportTimeout)
+	if r.FinalReportTimeout > 0 && (r.FinalReportTimeout < MinFinalReportTimeout || r.FinalReportTimeout > MaxFinalReportTimeout) {
+		p.bad("runner.final_report_timeout", "%s is outside %s to %s (shorter gives up on a forge that is only slow, longer holds the job's slot through an outage; want e.g. %s)", r.FinalReportTimeout, MinFinalReportTimeout, MaxFinalReportTimeout, DefaultFinalReportTimeout)
+	}
 
 	l := &c.Load
 	for _, list := range []struct {
@@ -147,6 +163,9 @@ func (p *parser) validate(c *Config) error {
 		p.bad("metrics.addr", "%q %v (want host:port, e.g. %s, or :9101 for every interface)", m.Addr, err, DefaultMetricsAddr)
 	}
 	p.nonNegative("metrics.readiness_grace", m.ReadinessGrace)
+	if m.JobsPage && !m.Enabled {
+		p.bad("metrics.jobs_page", "true needs the metrics server, which is off (set metrics.enabled: true, or metrics.jobs_page: false)")
+	}
 
 	cl := &c.Cluster
 	if cl.RedisURL != "" {
@@ -159,6 +178,16 @@ func (p *parser) validate(c *Config) error {
 	}
 	if cl.MaxSegments < 0 {
 		p.bad("cluster.max_segments", "%d is negative (want 0 to run no shares of other runners' tests, or e.g. %d)", cl.MaxSegments, DefaultClusterMaxSegment)
+	}
+	ct := &c.Container
+	if !oneOf(ct.PullPolicy, "never", "missing", "always") {
+		p.bad("container.pull_policy", "%q is not a pull policy (want never, missing or always)", ct.PullPolicy)
+	}
+	p.positive("container.service_timeout", ct.ServiceTimeout)
+	for i, g := range ct.ValidVolumes {
+		if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") {
+			p.bad(fmt.Sprintf("container.valid_volumes[%d]", i), "%q is not an absolute path glob (want e.g. /srv/fixtures/*)", g)
+		}
 	}
 	return errors.Join(p.errs...)
 }

@@ -151,12 +151,6 @@ func newRand(seed uint64) *rand.Rand {
 // URL is the target's base URL, e.g. http://127.0.0.1:41234.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
-// Requests is how many requests reached the simulated routes.
-func (s *Server) Requests() int64 { return s.requests.Load() }
-
-// Errors is how many of them were answered 503.
-func (s *Server) Errors() int64 { return s.errors.Load() }
-
 // Close stops the server and waits for it.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -39,11 +39,11 @@ func TestDemoServes(t *testing.T) {
 	if ok == 0 || unavailable == 0 {
 		t.Fatalf("ok=%d unavailable=%d, want both > 0", ok, unavailable)
 	}
-	if got := s.Requests(); got != 40 {
-		t.Fatalf("Requests() = %d, want 40", got)
+	if got := s.requests.Load(); got != 40 {
+		t.Fatalf("requests counted = %d, want 40", got)
 	}
-	if got := s.Errors(); got != int64(unavailable) {
-		t.Fatalf("Errors() = %d, want %d", got, unavailable)
+	if got := s.errors.Load(); got != int64(unavailable) {
+		t.Fatalf("errors counted = %d, want %d", got, unavailable)
 	}
 }
 

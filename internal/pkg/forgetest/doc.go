@@ -14,7 +14,9 @@
 //     missing one is a plain (Unknown) error, an unknown token
 //     InvalidArgument. Each call creates a runner with a new uuid and token.
 //   - Every other RunnerService call needs x-runner-uuid/x-runner-token;
-//     otherwise Unauthenticated "unregistered runner".
+//     otherwise, as in Gitea (whose interceptor returns a gRPC status error
+//     that connect does not know), HTTP 500 with code unknown and the
+//     message [UnregisteredMessage].
 //   - Declare replaces labels, version and capabilities and returns
 //     X-Gitea-Actions-Capabilities ([DefaultCapabilities]).
 //   - FetchTask never returns tasks_version 0; an equal version skips the
@@ -31,6 +33,9 @@
 //     AlreadyExists "log file has been archived".
 //   - Job summaries are PUT with the task's runtime token; see
 //     [Forge.Summaries].
+//
+// [Forge.Cancelled] counts calls the client abandoned while the server was
+// handling them, which Gitea logs as "context canceled".
 //
 // Where the fake is deliberately simpler than Gitea: one global scope (no
 // owner/repo runners), no pick semaphore, no zombie cron ([Forge.Reap] does

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,12 +44,6 @@ func WithRegistrationToken(token string) Option {
 	return func(f *Forge) { f.regTokens[token] = true }
 }
 
-// WithCapabilities sets the X-Gitea-Actions-Capabilities value returned on
-// Declare; the default is [DefaultCapabilities].
-func WithCapabilities(csv string) Option {
-	return func(f *Forge) { f.capabilities = csv }
-}
-
 // Fault describes an injected failure of one RPC method; see
 // [Forge.SetFault].
 type Fault struct {
@@ -78,6 +73,7 @@ type Forge struct {
 
 	mu           sync.Mutex
 	ln           net.Listener
+	hold         io.Closer // the port, bound but not listening, during an outage
 	down, closed bool
 	conns        map[net.Conn]struct{}
 
@@ -92,6 +88,7 @@ type Forge struct {
 	calls        map[string]int64
 	inflight     map[string]int64
 	maxInflight  map[string]int64
+	cancelled    map[string]int64
 	headers      map[string]http.Header
 	faults       map[string]*Fault
 
@@ -99,6 +96,11 @@ type Forge struct {
 	repo     string   // the last AddRepo's name, for the default context
 	repoSHA  string   // and its commit
 	gitAuths []string // task tokens that authenticated git requests
+
+	// artifacts are the uploaded artifacts; artifactRefusal, when not 0,
+	// is the status CreateArtifact answers with.
+	artifacts       []*Artifact
+	artifactRefusal int
 }
 
 // New starts a Forge on 127.0.0.1 with a random port and registers
@@ -127,6 +129,7 @@ func NewServer(opts ...Option) (*Forge, error) {
 		calls:        map[string]int64{},
 		inflight:     map[string]int64{},
 		maxInflight:  map[string]int64{},
+		cancelled:    map[string]int64{},
 		headers:      map[string]http.Header{},
 		faults:       map[string]*Fault{},
 	}
@@ -152,6 +155,8 @@ func NewServer(opts ...Option) (*Forge, error) {
 	// served so that either client shape is tested.
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{step}/summary", f.handleSummary)
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/summary", f.handleSummary)
+	mux.HandleFunc(ArtifactRoute, f.handleArtifacts)
+	f.apiRoutes(mux)
 	mux.HandleFunc("/", f.serveGit)
 
 	f.srv = &http.Server{
@@ -203,6 +208,10 @@ func (f *Forge) Close() {
 	}
 	f.closed = true
 	gitRoot := f.gitRoot
+	if f.hold != nil {
+		_ = f.hold.Close()
+		f.hold = nil
+	}
 	f.mu.Unlock()
 	_ = f.srv.Close()
 	f.serveWG.Wait()
@@ -213,7 +222,9 @@ func (f *Forge) Close() {
 
 // Down simulates an outage: the listener is closed, so new TCP connections
 // are refused, and existing connections are closed. Calls in progress fail
-// on the client side. [Forge.Up] ends the outage.
+// on the client side. The port stays bound (on Linux), so that no other
+// server of the test process takes it meanwhile. [Forge.Up] ends the
+// outage.
 func (f *Forge) Down() {
 	f.lifeMu.Lock()
 	defer f.lifeMu.Unlock()
@@ -224,12 +235,29 @@ func (f *Forge) Down() {
 	}
 	f.down = true
 	_ = f.ln.Close()
+	var herr error
+	f.hold, herr = holdPort(f.addr)
+	if herr != nil && f.t != nil {
+		// The outage still refuses connections, but the port is free for
+		// another test's server to take: say so, for the test that fails.
+		f.t.Logf("forgetest: Down: cannot hold port %s during the outage: %v", f.addr, herr)
+	}
 	for c := range f.conns {
 		_ = c.Close()
 		delete(f.conns, c)
 	}
 	f.mu.Unlock()
 	f.serveWG.Wait()
+}
+
+// Holding reports whether the current outage holds the forge's port (see
+// [Forge.Down]); false outside an outage, outside Linux, and when the port
+// could not be held (a client's connection can have been given it as its
+// own port in the moment between the listener's close and the hold).
+func (f *Forge) Holding() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down && f.hold != nil
 }
 
 // Up ends an outage started by [Forge.Down], listening again on the same
@@ -245,6 +273,12 @@ func (f *Forge) Up() {
 	if up {
 		return
 	}
+	f.mu.Lock()
+	if f.hold != nil {
+		_ = f.hold.Close()
+		f.hold = nil
+	}
+	f.mu.Unlock()
 	var ln net.Listener
 	var err error
 	deadline := time.Now().Add(5 * time.Second)
@@ -293,6 +327,18 @@ func (f *Forge) MaxInFlight(method string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.maxInflight[method]
+}
+
+// Cancelled returns how many calls of method the client abandoned while the
+// server was still handling them (the request context was cancelled, as
+// when the client cancels its context or drops the connection). Gitea logs
+// "context canceled" for these and may abandon work the call started, so a
+// runner should not cause them at a normal job end. Calls cut by
+// [Forge.Down] count too.
+func (f *Forge) Cancelled(method string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cancelled[method]
 }
 
 // LastHeader returns a copy of the request headers of the latest call of
@@ -363,6 +409,9 @@ func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
 			defer func() {
 				f.mu.Lock()
 				f.inflight[method]--
+				if errors.Is(ctx.Err(), context.Canceled) {
+					f.cancelled[method]++
+				}
 				f.mu.Unlock()
 			}()
 			if fl.Latency > 0 {

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,12 +39,15 @@ jobs:
 type rc struct {
 	t           *testing.T
 	svc         runnerv1connect.RunnerServiceClient
+	tr          *http.Transport // its own pool, so one test's idle connections never serve another's
 	uuid, token string
 }
 
 func newRC(t *testing.T, f *forgetest.Forge, uuid, token string) *rc {
 	t.Helper()
-	return &rc{t: t, svc: runnerv1connect.NewRunnerServiceClient(http.DefaultClient, f.URL()+"/api/actions"), uuid: uuid, token: token}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &rc{t: t, tr: tr, svc: runnerv1connect.NewRunnerServiceClient(&http.Client{Transport: tr}, f.URL()+"/api/actions"), uuid: uuid, token: token}
 }
 
 // register registers a runner through the RPC and returns a client for it.
@@ -217,13 +222,38 @@ func TestAuthentication(t *testing.T) {
 		}
 		for method, call := range calls {
 			err := call()
-			if connect.CodeOf(err) != connect.CodeUnauthenticated || !strings.Contains(err.Error(), "unregistered runner") {
-				t.Errorf("%s with %s: error = %v, want Unauthenticated unregistered runner", method, cr.name, err)
+			// Gitea 1.26: HTTP 500, code unknown, the gRPC status text.
+			if connect.CodeOf(err) != connect.CodeUnknown || !strings.Contains(err.Error(), forgetest.UnregisteredMessage) {
+				t.Errorf("%s with %s: error = %v, want code unknown with %q", method, cr.name, err, forgetest.UnregisteredMessage)
 			}
 		}
 	}
 	if _, err := good.fetch(0); err != nil {
 		t.Errorf("FetchTask with good credentials: %v", err)
+	}
+}
+
+// TestUnregisteredOnTheWire checks the unregistered answer byte for byte as
+// Gitea 1.26 sends it: HTTP 500 and a connect error of code unknown.
+func TestUnregisteredOnTheWire(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t)
+	req, err := http.NewRequest(http.MethodPost, f.URL()+"/api/actions/runner.v1.RunnerService/FetchTask", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-runner-uuid", "00000000-0000-4000-8000-000000000000")
+	req.Header.Set("x-runner-token", "nope")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `{"code":"unknown","message":"rpc error: code = Unauthenticated desc = unregistered runner"}`
+	if resp.StatusCode != http.StatusInternalServerError || strings.TrimSpace(string(body)) != want {
+		t.Fatalf("FetchTask of an unknown runner = %d %s, want 500 %s", resp.StatusCode, body, want)
 	}
 }
 
@@ -555,7 +585,7 @@ func TestEphemeral(t *testing.T) {
 		}
 		c.mustUpdate(result(id, runnerv1.Result_RESULT_SUCCESS))
 		_, err := c.fetch(0)
-		wantCode(t, err, connect.CodeUnauthenticated, "unregistered runner")
+		wantCode(t, err, connect.CodeUnknown, forgetest.UnregisteredMessage)
 		if !f.Runners()[0].Deleted {
 			t.Errorf("runner not marked deleted")
 		}
@@ -570,7 +600,7 @@ func TestEphemeral(t *testing.T) {
 		_, err := c.fetch(0)
 		wantCode(t, err, connect.CodeInternal, "runner has been removed")
 		_, err = c.fetch(0)
-		wantCode(t, err, connect.CodeUnauthenticated, "unregistered runner")
+		wantCode(t, err, connect.CodeUnknown, forgetest.UnregisteredMessage)
 	})
 }
 
@@ -598,9 +628,29 @@ func TestFaults(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeDeadlineExceeded {
 		t.Errorf("slow fetch with 50ms timeout: %v, want DeadlineExceeded", err)
 	}
+	// A call the client abandons while the server handles it is counted.
+	// (The timed-out call above may still be ending on the server, and may
+	// count too: start from a quiet server.)
+	waitUntil(t, "the timed-out fetch to end on the server", func() bool { return f.InFlight("FetchTask") == 0 })
+	before := f.Cancelled("FetchTask")
+	cctx, ccancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.svc.FetchTask(cctx, req(c, &runnerv1.FetchTaskRequest{}))
+		errc <- err
+	}()
+	waitUntil(t, "the slow fetch in flight", func() bool { return f.InFlight("FetchTask") == 1 })
+	ccancel()
+	if err := <-errc; connect.CodeOf(err) != connect.CodeCanceled {
+		t.Errorf("abandoned fetch: %v, want Canceled", err)
+	}
+	waitUntil(t, "the abandoned fetch to be recorded", func() bool { return f.Cancelled("FetchTask") == before+1 })
 	f.ClearFaults()
 	if _, err := c.fetch(0); err != nil {
 		t.Errorf("fetch after ClearFaults: %v", err)
+	}
+	if got := f.Cancelled("FetchTask"); got != before+1 {
+		t.Errorf("Cancelled(FetchTask) after a completed fetch = %d, want %d", got, before+1)
 	}
 	func() {
 		defer func() {
@@ -621,22 +671,41 @@ func TestDownUp(t *testing.T) {
 	c := register(t, f, []string{"forgeload"}, false)
 	url := f.URL()
 	f.Down()
-	_, err := c.fetch(0)
-	if err == nil || connect.CodeOf(err) != connect.CodeUnavailable {
-		t.Fatalf("fetch while down: %v, want Unavailable (connection refused)", err)
+	// What this checks is a new connection to a forge that is down. c's
+	// pool may still hand out the connection its last call used (net/http
+	// puts it back in the pool just after the body's EOF reaches the
+	// caller, so CloseIdleConnections can run first), and a write on a
+	// connection the forge closed answers "connection reset" instead. A
+	// client with an empty pool has no such connection to pick.
+	//
+	// The call is refused, but about once in a hundred runs of this
+	// package beside the rest of the suite, the new connection is accepted
+	// and then reset, though the port is held (see holdPort); what accepts
+	// it is not yet understood. Either way the call fails with what the
+	// runner takes for a forge that is down, which is what this checks.
+	_, err := newRC(t, f, c.uuid, c.token).fetch(0)
+	if err == nil || (connect.CodeOf(err) != connect.CodeUnavailable && !errors.Is(err, syscall.ECONNRESET)) {
+		t.Fatalf("fetch while down: %v, want Unavailable (connection refused) or a reset", err)
 	}
 	f.Up()
 	if f.URL() != url {
 		t.Errorf("URL changed across Down/Up: %s -> %s", url, f.URL())
 	}
 
-	// Down also cuts a call in progress.
+	// Down also cuts a call in progress. The call goes through a fresh pool
+	// too, for the same reason as above.
 	f.SetFault("FetchTask", forgetest.Fault{Latency: time.Minute, Count: 1})
 	before := f.Calls("FetchTask")
 	errc := make(chan error, 1)
-	go func() { _, err := c.fetch(0); errc <- err }()
+	slow := newRC(t, f, c.uuid, c.token)
+	go func() { _, err := slow.fetch(0); errc <- err }()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.Calls("FetchTask") == before {
+		select {
+		case err := <-errc:
+			t.Fatalf("the slow FetchTask ended before it reached the forge: %v", err)
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("the slow FetchTask never reached the forge")
 		}
@@ -661,7 +730,8 @@ func TestDownUp(t *testing.T) {
 	if got := f.MaxInFlight("FetchTask"); got != 1 {
 		t.Errorf("MaxInFlight(FetchTask) = %d, want 1", got)
 	}
-	if _, err := c.fetch(0); err != nil {
+	// A fresh pool again: c's may hold a connection Down closed.
+	if _, err := newRC(t, f, c.uuid, c.token).fetch(0); err != nil {
 		t.Errorf("fetch after Up: %v", err)
 	}
 }
@@ -788,5 +858,17 @@ func TestReap(t *testing.T) {
 				t.Errorf("Task after Reap = %+v", v)
 			}
 		})
+	}
+}
+
+// waitUntil polls cond with a generous deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

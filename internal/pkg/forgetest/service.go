@@ -42,8 +42,16 @@ var (
 	_ pingv1connect.PingServiceHandler     = (*service)(nil)
 )
 
+// UnregisteredMessage is the message of the error every authenticated call
+// of an unknown, deleted or wrongly authenticated runner gets.
+const UnregisteredMessage = "rpc error: code = Unauthenticated desc = unregistered runner"
+
+// errUnregistered answers as Gitea does: its interceptor returns a gRPC
+// status error (codes.Unauthenticated), which connect does not recognise,
+// so the client sees HTTP 500 with code unknown and the status's text as
+// the message. A plain error gets exactly that from connect-go.
 func errUnregistered() error {
-	return connect.NewError(connect.CodeUnauthenticated, errors.New("unregistered runner"))
+	return errors.New(UnregisteredMessage)
 }
 
 // authLocked returns the runner named by the request headers, comparing the

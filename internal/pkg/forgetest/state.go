@@ -307,8 +307,8 @@ func (f *Forge) Runners() []RunnerInfo {
 	return out
 }
 
-// DeleteRunner removes the runner with uuid; its later calls fail with
-// Unauthenticated "unregistered runner". Unknown uuids are ignored.
+// DeleteRunner removes the runner with uuid; its later calls fail as
+// Gitea's do, with code unknown and [UnregisteredMessage]. Unknown uuids are ignored.
 func (f *Forge) DeleteRunner(uuid string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// noop is a SampleRequester that reports a 200 with a few bytes.
+// noop is a Requester that reports a 200 with a few bytes.
 type noop struct{}
 
 func (noop) Do(context.Context) error { return nil }
@@ -21,15 +21,18 @@ func (noop) DoSample(_ context.Context, s *Sample) error {
 func TestHotPathDoesNotAllocate(t *testing.T) { //nolint:paralleltest // AllocsPerRun
 	for _, model := range []ArrivalModel{Uniform, Poisson} {
 		o := &Options{Requester: noop{}, Rate: 1e6, Arrival: model, Stages: []Stage{Ramp(1, 1e6, time.Hour)}}
+		// The requester wrapped as Run wraps it, panic trap included.
+		_, _, stop := trapPanics(t.Context(), o)
+		defer stop(nil)
 		e := newEngine(o)
 		e.base = time.Now()
 		e.reqCtx = t.Context()
-		w := e.workers[0]
+		w := e.newWorker(0)
 		allocs := testing.AllocsPerRun(1000, func() {
 			e.schedMu.Lock()
 			_, at, _ := e.sched.Next()
 			e.schedMu.Unlock()
-			e.do(w, e.base.Add(at), false)
+			e.do(w, e.base.Add(at), onTime)
 		})
 		if allocs != 0 {
 			t.Errorf("%v: %v allocations per request, want 0", model, allocs)
@@ -51,11 +54,11 @@ func BenchmarkScheduleNext(b *testing.B) {
 
 func BenchmarkRecord(b *testing.B) {
 	e := newEngine(&Options{Requester: noop{}})
-	w := e.workers[0]
+	w := e.newWorker(0)
 	s := Sample{Status: 200, BytesIn: 10}
 	b.ReportAllocs()
 	for b.Loop() {
-		w.record(0, 1234*time.Microsecond, &s, nil, false)
+		w.record(0, 1234*time.Microsecond, &s, nil, onTime)
 	}
 }
 

@@ -5,9 +5,9 @@
 // decorators, the HDR-histogram measurement (overall, per endpoint and per
 // second, mergeable across hosts) and the text, JSON and Markdown summaries.
 // It knows nothing of the forge, Redis or Prometheus: protocol drivers such as
-// httpload plug in through [Requester] and [SampleRequester], and the
-// multi-host coordinator through [Options.Owns], [Options.ScaleVUs],
-// [Options.StartAt], [Options.Offset] and [Options.OnSecond].
+// httpload plug in through [Requester], and the multi-host coordinator
+// through [Options.Owns], [Options.ScaleVUs], [Options.StartAt],
+// [Options.Offset] and [Options.OnSecond].
 //
 // # Measurement
 //
@@ -23,5 +23,7 @@
 //
 // Workers pull arrivals from one shared schedule, record into preallocated
 // recorder shards (a few per CPU) and never allocate per request; a
-// collector merges the shards once per plan second.
+// collector merges the shards once per plan second and feeds the
+// [ProgressWindow] that makes the progress lines (a coordinator of a
+// multi-host run feeds one with the merged seconds of every host).
 package load

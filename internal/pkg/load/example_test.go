@@ -9,11 +9,17 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
+// nop is the simplest [load.Requester]: every request succeeds at once and
+// reports nothing.
+type nop struct{}
+
+func (nop) Do(context.Context) error                     { return nil }
+func (nop) DoSample(context.Context, *load.Sample) error { return nil }
+
 // A closed-loop run of exactly 100 requests over 4 workers, then the text
 // summary's request count.
 func ExampleRun() {
-	req := load.RequesterFunc(func(ctx context.Context) error { return nil })
-	res, err := load.Run(context.Background(), load.Options{Requester: req, Concurrency: 4, Total: 100})
+	res, err := load.Run(context.Background(), load.Options{Requester: nop{}, Concurrency: 4, Total: 100})
 	if err != nil {
 		fmt.Println(err)
 		return

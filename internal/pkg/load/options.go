@@ -23,10 +23,23 @@ const (
 	// DefaultGrace is how long in-flight requests may finish after arrivals
 	// stop before they are cancelled.
 	DefaultGrace = time.Second
+	// MaxInterruptGrace caps the grace period of a run stopped by its
+	// context (Ctrl-C, SIGTERM, a cancel in the forge): in-flight requests
+	// are cancelled at most this long after the stop, so an interrupted run
+	// returns within a second whatever its config.
+	MaxInterruptGrace = 500 * time.Millisecond
 	// DefaultProgressInterval is how often Options.Progress is called.
 	DefaultProgressInterval = 5 * time.Second
+	// MaxUsers is the most closed-model users (concurrency or vus, capped
+	// by Total) a run accepts: each is a goroutine and a connection that
+	// exist for the whole run. The open model has no such cap because it
+	// starts workers only as the load needs them.
+	MaxUsers = 1_000_000
 	// vuEvalInterval is how often the closed model re-evaluates its VU target.
 	vuEvalInterval = 100 * time.Millisecond
+	// leasePoll is how often a closed-model user re-checks an expired
+	// Options.Lease.
+	leasePoll = 10 * time.Millisecond
 )
 
 // VUStage is one segment of the closed-model VU ramp: the number of active
@@ -44,9 +57,8 @@ type VUStage struct {
 // (arrivals at a rate) when Rate > 0 or Stages is non-empty, and the closed
 // model (users looping as fast as they can, or with ThinkTime) otherwise.
 type Options struct {
-	// Requester performs one request. Required. If it also implements
-	// [SampleRequester], the engine records endpoint, status, bytes and
-	// error class from it.
+	// Requester performs one request and reports its endpoint, status,
+	// bytes and error class in the engine's Sample. Required.
 	Requester Requester
 
 	// Concurrency is the number of workers. In the open model it is the
@@ -99,15 +111,28 @@ type Options struct {
 	// Owns reports whether this host fires global arrival k (striping);
 	// nil means every arrival. It is called from one goroutine at a time.
 	Owns func(k uint64) bool
+	// Lease, if set, is checked right before every request is sent. While
+	// it returns false nothing is sent: an open-model arrival that falls
+	// due then is dropped (and counted), a closed-model user waits,
+	// checking again every leasePoll, until it is true again or the run
+	// stops. A multi-host run sets it to "this host's lease on its share
+	// has not expired, on its own monotonic clock", so a host that was
+	// paused past its lease (SIGSTOP, a frozen VM, a long GC pause) sends
+	// nothing when it resumes, whatever its goroutines were doing. It is
+	// called on the request path: it must be cheap and must not allocate.
+	Lease func() bool
 	// StartAt is the wall-clock instant at which plan time Offset begins;
 	// zero means now. A future StartAt makes Run wait.
 	StartAt time.Time
 	// Offset is the plan position at which this run starts, for a segment
 	// taken over mid-run: arrivals before it are skipped and VU ramps are
-	// evaluated from it. Duration stays measured from plan time 0.
+	// evaluated from it. Duration stays measured from plan time 0. If the
+	// open-model run actually starts later than StartAt (its setup or its
+	// host stalled), the arrivals that fell due meanwhile are counted as
+	// dropped rather than sent late all at once.
 	Offset time.Duration
 
-	// Endpoints names the endpoints a SampleRequester reports by index;
+	// Endpoints names the endpoints a Requester reports by index;
 	// empty means one endpoint named "default".
 	Endpoints []string
 
@@ -116,6 +141,7 @@ type Options struct {
 	// cancelled. At the end of an open plan, arrivals that fell due before
 	// the end but are still waiting for a worker are sent (late) during the
 	// grace period too; what is still unsent when it expires is dropped.
+	// A run stopped by its context gets at most MaxInterruptGrace.
 	// Default DefaultGrace; negative cancels at once.
 	Grace time.Duration
 
@@ -125,6 +151,10 @@ type Options struct {
 	// ProgressInterval is rounded up to whole seconds. Default
 	// DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Resources, if set, holds the resource samples of the system under
+	// test that the caller feeds during the run: progress lines show the
+	// latest, and the result's SUT field their summary.
+	Resources *Resources
 	// OnSecond, if set, is called once per elapsed plan second with that
 	// second's mergeable snapshot; the callee may keep it.
 	OnSecond func(*Snapshot)
@@ -175,6 +205,15 @@ func (o *Options) Validate() error {
 	if o.open() && (o.VUs > 0 || len(o.VUStages) > 0) {
 		bad("load options: both a rate and vus are set: choose the open model (rate, load patterns) or the closed model (vus)")
 	}
+	if !o.open() {
+		users := uint64(max(o.maxVUs(), 0))
+		if o.Total > 0 {
+			users = min(users, o.Total)
+		}
+		if users > MaxUsers {
+			bad("load options: %d closed-model users cannot be honoured (each is a goroutine and a connection for the whole run): use at most %d, set total, or set a rate (the open model starts workers only as the load needs them)", users, MaxUsers)
+		}
+	}
 	if o.ThinkTime < 0 || o.ThinkTimeMax < 0 {
 		bad("load options: think time %s..%s is negative: use durations >= 0", o.ThinkTime, o.ThinkTimeMax)
 	}
@@ -223,14 +262,6 @@ func (o *Options) grace() time.Duration {
 		return DefaultGrace
 	}
 	return o.Grace
-}
-
-func (o *Options) progressEvery() int {
-	d := o.ProgressInterval
-	if d == 0 {
-		d = DefaultProgressInterval
-	}
-	return max(1, int((d+time.Second-1)/time.Second))
 }
 
 func (o *Options) endpointNames() []string {

@@ -9,27 +9,16 @@ import (
 	"syscall"
 )
 
-// Requester is the simplest thing the engine can drive: one call of Do is one
-// request. A nil error is a success; any other error is counted as a failure
-// and classified with [Classify]. Do is called from many goroutines at once
-// and must be safe for concurrent use.
+// Requester is what the engine drives: one call of DoSample is one request.
+// The engine passes a per-worker [Sample], reset before each call, in which
+// the driver reports the endpoint, status code, bytes and error class of the
+// request without allocating; a driver with nothing to report leaves it as
+// it is. A nil error is a success; any other error is counted as a failure
+// and classified with [Classify]. Do is the same request with a throw-away
+// Sample, for callers outside the engine. Both are called from many
+// goroutines at once and must be safe for concurrent use.
 type Requester interface {
 	Do(ctx context.Context) error
-}
-
-// RequesterFunc adapts an ordinary function to [Requester].
-type RequesterFunc func(ctx context.Context) error
-
-// Do calls f(ctx).
-func (f RequesterFunc) Do(ctx context.Context) error { return f(ctx) }
-
-// SampleRequester is an optional capability of a [Requester], found by type
-// assertion. The engine passes a per-worker [Sample], reset before each call,
-// in which the driver reports the endpoint, status code, bytes and error
-// class of the request without allocating. Drivers that implement it should
-// implement Do as DoSample with a throw-away Sample.
-type SampleRequester interface {
-	Requester
 	DoSample(ctx context.Context, s *Sample) error
 }
 
@@ -54,10 +43,14 @@ type Sample struct {
 	// count afterwards. A driver that picks among endpoints must keep
 	// Endpoint when Attempts > 1, so that a retry repeats the same request.
 	Attempts int
+	// User is the driver's state for the worker (virtual user) that owns
+	// this Sample, such as variables extracted from earlier responses. The
+	// engine never reads it, and Reset keeps it.
+	User any
 }
 
-// Reset clears s for the next request.
-func (s *Sample) Reset() { *s = Sample{} }
+// Reset clears s for the next request, keeping User.
+func (s *Sample) Reset() { *s = Sample{User: s.User} }
 
 // ErrorClass is the bounded classification of a failed request. The zero
 // value, ClassNone, means success.
@@ -73,10 +66,29 @@ const (
 	ClassHTTP5xx                    // a 5xx status
 	ClassProtocol                   // a malformed response
 	ClassOther                      // anything else
-	numClasses
+	// ClassGRPC is the class of gRPC status code 1 (canceled); status code
+	// n (1..16) is class ClassGRPC+n-1. See [GRPCClass].
+	ClassGRPC
+	numClasses = ClassGRPC + 16
 )
 
-var classNames = [numClasses]string{"ok", "timeout", "canceled", "network", "http_4xx", "http_5xx", "protocol", "other"}
+var classNames = [numClasses]string{"ok", "timeout", "canceled", "network", "http_4xx", "http_5xx", "protocol", "other",
+	"grpc_canceled", "grpc_unknown", "grpc_invalid_argument", "grpc_deadline_exceeded", "grpc_not_found",
+	"grpc_already_exists", "grpc_permission_denied", "grpc_resource_exhausted", "grpc_failed_precondition",
+	"grpc_aborted", "grpc_out_of_range", "grpc_unimplemented", "grpc_internal", "grpc_unavailable",
+	"grpc_data_loss", "grpc_unauthenticated"}
+
+// GRPCClass returns the class of a gRPC status code: ClassNone for 0 (OK),
+// grpc_<name> for 1..16 (grpc_unavailable for 14), ClassOther otherwise.
+func GRPCClass(code uint32) ErrorClass {
+	switch {
+	case code == 0:
+		return ClassNone
+	case code <= 16:
+		return ClassGRPC + ErrorClass(code-1)
+	}
+	return ClassOther
+}
 
 // String returns the class's stable snake_case name, as used in summaries.
 func (c ErrorClass) String() string {
@@ -164,12 +176,4 @@ func StatusClass(code int) ErrorClass {
 		return ClassHTTP4xx
 	}
 	return ClassNone
-}
-
-// doSample runs one request through r, using the rich path when r has it.
-func doSample(ctx context.Context, r Requester, sr SampleRequester, s *Sample) error {
-	if sr != nil {
-		return sr.DoSample(ctx, s)
-	}
-	return r.Do(ctx)
 }

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -21,8 +22,13 @@ type Stats struct {
 	// Retries is the number of attempts beyond the first.
 	Retries int64 `json:"retries"`
 	// Late is the number of arrivals sent more than LateTolerance after
-	// their intended time (open model only).
+	// their intended time (open model only), whatever the cause.
 	Late int64 `json:"late"`
+	// Queued is the part of Late that waited for a free worker while every
+	// worker (Options.Concurrency of them) was busy: the target's latency
+	// or the concurrency limited the test. Late − Queued were sent late by
+	// the generator itself (its timers or CPU fell behind).
+	Queued int64 `json:"queued"`
 	// Status counts responses by status code.
 	Status map[int]int64 `json:"status,omitempty"`
 	// Classes counts failed requests by error class name.
@@ -39,6 +45,7 @@ func (s *Stats) Merge(o *Stats) {
 	s.BytesOut += o.BytesOut
 	s.Retries += o.Retries
 	s.Late += o.Late
+	s.Queued += o.Queued
 	for k, v := range o.Status {
 		if s.Status == nil {
 			s.Status = make(map[int]int64)
@@ -105,21 +112,28 @@ type Snapshot struct {
 type Second struct {
 	// Second is the plan second.
 	Second int `json:"second"`
-	// Requests, Errors and Dropped count that second's completions, failures
-	// and dropped arrivals; Requests is also the achieved rate in req/s.
+	// Requests, Errors, Dropped and Late count that second's completions,
+	// failures, dropped and late arrivals; Requests is also the achieved
+	// rate in req/s.
 	Requests int64 `json:"requests"`
 	Errors   int64 `json:"errors"`
 	Dropped  int64 `json:"dropped"`
+	Late     int64 `json:"late"`
+	// Status and Classes count that second's responses by status code and
+	// failures by error class.
+	Status  map[int]int64    `json:"status,omitempty"`
+	Classes map[string]int64 `json:"classes,omitempty"`
 	// InFlight is the number of requests in flight at the end of the second
 	// (summed over hosts after a merge).
 	InFlight int `json:"in_flight"`
 	// TargetRPS is the planned rate.
 	TargetRPS float64 `json:"target_rps"`
-	// P50, P90, P95 and P99 are that second's latency percentiles.
-	P50 time.Duration `json:"p50"`
-	P90 time.Duration `json:"p90"`
-	P95 time.Duration `json:"p95"`
-	P99 time.Duration `json:"p99"`
+	// P50, P90, P95, P99 and P999 are that second's latency percentiles.
+	P50  time.Duration `json:"p50"`
+	P90  time.Duration `json:"p90"`
+	P95  time.Duration `json:"p95"`
+	P99  time.Duration `json:"p99"`
+	P999 time.Duration `json:"p99_9"`
 	// Hist is the second's latency histogram in V2 compressed encoding, kept
 	// so that series from several hosts merge exactly.
 	Hist []byte `json:"hist,omitempty"`
@@ -141,16 +155,35 @@ type Result struct {
 	Stats
 	// Endpoints are the per-endpoint totals.
 	Endpoints []EndpointStats `json:"endpoints"`
-	// Dropped is the number of arrivals dropped because every worker was busy.
+	// Dropped is the number of arrivals never sent: they waited longer than
+	// Options.MaxLateness for a worker, or were still due when the run
+	// stopped.
 	Dropped int64 `json:"dropped"`
-	// GeneratorBound is set by Finish when arrivals were dropped or more than
-	// 1% were late: the generator fell behind, and the latencies describe the
-	// generator as much as the target.
+	// GeneratorBound is set by Finish when more than 1% of the requests
+	// were sent late by the generator itself (Late − Queued): its timers or
+	// CPU fell behind, and the latencies describe the generator as much as
+	// the target. Lower the rate or give the generator more CPU.
 	GeneratorBound bool `json:"generator_bound"`
+	// WorkerBound is set by Finish when arrivals were dropped or more than
+	// 1% of the requests waited for a free worker (Queued): every worker
+	// was busy, so the target's latency or the concurrency limited the
+	// test. The latencies are still honest (measured from the intended
+	// time); raise concurrency if the target should take more requests in
+	// flight.
+	WorkerBound bool `json:"worker_bound"`
 	// Interrupted is true when the context stopped the run early.
 	Interrupted bool `json:"interrupted"`
 	// Seconds is the per-second series, in plan-second order.
 	Seconds []Second `json:"seconds"`
+	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
+	// nil for HTTP.
+	Protocol *ProtocolStats `json:"protocol,omitempty"`
+	// Info describes where the run came from, for reports; nil when the
+	// caller gave nothing. Merge keeps the receiver's.
+	Info *RunInfo `json:"info,omitempty"`
+	// SUT summarises the resource use of the system under test during the
+	// run (see [Options.Resources]); nil when none was measured.
+	SUT []ResourceSummary `json:"sut,omitempty"`
 }
 
 // AddSnapshot adds one host's snapshot of one second to r. It does not keep
@@ -162,8 +195,9 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 		r.endpoint(s.Endpoints[i].Name).Merge(&s.Endpoints[i].Stats)
 	}
 	row := Second{
-		Second: s.Second, Requests: s.Requests, Errors: s.Errors, Dropped: s.Dropped,
+		Second: s.Second, Requests: s.Requests, Errors: s.Errors, Dropped: s.Dropped, Late: s.Late,
 		InFlight: s.InFlight, TargetRPS: s.TargetRPS,
+		Status: maps.Clone(s.Status), Classes: maps.Clone(s.Classes),
 	}
 	if s.Latency != nil && s.Latency.Count() > 0 {
 		row.Hist, _ = s.Latency.Encode() // encoding an in-range histogram does not fail
@@ -193,6 +227,9 @@ func (r *Result) addSecond(row Second) {
 	s.Requests += row.Requests
 	s.Errors += row.Errors
 	s.Dropped += row.Dropped
+	s.Late += row.Late
+	s.Status = addCounts(s.Status, row.Status)
+	s.Classes = addCounts(s.Classes, row.Classes)
 	s.InFlight += row.InFlight
 	s.TargetRPS = max(s.TargetRPS, row.TargetRPS) // the same global plan on every host
 	if len(row.Hist) > 0 {
@@ -211,7 +248,7 @@ func (r *Result) addSecond(row Second) {
 }
 
 func (s *Second) percentiles() {
-	s.P50, s.P90, s.P95, s.P99 = 0, 0, 0, 0
+	s.P50, s.P90, s.P95, s.P99, s.P999 = 0, 0, 0, 0, 0
 	if len(s.Hist) == 0 {
 		return
 	}
@@ -219,7 +256,18 @@ func (s *Second) percentiles() {
 	if err != nil {
 		return
 	}
-	s.P50, s.P90, s.P95, s.P99 = h.Quantile(0.50), h.Quantile(0.90), h.Quantile(0.95), h.Quantile(0.99)
+	s.P50, s.P90, s.P95, s.P99, s.P999 = h.Quantile(0.50), h.Quantile(0.90), h.Quantile(0.95), h.Quantile(0.99), h.Quantile(0.999)
+}
+
+// addCounts adds o's counts to m, allocating m when needed.
+func addCounts[K comparable](m, o map[K]int64) map[K]int64 {
+	for k, v := range o {
+		if m == nil {
+			m = make(map[K]int64, len(o))
+		}
+		m[k] += v
+	}
+	return m
 }
 
 // Merge adds another host's result to r: counters add up, histograms merge,
@@ -236,18 +284,35 @@ func (r *Result) Merge(o *Result) {
 	r.Stats.Merge(&o.Stats)
 	r.Dropped += o.Dropped
 	r.Interrupted = r.Interrupted || o.Interrupted
+	if r.Info == nil {
+		r.Info = o.Info
+	}
 	for i := range o.Endpoints {
 		r.endpoint(o.Endpoints[i].Name).Merge(&o.Endpoints[i].Stats)
 	}
 	for _, s := range o.Seconds {
 		r.addSecond(s)
 	}
+	if o.Protocol != nil {
+		if r.Protocol == nil {
+			r.Protocol = &ProtocolStats{}
+		}
+		r.Protocol.Merge(o.Protocol)
+	}
 }
 
-// Finish computes the derived fields (GeneratorBound) after the last change.
+// Finish computes the derived fields (GeneratorBound, WorkerBound) after
+// the last change.
 func (r *Result) Finish() {
-	r.GeneratorBound = r.Dropped > 0 || r.Late*100 > r.Requests
+	r.GeneratorBound = (r.Late-r.Queued)*100 > r.Requests
+	r.WorkerBound = r.Dropped > 0 || r.Queued*100 > r.Requests
 }
+
+// MeasuredNothing reports whether no request succeeded: every request
+// failed (a closed port, a wrong URL, a target answering only errors) or
+// none completed. Such a run says nothing about the target's performance,
+// so forgeload fails it whatever its thresholds say.
+func (r *Result) MeasuredNothing() bool { return r.Requests <= r.Errors }
 
 // RPS returns the achieved rate: completed requests per second of Elapsed.
 func (r *Result) RPS() float64 {

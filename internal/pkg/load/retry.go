@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
 )
 
 // Default retry settings, used where a [RetryPolicy] field is zero.
@@ -45,8 +47,12 @@ func (p RetryPolicy) ShouldRetry(ctx context.Context, s *Sample, err error) bool
 	if c == ClassNone {
 		c = Classify(err)
 	}
-	return c == ClassNetwork || c == ClassHTTP5xx
+	return c == ClassNetwork || c == ClassHTTP5xx || c == GRPCClass(grpcUnavailable)
 }
+
+// grpcUnavailable is gRPC's status code UNAVAILABLE, the one code gRPC
+// documents as safe to retry.
+const grpcUnavailable = 14
 
 // Backoff returns the wait before retry number n (1-based): Base·2^(n-1),
 // capped at Max, with "full jitter" drawn from the upper half of that range
@@ -59,11 +65,7 @@ func (p RetryPolicy) Backoff(n int) time.Duration {
 	if maxd <= 0 {
 		maxd = DefaultRetryMax
 	}
-	d := base
-	for i := 1; i < n && d < maxd; i++ {
-		d *= 2
-	}
-	d = min(d, maxd)
+	d := backoff.Exp(n, base, maxd)
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(half)+1))
 }
@@ -71,18 +73,16 @@ func (p RetryPolicy) Backoff(n int) time.Duration {
 // Retry wraps r so that failed requests are retried under p. The returned
 // requester reports the number of attempts in [Sample.Attempts] and the
 // outcome of the last attempt. It is safe for concurrent use when r is.
-func Retry(r Requester, p RetryPolicy) SampleRequester {
-	sr, _ := r.(SampleRequester)
-	return &retrier{r: r, sr: sr, p: p}
+func Retry(r Requester, p RetryPolicy) Requester {
+	return &retrier{r: r, p: p}
 }
 
 type retrier struct {
-	r  Requester
-	sr SampleRequester
-	p  RetryPolicy
+	r Requester
+	p RetryPolicy
 }
 
-var _ SampleRequester = (*retrier)(nil)
+var _ Requester = (*retrier)(nil)
 
 func (rt *retrier) Do(ctx context.Context) error {
 	var s Sample
@@ -98,7 +98,7 @@ func (rt *retrier) DoSample(ctx context.Context, s *Sample) error {
 			s.Endpoint = ep // a retry goes to the same endpoint
 		}
 		s.Attempts = attempt
-		err := doSample(ctx, rt.r, rt.sr, s)
+		err := rt.r.DoSample(ctx, s)
 		bytesOut += s.BytesOut
 		if attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {
 			s.Attempts = attempt
@@ -124,18 +124,16 @@ type FailureLogger func(s *Sample, err error)
 // LogFailures wraps r so that every failed request (an error, or a 4xx/5xx
 // status) is passed to log. The returned requester is safe for concurrent
 // use when r and log are.
-func LogFailures(r Requester, log FailureLogger) SampleRequester {
-	sr, _ := r.(SampleRequester)
-	return &failureLogger{r: r, sr: sr, log: log}
+func LogFailures(r Requester, log FailureLogger) Requester {
+	return &failureLogger{r: r, log: log}
 }
 
 type failureLogger struct {
 	r   Requester
-	sr  SampleRequester
 	log FailureLogger
 }
 
-var _ SampleRequester = (*failureLogger)(nil)
+var _ Requester = (*failureLogger)(nil)
 
 func (f *failureLogger) Do(ctx context.Context) error {
 	var s Sample
@@ -143,7 +141,7 @@ func (f *failureLogger) Do(ctx context.Context) error {
 }
 
 func (f *failureLogger) DoSample(ctx context.Context, s *Sample) error {
-	err := doSample(ctx, f.r, f.sr, s)
+	err := f.r.DoSample(ctx, s)
 	if err != nil || s.Status >= 400 {
 		f.log(s, err)
 	}

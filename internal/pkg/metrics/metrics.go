@@ -143,31 +143,14 @@ type Metrics struct {
 	ClusterSegmentReassignmentsTotal prometheus.Counter
 }
 
-// Option configures [New].
-type Option func(*options)
-
-type options struct {
-	now func() time.Time
-}
-
-// WithNow sets the clock behind forgeload_uptime_seconds. The default is
-// time.Now.
-func WithNow(now func() time.Time) Option {
-	return func(o *options) { o.now = now }
-}
-
 // New builds every forgeload collector and registers it on reg. version and
 // name fill forgeload_info. A nil reg registers nothing: the collectors still
 // work, which suits callers with metrics turned off. New panics if a
 // collector is already registered on reg (a programming error: use one
 // registry per Metrics). Series of every known label value start at 0.
 // New does not register the Go and process collectors: see [RegisterRuntime].
-func New(reg prometheus.Registerer, version, name string, opts ...Option) *Metrics {
-	o := options{now: time.Now}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	start := o.now()
+func New(reg prometheus.Registerer, version, name string) *Metrics {
+	start := time.Now()
 	gauge := func(sub, n, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: sub, Name: n, Help: help})
 	}
@@ -182,7 +165,7 @@ func New(reg prometheus.Registerer, version, name string, opts ...Option) *Metri
 		Info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "info",
 			Help: "Always 1; the labels say which forgeload version runs under which runner name."}, []string{"version", "name"}),
 		Uptime: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "uptime_seconds",
-			Help: "Seconds since the daemon started."}, func() float64 { return o.now().Sub(start).Seconds() }),
+			Help: "Seconds since the daemon started."}, func() float64 { return time.Since(start).Seconds() }),
 
 		PollFetchTotal: counterVec("poll", "fetch_total",
 			"FetchTask calls by result: task, empty or error.", "result"),

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,13 +141,15 @@ func TestPromlint(t *testing.T) {
 
 func TestNilRegistryAndUptime(t *testing.T) {
 	t.Parallel()
-	now := time.Unix(1000, 0)
-	m := New(nil, "v", "n", WithNow(func() time.Time { return now }))
-	m.JobRunning.Inc() // works without a registry
-	now = now.Add(90 * time.Second)
-	if got := testutil.ToFloat64(m.Uptime); got != 90 {
-		t.Errorf("uptime = %v, want 90", got)
-	}
+	// In the bubble the clock moves only when every goroutine sleeps.
+	synctest.Test(t, func(t *testing.T) {
+		m := New(nil, "v", "n")
+		m.JobRunning.Inc() // works without a registry
+		time.Sleep(90 * time.Second)
+		if got := testutil.ToFloat64(m.Uptime); got != 90 {
+			t.Errorf("uptime = %v, want 90", got)
+		}
+	})
 	// Two Metrics on separate registries never clash.
 	New(prometheus.NewRegistry(), "v", "a")
 	New(prometheus.NewRegistry(), "v", "b")

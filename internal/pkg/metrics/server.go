@@ -31,6 +31,7 @@ const ShutdownTimeout = 5 * time.Second
 type Server struct {
 	addr string
 	srv  *http.Server
+	mux  *http.ServeMux
 
 	mu sync.Mutex
 	ln net.Listener
@@ -60,6 +61,7 @@ func NewServer(addr string, g prometheus.Gatherer, r Readiness) *Server {
 	})
 	return &Server{
 		addr: addr,
+		mux:  mux,
 		srv: &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -69,6 +71,10 @@ func NewServer(addr string, g prometheus.Gatherer, r Readiness) *Server {
 		},
 	}
 }
+
+// Handle serves h for pattern (as [http.ServeMux.Handle]) next to the
+// metrics, such as the daemon's jobs page. Call it before [Server.Serve].
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Listen binds the address now, so that a port in use fails start-up with
 // an error naming the address and the metrics.addr config key. Calling it

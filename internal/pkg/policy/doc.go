@@ -6,8 +6,11 @@
 // at dial time on the resolved address ([Policy.Control]), so a DNS answer that
 // changes to a denied address after the first check is still refused.
 //
-// The built-in denies are link-local and cloud-metadata addresses
-// (169.254.0.0/16, fe80::/10, fd00:ec2::254) and the forge's own host and port.
-// deny_targets adds CIDRs and host globs; a non-empty allow_targets turns the
-// policy into an allow-list.
+// The built-in denies are the unspecified addresses (0.0.0.0/8, ::), which
+// Linux connects to the local host, link-local and cloud-metadata addresses
+// (169.254.0.0/16, fe80::/10 and the well-known ones outside them), and the
+// forge's own host and port; a forge on this host also owns its port on
+// every local address. A host that ends in a number (0x7f000002, 127.2) is
+// refused before any lookup. deny_targets adds CIDRs and host globs; a
+// non-empty allow_targets turns the policy into an allow-list.
 package policy

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/forgeload/forgeload/internal/pkg/config"
+	"github.com/forgeload/forgeload/internal/pkg/redact"
 )
 
 // ErrDenied is wrapped by every refusal, so callers can tell a policy
@@ -24,8 +26,21 @@ const (
 	keyForge   = "the forge's own address (built-in)"
 )
 
-// builtinDeny are always denied: link-local ranges and cloud metadata services.
-var builtinDeny = []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128"}
+// builtinDeny are always denied: the unspecified addresses (Linux connects
+// 0.0.0.0 and :: to the local host, past any rule written for 127.0.0.1),
+// link-local ranges, and the cloud metadata and host-agent services that
+// live outside them.
+var builtinDeny = []string{
+	"0.0.0.0/8",          // "this network"; 0.0.0.0 reaches the local host
+	"::/128",             // the IPv6 unspecified address, likewise
+	"169.254.0.0/16",     // link-local: AWS, GCP, Azure, OCI, DigitalOcean... metadata at 169.254.169.254
+	"fe80::/10",          // IPv6 link-local
+	"fd00:ec2::254/128",  // AWS metadata over IPv6
+	"fd20:ce::254/128",   // GCP metadata over IPv6
+	"100.100.100.200/32", // Alibaba Cloud metadata
+	"168.63.129.16/32",   // Azure WireServer (host agent)
+	"192.0.0.192/32",     // Oracle Cloud metadata (classic)
+}
 
 // Options configures [New]. The zero value is the default policy with no
 // forge address and no limits.
@@ -58,7 +73,33 @@ type Policy struct {
 	forgeIPs    []netip.Addr
 	forgeHost   string
 	forgePort   int
-	resolver    *net.Resolver
+	// forgeLocal is set when the forge runs on this host: then the forge's
+	// port on any local address (loopback, unspecified, or an interface
+	// address) reaches it, whatever address the forge URL names.
+	forgeLocal bool
+	localIPs   []netip.Addr // this host's interface addresses, when forgeLocal
+	resolver   *net.Resolver
+	own        []netip.AddrPort // the job's own services, see [Policy.WithOwn]
+}
+
+// WithOwn returns a copy of p that also allows the given addresses (each an
+// IP and port): the published ports of the job's own service containers.
+// They are allowed whatever the admin's allow and deny lists say; only the
+// built-in denies (link-local, metadata, the forge) still apply.
+func (p *Policy) WithOwn(addrs []netip.AddrPort) *Policy {
+	c := *p
+	c.own = append(slices.Clone(p.own), addrs...)
+	return &c
+}
+
+// isOwn reports whether ip:port is one of the job's own services.
+func (p *Policy) isOwn(ip netip.Addr, port int) bool {
+	for _, a := range p.own {
+		if a.Addr().Unmap() == ip && int(a.Port()) == port {
+			return true
+		}
+	}
+	return false
 }
 
 // New builds a policy and reports the first malformed rule, naming the
@@ -100,8 +141,48 @@ func New(ctx context.Context, o Options) (*Policy, error) {
 				p.forgeIPs = append(p.forgeIPs, ip.Unmap())
 			}
 		}
+		p.localIPs = interfaceAddrs()
+		for _, ip := range p.forgeIPs {
+			if p.isLocal(ip) {
+				p.forgeLocal = true
+			}
+		}
+		if !p.forgeLocal {
+			p.localIPs = nil
+		}
 	}
 	return p, nil
+}
+
+// interfaceAddrs lists this host's interface addresses; an error leaves
+// the loopback and unspecified checks of isLocal.
+func interfaceAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if pn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(pn.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+// isLocal reports whether a connection to ip stays on this host.
+func (p *Policy) isLocal(ip netip.Addr) bool {
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	for _, l := range p.localIPs {
+		if l == ip {
+			return true
+		}
+	}
+	return false
 }
 
 func parseRule(s, key string) (rule, error) {
@@ -133,12 +214,9 @@ type Violation struct {
 }
 
 func (v *Violation) Error() string {
-	target := v.Target
-	if u, err := url.Parse(target); err == nil && u.User != nil {
-		target = u.Redacted()
-	}
+	target := redact.URL(v.Target)
 	if v.builtin() {
-		return fmt.Sprintf("load target %s is denied by %s rule %q, which no setting lifts: link-local, cloud-metadata and the forge's own address never receive load; point the test at another target", target, v.Key, v.Rule)
+		return fmt.Sprintf("load target %s is denied by %s rule %q, which no setting lifts: unspecified (0.0.0.0, ::), link-local, cloud-metadata and the forge's own address never receive load; point the test at another target", target, v.Key, v.Rule)
 	}
 	return fmt.Sprintf("load target %s is denied by %s rule %q; ask the runner admin to change %s in the daemon config", target, v.Key, v.Rule, v.Key)
 }
@@ -160,6 +238,14 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	host := strings.ToLower(u.Hostname())
 	port := portOf(u)
+	if _, err := netip.ParseAddr(host); err != nil && config.NumericHost(host) {
+		// Refused before any lookup: the system resolver would read it as
+		// an IPv4 address, the policy would see a name.
+		return fmt.Errorf("load target %s: host %q is an IP address written as a number (hex, octal, a single integer or fewer than four parts); write it in dotted decimal, e.g. 127.0.0.2", redact.URL(raw), host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && p.isOwn(ip.Unmap(), port) && !p.builtinDenied(ip.Unmap(), port) {
+		return nil
+	}
 	for _, r := range p.deny {
 		if r.matchHost(host) {
 			return &Violation{Target: raw, Rule: r.text, Key: r.key}
@@ -194,8 +280,21 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	return nil
 }
 
+// builtinDenied reports whether a built-in rule refuses ip:port.
+func (p *Policy) builtinDenied(ip netip.Addr, port int) bool {
+	for _, r := range p.deny {
+		if r.key == keyBuiltin && r.matchIP(ip) {
+			return true
+		}
+	}
+	return port == p.forgePort && (slices.Contains(p.forgeIPs, ip) || (p.forgeLocal && p.isLocal(ip)))
+}
+
 // checkAddr applies the address rules to one resolved address.
 func (p *Policy) checkAddr(ip netip.Addr, port int, hostAllowed bool, target string) error {
+	if p.isOwn(ip, port) && !p.builtinDenied(ip, port) {
+		return nil
+	}
 	for _, r := range p.deny {
 		if r.matchIP(ip) {
 			return &Violation{Target: target, Rule: r.text, Key: r.key}
@@ -206,6 +305,9 @@ func (p *Policy) checkAddr(ip netip.Addr, port int, hostAllowed bool, target str
 			if f == ip {
 				return &Violation{Target: target, Rule: net.JoinHostPort(f.String(), strconv.Itoa(port)), Key: keyForge}
 			}
+		}
+		if p.forgeLocal && p.isLocal(ip) {
+			return &Violation{Target: target, Rule: fmt.Sprintf("port %d on any address of this host", port), Key: keyForge}
 		}
 	}
 	if len(p.allow) == 0 || hostAllowed {

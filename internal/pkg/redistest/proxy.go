@@ -21,7 +21,15 @@ type Proxy struct {
 // StartProxy relays 127.0.0.1:<random port> to target until the test ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartProxyOn(t, "127.0.0.1:0", target)
+}
+
+// StartProxyOn relays listen (host:port, port 0 for a random one) to
+// target until the test ends; for example a Docker network's gateway
+// address, so that containers reach a server the test runs on 127.0.0.1.
+func StartProxyOn(t testing.TB, listen, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatalf("redistest: proxy listen: %v", err)
 	}
@@ -62,8 +70,21 @@ func StartProxy(t testing.TB, target string) *Proxy {
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Cut stops all forwarding, for good.
+// Cut stops all forwarding until Heal.
 func (p *Proxy) Cut() { p.cut.Store(true) }
+
+// Heal ends a cut. The connections that lived through it lost whatever was
+// sent meanwhile, as TCP connections that timed out during a long
+// partition do, so Heal closes them; new connections relay again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.cut.Store(false)
+	p.mu.Unlock()
+}
 
 func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)

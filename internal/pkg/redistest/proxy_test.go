@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestProxyRelaysThenGoesSilent(t *testing.T) {
+func TestProxyRelaysGoesSilentAndHeals(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -15,18 +15,22 @@ func TestProxyRelaysThenGoesSilent(t *testing.T) {
 	}
 	defer ln.Close()
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		r := bufio.NewReader(c)
 		for {
-			line, err := r.ReadString('\n')
+			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte(line)) // echo
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					_, _ = c.Write([]byte(line)) // echo
+				}
+			}()
 		}
 	}()
 	p := StartProxy(t, ln.Addr().String())
@@ -49,5 +53,21 @@ func TestProxyRelaysThenGoesSilent(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if got, err := r.ReadString('\n'); err == nil {
 		t.Fatalf("read %q through a cut proxy, want silence", got)
+	}
+	p.Heal()
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Fatal("a connection that lived through the cut still answers after Heal, want it closed")
+	}
+	c2, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Write([]byte("back\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := bufio.NewReader(c2).ReadString('\n'); err != nil || got != "back\n" {
+		t.Fatalf("echo through a healed proxy = %q, %v", got, err)
 	}
 }

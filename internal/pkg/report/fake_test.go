@@ -31,6 +31,7 @@ type fakeForge struct {
 	failLogs   int  // the next failLogs UpdateLog calls fail
 	failStates int  // the next failStates UpdateTask calls fail
 	maxAccept  int  // if > 0, store at most this many new rows per call
+	lostAcks   int  // the next lostAcks UpdateLog calls that carry rows store them, then fail as if timed out
 	ackLie     int64
 }
 
@@ -74,6 +75,10 @@ func (f *fakeForge) UpdateLog(_ context.Context, req *connect.Request[runnerv1.U
 	if m.NoMore && whole {
 		f.archived = true
 		f.noMoreAt = len(f.calls) - 1
+	}
+	if f.lostAcks > 0 {
+		f.lostAcks--
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, context.DeadlineExceeded)
 	}
 	return connect.NewResponse(&runnerv1.UpdateLogResponse{AckIndex: ack + f.ackLie}), nil
 }
@@ -161,4 +166,12 @@ func lines(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s %d", prefix, i)
 	}
 	return out
+}
+
+// refusingForge answers UpdateTask with Internal "invalid runner for task",
+// as Gitea does for a task of another runner.
+type refusingForge struct{ *fakeForge }
+
+func (refusingForge) UpdateTask(context.Context, *connect.Request[runnerv1.UpdateTaskRequest]) (*connect.Response[runnerv1.UpdateTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeInternal, errors.New("update task: invalid runner for task"))
 }

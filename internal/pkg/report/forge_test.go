@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,53 +82,6 @@ func trimSentinel(log []string) []string {
 		return log[:n-1]
 	}
 	return log
-}
-
-// TestForgeOutage writes steadily through a forge outage of a few seconds:
-// the forge's log equals the produced log, in order, with no gap or
-// duplicate, and the final state arrives.
-func TestForgeOutage(t *testing.T) {
-	t.Parallel()
-	f, c, task := pickTask(t, nil)
-	r := report.New(c, task.GetId(), 2, report.Options{
-		Interval: 200 * time.Millisecond, LogInterval: 200 * time.Millisecond, BatchRows: 20,
-		Masks: masksOf(task),
-	})
-	r.Start(t.Context())
-	var want []string
-	for s := range 2 {
-		r.StepStart(s)
-		w := r.Writer(s)
-		for i := range 150 {
-			if s == 0 && i == 50 {
-				f.Down()
-			}
-			if s == 1 && i == 50 {
-				f.Up()
-			}
-			l := fmt.Sprintf("step %d row %d", s, i)
-			want = append(want, l)
-			io.WriteString(w, l+"\n")
-			time.Sleep(20 * time.Millisecond) // the outage lasts about 3 s
-
-		}
-		r.StepEnd(s, runnerv1.Result_RESULT_SUCCESS)
-	}
-	if err := r.Close(runnerv1.Result_RESULT_SUCCESS); err != nil {
-		t.Fatalf("Close = %v", err)
-	}
-	v := waitDone(t, f, task.GetId())
-	if got := trimSentinel(v.Log); !slices.Equal(got, want) {
-		t.Fatalf("forge log has %d rows, want the %d produced, in order", len(got), len(want))
-	}
-	if v.Result != runnerv1.Result_RESULT_SUCCESS {
-		t.Fatalf("task result = %v, want SUCCESS", v.Result)
-	}
-	for i, s := range v.Steps {
-		if s.LogIndex != int64(150*i) || s.LogLength != 150 || s.Result != runnerv1.Result_RESULT_SUCCESS {
-			t.Fatalf("step %d = %+v, want log_index %d, log_length 150, SUCCESS", i, s, 150*i)
-		}
-	}
 }
 
 // TestForgeSecretSplitAcrossWrites checks that secrets and tokens printed in
@@ -266,5 +220,44 @@ func TestForgeDownDuringClose(t *testing.T) {
 	}
 	if v.Result != runnerv1.Result_RESULT_FAILURE || v.Steps[0].Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("task = %v with step 0 %v, want FAILURE with step 0 SUCCESS", v.Result, v.Steps[0].Result)
+	}
+}
+
+// panicOnce is the real client with one bug: its first UpdateLog panics,
+// on the Reporter's log loop goroutine.
+type panicOnce struct {
+	*client.Client
+	fired atomic.Bool
+}
+
+func (p *panicOnce) UpdateLog(ctx context.Context, req *connect.Request[runnerv1.UpdateLogRequest]) (*connect.Response[runnerv1.UpdateLogResponse], error) {
+	if p.fired.CompareAndSwap(false, true) {
+		panic("reporter bug")
+	}
+	return p.Client.UpdateLog(ctx, req)
+}
+
+// TestLoopPanicFailsTheJob: a panic in a Reporter loop goroutine is
+// recovered (the test process lives on), cancels the job, and the job ends
+// FAILURE in the forge with a message in its log and its rows delivered.
+func TestLoopPanicFailsTheJob(t *testing.T) {
+	t.Parallel()
+	f, c, task := pickTask(t, nil)
+	rep := report.New(&panicOnce{Client: c}, task.GetId(), 2, report.Options{Masks: masksOf(task)})
+	jobCtx := rep.Start(t.Context())
+	rep.StepStart(0)
+	rep.Logf(0, "before the panic")
+	select {
+	case <-jobCtx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job context was not cancelled after the log loop panicked")
+	}
+	if err := rep.Close(runnerv1.Result_RESULT_SUCCESS); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	v := waitDone(t, f, task.GetId())
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, "before the panic") || !strings.Contains(log, "internal error reporting this job") {
+		t.Fatalf("result %v, log:\n%s\nwant FAILURE with the row and the internal error", v.Result, log)
 	}
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -99,10 +101,12 @@ func FuzzWriterLines(f *testing.F) {
 // FuzzRowStore drives the spill store with a random sequence of appends and
 // acknowledgements against a reference slice.
 func FuzzRowStore(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 1, 2, 0, 0, 3, 9, 0}, uint8(2))
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 200}, uint8(1))
-	f.Fuzz(func(t *testing.T, ops []byte, memRows uint8) {
-		s := newRowStore(t.TempDir(), "fuzz-*.log", int(memRows%16)+1, 64)
+	f.Add([]byte{0, 0, 0, 1, 2, 0, 0, 3, 9, 0}, uint8(2), uint16(0))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 200}, uint8(1), uint16(0))
+	f.Add([]byte{30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 205, 30, 30, 30, 210, 30}, uint8(1), uint16(100))
+	f.Fuzz(func(t *testing.T, ops []byte, memRows uint8, diskMax uint16) {
+		// diskMax 0: no cap on the spill file.
+		s := newRowStore(t.TempDir(), "fuzz-*.log", int(memRows%16)+1, 64, int64(diskMax%2000))
 		s.compactAt = int64(memRows % 7 * 40)
 		defer s.close()
 		var ref []row
@@ -113,8 +117,12 @@ func FuzzRowStore(f *testing.F) {
 			case op < 200: // append a row of op bytes
 				r := row{t: time.Unix(0, int64(next)*1e6), s: strings.Repeat(string(rune('a'+next%26)), int(op%40))}
 				next++
-				if err := s.append(r); err != nil {
-					t.Fatalf("append: %v", err)
+				err := s.append(r)
+				switch {
+				case errors.Is(err, errFull):
+					continue // refused: the buffer is full
+				case err != nil && diskMax%2000 == 0:
+					t.Fatalf("append without a disk cap: %v", err)
 				}
 				ref = append(ref, r)
 			default: // acknowledge some rows
@@ -134,6 +142,12 @@ func FuzzRowStore(f *testing.F) {
 				}
 				ref = ref[k:]
 				base += k
+			}
+			if s.diskMax > 0 && s.writeOff > s.diskMax {
+				t.Fatalf("spill file holds %d bytes, cap %d", s.writeOff, s.diskMax)
+			}
+			if len(s.mem) > 2*(int(memRows%16)+1) || s.memSize > 2*64 {
+				t.Fatalf("%d rows, %d bytes in memory; hard bound %d rows, %d bytes", len(s.mem), s.memSize, 2*(memRows%16+1), 2*64)
 			}
 			if len(s.mem) > int(memRows%16)+1 && !s.spillFailed {
 				t.Fatalf("%d rows in memory, bound %d", len(s.mem), memRows%16+1)
@@ -158,6 +172,30 @@ func FuzzRowStore(f *testing.F) {
 			if got[i].s != ref[i].s {
 				t.Fatalf("row %d = %q, want %q", i, got[i].s, ref[i].s)
 			}
+		}
+	})
+}
+
+// FuzzOutboxFile: a damaged file in the outbox is never a panic: it is
+// refused for good and removed, so it cannot block the reports behind it.
+func FuzzOutboxFile(f *testing.F) {
+	f.Add([]byte(outboxMagic))
+	f.Add([]byte(outboxMagic + "\x05abc"))
+	f.Add([]byte("nonsense"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		ob, err := OpenOutbox(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(ob.path(1), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		left, err := ob.DeliverAll(t.Context(), newFakeForge())
+		if err != nil || left != 0 {
+			// A file the fake forge takes is delivered; anything else is
+			// dropped. Neither leaves it waiting.
+			t.Fatalf("DeliverAll = %d, %v; want 0, nil", left, err)
 		}
 	})
 }

@@ -4,30 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"connectrpc.com/connect"
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
+	"github.com/forgeload/forgeload/internal/pkg/client"
+	"github.com/forgeload/forgeload/internal/pkg/guard"
 )
 
 // LostRowText is the content of the placeholder rows sent in place of rows
 // the forge acknowledged and later lost (its ack_index went backwards). The
 // placeholders keep every later row, and every step's log_index, in place.
 const LostRowText = "[forgeload] this log row was lost by the forge after it had acknowledged it"
-
-// backoff is a capped exponential delay.
-type backoff struct{ min, max, cur time.Duration }
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur
-}
-
-func (b *backoff) reset() { b.cur = 0 }
 
 // sleep waits for d or until ctx is done; it reports whether d elapsed.
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -44,13 +35,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // logLoop sends buffered rows: at once when a batch is full or a step
 // changed, otherwise no later than LogInterval after the oldest unsent row
 // was appended. After a failure it retries with a capped exponential backoff.
-func (r *Reporter) logLoop(ctx context.Context) {
-	bo := backoff{min: max(r.o.LogInterval/5, 10*time.Millisecond), max: 3 * r.o.LogInterval}
+//
+// It returns when quit is closed, after the call in flight, if any, has
+// ended: a call is never cut short at a normal job end (each is bounded by
+// RPCTimeout). ctx ends only to abandon the calls.
+func (r *Reporter) logLoop(ctx context.Context, quit <-chan struct{}) {
+	bo := backoff.Backoff{Min: max(r.o.LogInterval/5, 10*time.Millisecond), Max: 3 * r.o.LogInterval}
 	var retryAt time.Time
 	fails := 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		if closed(quit) {
+			return
+		}
 		now := time.Now()
 		r.mu.Lock()
 		pending := r.store.end - r.sendFrom
@@ -78,10 +76,10 @@ func (r *Reporter) logLoop(ctx context.Context) {
 			}
 			if err != nil || !progress {
 				fails++
-				d := bo.next()
+				d := bo.Next()
 				retryAt = time.Now().Add(d)
 				if fails == 1 && err != nil {
-					r.log.WithError(err).Warnf("report: sending log rows failed; retrying with backoff up to %s", bo.max)
+					r.log.WithError(err).Warnf("report: sending log rows failed; retrying with backoff up to %s", bo.Max)
 				}
 				continue
 			}
@@ -89,7 +87,7 @@ func (r *Reporter) logLoop(ctx context.Context) {
 				r.log.Infof("report: sending log rows works again after %d failed attempts", fails)
 			}
 			fails = 0
-			bo.reset()
+			bo.Reset()
 			retryAt = time.Time{}
 			continue
 		default:
@@ -103,6 +101,8 @@ func (r *Reporter) logLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-quit:
 			return
 		case <-r.logKick:
 		case <-tc:
@@ -146,13 +146,26 @@ func (r *Reporter) observeBuffer() {
 // ack moved forward.
 func (r *Reporter) sendLog(ctx context.Context, noMore bool) (finished, progress bool, err error) {
 	r.mu.Lock()
+	unsure := r.logUnsure
+	r.mu.Unlock()
+	if unsure {
+		if progress, err = r.probeLog(ctx); err != nil {
+			return false, false, err
+		}
+	}
+	r.mu.Lock()
+	if unsure && noMore && r.store.end == r.sendFrom && !r.logArchived {
+		// The probe found every row taken, but not whether no_more was:
+		// send it again with an empty row, as Close does.
+		_ = r.store.append(row{t: r.o.Now(), s: ""})
+	}
 	index, rows, rerr := r.batchLocked()
 	if rerr != nil {
 		r.log.WithError(rerr).Error("report: reading buffered log rows failed")
 	}
 	if len(rows) == 0 {
 		r.mu.Unlock()
-		return false, false, rerr
+		return false, progress, rerr
 	}
 	builtAt := time.Now()
 	end := index + int64(len(rows))
@@ -163,30 +176,30 @@ func (r *Reporter) sendLog(ctx context.Context, noMore bool) (finished, progress
 	}
 	r.mu.Unlock()
 
+	if guard.Faults {
+		for _, row := range rows {
+			guard.Fault("reporter", row.GetContent())
+		}
+	}
 	req := &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index, Rows: rows, NoMore: noMore && last}
 	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
 	t0 := time.Now()
 	resp, err := r.c.UpdateLog(cctx, connect.NewRequest(req))
-	d := time.Since(t0)
+	r.observeLog(err == nil, time.Since(t0))
 	cancel()
-	if r.o.Observer != nil {
-		r.o.Observer.LogSent(err == nil)
-		if do, ok := r.o.Observer.(DurationObserver); ok {
-			do.LogDuration(d)
-		}
-	}
 	if err != nil {
+		r.mu.Lock()
 		if last && hadFlush {
-			r.mu.Lock()
 			r.flushNow = true
-			r.mu.Unlock()
 		}
-		return false, false, fmt.Errorf("update log of task %d at row %d (%d rows): %w", r.taskID, index, len(rows), err)
+		r.logUnsure = r.logUnsure || mayHaveArrived(err)
+		r.mu.Unlock()
+		return false, progress, fmt.Errorf("update log of task %d at row %d (%d rows): %w", r.taskID, index, len(rows), err)
 	}
 	ack := resp.Msg.GetAckIndex()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	progress = r.ackLocked(index, len(rows), ack)
+	progress = r.ackLocked(index, len(rows), ack) || progress
 	if r.store.end > r.sendFrom {
 		if r.sendFrom < end || len(rows) >= r.o.BatchRows {
 			// Not all of the batch was taken, or more is queued behind a
@@ -198,6 +211,58 @@ func (r *Reporter) sendLog(ctx context.Context, noMore bool) (finished, progress
 		}
 	}
 	return req.NoMore && r.sendFrom >= end, progress, nil
+}
+
+// probeLog asks the forge how many rows it holds, with an UpdateLog that
+// carries no rows (the forge answers it with its ack and writes nothing),
+// and moves on from that ack. It is sent before resending after an attempt
+// whose outcome is unknown (it timed out, or its connection broke after it
+// was sent): Gitea does not serialise one task's UpdateLog calls, so rows
+// resent while an earlier call that carried them is still being handled
+// would be stored twice. It reports whether the ack moved forward.
+func (r *Reporter) probeLog(ctx context.Context) (bool, error) {
+	r.mu.Lock()
+	index := r.sendFrom
+	r.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, r.o.RPCTimeout)
+	t0 := time.Now()
+	resp, err := r.c.UpdateLog(cctx, connect.NewRequest(&runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index}))
+	r.observeLog(err == nil, time.Since(t0))
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("update log of task %d (asking for the acknowledged row): %w", r.taskID, err)
+	}
+	ack := resp.Msg.GetAckIndex()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logUnsure = false
+	if ack <= r.sendFrom {
+		return false, nil // nothing new taken; a smaller ack is handled by the next batch's answer
+	}
+	ack = min(ack, r.store.end)
+	r.sendFrom = ack
+	if err := r.store.drop(ack); err != nil {
+		r.log.WithError(err).Error("report: dropping acknowledged log rows failed")
+	}
+	return true, nil
+}
+
+// observeLog reports one UpdateLog attempt to the Observer.
+func (r *Reporter) observeLog(ok bool, d time.Duration) {
+	if r.o.Observer == nil {
+		return
+	}
+	r.o.Observer.LogSent(ok, d)
+}
+
+// mayHaveArrived reports whether a failed call may still have reached the
+// forge: anything but a failure to connect.
+func mayHaveArrived(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return true
 }
 
 // batchLocked returns the next UpdateLog batch: placeholders for rows the
@@ -244,12 +309,16 @@ func (r *Reporter) ackLocked(index int64, n int, ack int64) bool {
 }
 
 // stateLoop sends an UpdateTask heartbeat every Interval, and at once after
-// a step change or new outputs.
-func (r *Reporter) stateLoop(ctx context.Context) {
+// a step change or new outputs. Like logLoop, it returns when quit is
+// closed, letting the call in flight finish.
+func (r *Reporter) stateLoop(ctx context.Context, quit <-chan struct{}) {
 	t := time.NewTicker(r.o.Interval)
 	defer t.Stop()
 	fails := 0
 	for {
+		if closed(quit) {
+			return
+		}
 		_, err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
 		switch {
 		case ctx.Err() != nil:
@@ -266,10 +335,22 @@ func (r *Reporter) stateLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-quit:
+			return
 		case <-t.C:
 		case <-r.stateKick:
 			t.Reset(r.o.Interval)
 		}
+	}
+}
+
+// closed reports whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -293,10 +374,7 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 	d := time.Since(t0)
 	cancel()
 	if r.o.Observer != nil {
-		r.o.Observer.StateSent(err == nil)
-		if do, ok := r.o.Observer.(DurationObserver); ok {
-			do.StateDuration(d)
-		}
+		r.o.Observer.StateSent(err == nil, d)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("update state of task %d: %w", r.taskID, err)
@@ -327,6 +405,9 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 
 // permanent reports whether retrying err cannot help.
 func permanent(err error) bool {
+	if client.IsUnauthenticated(err) {
+		return true
+	}
 	switch connect.CodeOf(err) {
 	case connect.CodeUnauthenticated, connect.CodePermissionDenied, connect.CodeInvalidArgument, connect.CodeUnimplemented:
 		return true
@@ -341,7 +422,8 @@ func permanent(err error) bool {
 //     result is UNSPECIFIED).
 //  2. Unfinished lines of every Writer are flushed; later writes are discarded.
 //  3. Steps without a result are marked CANCELLED (started ones get stopped_at).
-//  4. The Reporter's goroutines are stopped and waited for.
+//  4. The Reporter's goroutines are stopped and waited for; a call they
+//     have in flight is let finish (within RPCTimeout), never aborted.
 //  5. An empty row is added if no row is unsent, so the last UpdateLog has one.
 //  6. UpdateLog is sent until the forge acknowledges every row, the last
 //     request with no_more=true (AlreadyExists means the log is already
@@ -365,6 +447,8 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	switch {
 	case r.serverResult != runnerv1.Result_RESULT_UNSPECIFIED:
 		final = r.serverResult
+	case r.loopPanic:
+		final = runnerv1.Result_RESULT_FAILURE
 	case r.jobCtx.Err() != nil:
 		final = runnerv1.Result_RESULT_CANCELLED
 	case final == runnerv1.Result_RESULT_UNSPECIFIED:
@@ -397,8 +481,12 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	r.mu.Unlock()
 
 	if started {
-		stop()
+		// Let a report call in flight finish (each is bounded by
+		// RPCTimeout) rather than abort it: Gitea logs an aborted call as
+		// "context canceled" and may drop the work it started for it.
+		close(r.loopQuit)
 		r.wg.Wait()
+		stop()
 	}
 	defer func() {
 		if jobCancel != nil {
@@ -408,6 +496,9 @@ func (r *Reporter) close(result runnerv1.Result) error {
 
 	r.mu.Lock()
 	archived := r.logArchived
+	if r.dropped > 0 && !archived {
+		r.appendDroppedLocked(now, true)
+	}
 	if r.store.end == r.sendFrom && !archived {
 		_ = r.store.append(row{t: now, s: ""})
 	}
@@ -415,7 +506,7 @@ func (r *Reporter) close(result runnerv1.Result) error {
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), r.o.CloseTimeout)
 	defer cancel()
-	bo := backoff{min: 100 * time.Millisecond, max: 2 * time.Second}
+	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 
 	var logErr error
 	for !archived {
@@ -436,10 +527,10 @@ func (r *Reporter) close(result runnerv1.Result) error {
 			break
 		}
 		if err == nil && progress {
-			bo.reset()
+			bo.Reset()
 			continue
 		}
-		if !sleep(ctx, bo.next()) {
+		if !sleep(ctx, bo.Next()) {
 			if logErr == nil {
 				logErr = ctx.Err()
 			}
@@ -448,7 +539,7 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	}
 
 	var stateErr error
-	bo.reset()
+	bo.Reset()
 	for {
 		_, err := r.sendState(ctx, final, now)
 		if err == nil {
@@ -456,8 +547,18 @@ func (r *Reporter) close(result runnerv1.Result) error {
 			break
 		}
 		stateErr = err
-		if permanent(err) || !sleep(ctx, bo.next()) {
+		if permanent(err) || !sleep(ctx, bo.Next()) {
 			break
+		}
+	}
+
+	kept := false
+	if (logErr != nil || stateErr != nil) && r.o.Outbox != nil && !permanent(logErr) && !permanent(stateErr) {
+		if err := r.keep(final, now); err != nil {
+			r.log.WithError(err).Error("report: the final report could not be kept on disk either")
+		} else {
+			kept = true
+			r.log.Warnf("report: the forge did not take the final log and result (%s) of task %d within %s; they are kept on disk and delivered when it answers", final, r.taskID, r.o.CloseTimeout)
 		}
 	}
 
@@ -476,6 +577,9 @@ func (r *Reporter) close(result runnerv1.Result) error {
 		r.log.Warnf("report: %d log rows written after the forge archived the log were discarded", discarded)
 	}
 
+	if kept {
+		return nil
+	}
 	var errs []error
 	if logErr != nil {
 		errs = append(errs, fmt.Errorf("%d log rows (from row %d) were not acknowledged: %w", left, from, logErr))
@@ -488,4 +592,49 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	}
 	return fmt.Errorf("report: close task %d within %s: %w; check that the forge is reachable and the runner is still registered",
 		r.taskID, r.o.CloseTimeout, errors.Join(errs...))
+}
+
+// keep hands what Close could not deliver to the Outbox: the final state
+// with the outputs not yet acknowledged, and the unacknowledged rows (those
+// past OutboxMaxTaskBytes become one DroppedRowsText row), the last request
+// with no_more. It consumes the row store.
+func (r *Reporter) keep(final runnerv1.Result, stoppedAt time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	state := &runnerv1.UpdateTaskRequest{State: r.taskStateLocked(final, stoppedAt)}
+	if len(r.outputs) > 0 {
+		state.Outputs = make(map[string]string, len(r.outputs))
+		for k, v := range r.outputs {
+			state.Outputs[k] = v
+		}
+	}
+	var logs []*runnerv1.UpdateLogRequest
+	size := 0
+	for !r.logArchived && r.store.end > r.sendFrom {
+		if size > OutboxMaxTaskBytes {
+			n := r.store.end - r.sendFrom
+			logs = append(logs, &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: r.sendFrom,
+				Rows: []*runnerv1.LogRow{{Time: ts(stoppedAt), Content: fmt.Sprintf(DroppedRowsText, n)}}})
+			break
+		}
+		index, rows, err := r.batchLocked()
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, row := range rows {
+			size += len(row.GetContent())
+		}
+		logs = append(logs, &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index, Rows: rows})
+		r.sendFrom = index + int64(len(rows))
+		if err := r.store.drop(r.sendFrom); err != nil {
+			return err
+		}
+	}
+	if len(logs) > 0 {
+		logs[len(logs)-1].NoMore = true
+	}
+	return r.o.Outbox.keep(r.taskID, state, logs)
 }

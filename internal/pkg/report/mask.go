@@ -2,8 +2,15 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -14,6 +21,12 @@ const (
 	// hiding almost nothing.
 	MinMaskLen = 3
 
+	// MaxJobMasks is the most values a job may add with [Reporter.AddJobMask]
+	// (the ::add-mask:: workflow command), counted line by line as masked.
+	MaxJobMasks = 10000
+	// MaxJobMaskBytes bounds the total length of those values.
+	MaxJobMaskBytes = 1 << 20
+
 	// maxRowBytes is the longest row content sent to the forge; longer
 	// lines are split into several rows.
 	maxRowBytes = 64 << 10
@@ -22,12 +35,40 @@ const (
 	maskText = "***"
 )
 
-// masker replaces secret values in log lines. It is immutable; the Reporter
-// swaps in a new one when a mask is added.
+// masker replaces secret values, and the forms they take when escaped or
+// encoded (see maskForms), in text that leaves the runner. One masker
+// serves a whole job: every writer, Logf, outputs and summaries. Adding a
+// value costs time in proportion to its length, not to the number of values
+// already added. It is safe for concurrent use.
+//
+// Matching: every occurrence of every pattern is found, and each maximal run
+// of overlapping or adjacent occurrences becomes one maskText. So a value is
+// hidden whole even where it overlaps another value, which a left-to-right
+// replacer would cut short.
 type masker struct {
-	masks  []string // longest first, unique
-	rep    *strings.Replacer
-	maxLen int
+	mu sync.RWMutex
+	// byKey holds the patterns by their first MinMaskLen bytes, longest
+	// first, so the first that matches at a position is the longest there.
+	byKey map[uint32][]string
+	// pairs has bit b0<<8|b1 set when some pattern starts with b0 b1: a
+	// cheap filter before the map lookup.
+	pairs    [1 << 16 / 64]uint64
+	patterns map[string]struct{}
+	values   map[string]struct{} // mask parts added so far
+	maxLen   int                 // longest pattern
+
+	jobMasks, jobBytes int // what AddJobMask added, for its caps
+}
+
+// newMasker returns a masker for the values vs (see maskParts).
+func newMasker(vs ...string) *masker {
+	m := &masker{byKey: map[uint32][]string{}, patterns: map[string]struct{}{}, values: map[string]struct{}{}}
+	for _, v := range vs {
+		for _, p := range maskParts(v) {
+			m.addPart(p)
+		}
+	}
+	return m
 }
 
 // maskParts splits a secret value into the strings that must be masked: each
@@ -36,92 +77,205 @@ func maskParts(v string) []string {
 	var out []string
 	for line := range strings.SplitSeq(v, "\n") {
 		line = strings.TrimSpace(line)
-		if len(line) >= MinMaskLen {
+		if len(line) >= MinMaskLen && !slices.Contains(out, line) {
 			out = append(out, line)
 		}
 	}
 	return out
 }
 
-// with returns a masker that also masks the parts of vs. It returns m itself
-// when nothing new was added.
-func (m *masker) with(vs ...string) *masker {
-	var add []string
-	for _, v := range vs {
-		for _, p := range maskParts(v) {
-			if m == nil || !slices.Contains(m.masks, p) {
-				if !slices.Contains(add, p) {
-					add = append(add, p)
-				}
-			}
+// maskForms returns the strings that reveal p: p itself; p escaped as in a
+// JSON string, with and without HTML escaping; p escaped as Go's %q and %+q
+// write it; p HTML-escaped, and escaped for a Markdown table cell as the
+// load summaries write it; p URL-encoded as a query value and as a path
+// segment; and p
+// base64-encoded (standard and URL alphabets) at each of the three offsets
+// it can have inside a longer encoded text, as far as the encoding depends
+// on p alone.
+func maskForms(p string) []string {
+	forms := []string{p}
+	add := func(s string) {
+		if len(s) >= MinMaskLen && !slices.Contains(forms, s) {
+			forms = append(forms, s)
 		}
 	}
-	if len(add) == 0 && m != nil {
-		return m
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(p) == nil {
+		add(strings.TrimSuffix(strings.TrimSuffix(buf.String(), "\n"), `"`)[1:])
 	}
-	n := &masker{}
-	if m != nil {
-		n.masks = append(n.masks, m.masks...)
+	if b, err := json.Marshal(p); err == nil {
+		add(string(b[1 : len(b)-1]))
 	}
-	n.masks = append(n.masks, add...)
-	// Longest first, so that a secret containing another secret is masked
-	// whole (strings.Replacer tries old strings in argument order).
-	slices.SortStableFunc(n.masks, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(n.masks))
-	for _, s := range n.masks {
-		pairs = append(pairs, s, maskText)
-		n.maxLen = max(n.maxLen, len(s))
+	for _, q := range []string{strconv.Quote(p), strconv.QuoteToASCII(p)} {
+		add(q[1 : len(q)-1])
 	}
-	if len(pairs) > 0 {
-		n.rep = strings.NewReplacer(pairs...)
+	add(html.EscapeString(p))
+	add(markdownCell.Replace(p))
+	add(url.QueryEscape(p))
+	add(url.PathEscape(p))
+	for off := range 3 {
+		// p starting at offset off of a 3-byte group: its first whole group
+		// starts (3-off)%3 bytes in; only whole groups encode the same
+		// whatever surrounds p.
+		q := p[(3-off)%3:]
+		q = q[:len(q)/3*3]
+		add(base64.StdEncoding.EncodeToString([]byte(q)))
+		add(base64.URLEncoding.EncodeToString([]byte(q)))
 	}
-	return n
+	return forms
+}
+
+// markdownCell is how the load summaries escape text in a Markdown table.
+var markdownCell = strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;")
+
+// addPart adds one mask part and its forms. m.mu must be held for writing,
+// or m not yet shared.
+func (m *masker) addPart(p string) {
+	if _, ok := m.values[p]; ok {
+		return
+	}
+	m.values[p] = struct{}{}
+	for _, s := range maskForms(p) {
+		if _, ok := m.patterns[s]; ok {
+			continue
+		}
+		m.patterns[s] = struct{}{}
+		k := key3(s, 0)
+		list := m.byKey[k]
+		i, _ := slices.BinarySearchFunc(list, s, func(a, b string) int { return len(b) - len(a) })
+		m.byKey[k] = slices.Insert(list, i, s)
+		pair := int(s[0])<<8 | int(s[1])
+		m.pairs[pair/64] |= 1 << (pair % 64)
+		m.maxLen = max(m.maxLen, len(s))
+	}
+}
+
+// add masks the parts of v from now on, uncapped.
+func (m *masker) add(v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range maskParts(v) {
+		m.addPart(p)
+	}
+}
+
+// addJob is add for a value the job supplied: it refuses v whole, and says
+// why, when its new parts would take the job past MaxJobMasks values or
+// MaxJobMaskBytes bytes.
+func (m *masker) addJob(v string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, size := 0, 0
+	parts := maskParts(v)
+	for _, p := range parts {
+		if _, ok := m.values[p]; !ok {
+			n++
+			size += len(p)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if m.jobMasks+n > MaxJobMasks || m.jobBytes+size > MaxJobMaskBytes {
+		return fmt.Errorf("::add-mask:: refused: this job already added %d masks (%d bytes) and the limit is %d masks and %d bytes per job, so this value is NOT masked; mask fewer values (each line of a value counts as one)",
+			m.jobMasks, m.jobBytes, MaxJobMasks, MaxJobMaskBytes)
+	}
+	m.jobMasks += n
+	m.jobBytes += size
+	for _, p := range parts {
+		m.addPart(p)
+	}
+	return nil
+}
+
+func key3[T string | []byte](s T, i int) uint32 {
+	return uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2])
+}
+
+// longestAt returns the length of the longest pattern at s[i:], or 0.
+// m.mu must be held.
+func longestAt[T string | []byte](m *masker, s T, i int) int {
+	if len(s)-i < MinMaskLen {
+		return 0
+	}
+	pair := int(s[i])<<8 | int(s[i+1])
+	if m.pairs[pair/64]&(1<<(pair%64)) == 0 {
+		return 0
+	}
+	for _, p := range m.byKey[key3(s, i)] {
+		if len(p) <= len(s)-i && string(s[i:i+len(p)]) == p {
+			return len(p)
+		}
+	}
+	return 0
 }
 
 // apply masks every secret in s.
 func (m *masker) apply(s string) string {
-	if m == nil || m.rep == nil {
+	if m == nil {
 		return s
 	}
-	return m.rep.Replace(s)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.applyLocked(s)
 }
 
-// safeCut returns the largest cut point c ≤ want that no mask match inside b
-// straddles, where matches are found as strings.Replacer finds them: left to
-// right, the longest mask first, without overlaps. Masking b[:c] and b[c:]
-// separately then masks exactly what masking b whole would, so the bytes
-// before c can be emitted on their own. The caller keeps want ≤
-// len(b)-(maxLen-1), so that every match starting before want lies inside b.
-func (m *masker) safeCut(b []byte, want int) int {
-	if m == nil || len(m.masks) == 0 {
-		return want
+func (m *masker) applyLocked(s string) string {
+	if len(m.patterns) == 0 {
+		return s
 	}
-	best, i := 0, 0
-	for i < want {
-		best = i
-		n := 1
-		for _, s := range m.masks {
-			if bytes.HasPrefix(b[i:], []byte(s)) {
-				n = len(s)
-				break
-			}
+	var b strings.Builder
+	done := 0          // bytes of s written to b
+	start, end := 0, 0 // the current run of occurrences, when end > 0
+	for i := 0; i+MinMaskLen <= len(s); i++ {
+		n := longestAt(m, s, i)
+		if n == 0 {
+			continue
 		}
-		i += n
+		if end > 0 && i <= end {
+			end = max(end, i+n)
+			continue
+		}
+		if end > 0 {
+			b.WriteString(s[done:start])
+			b.WriteString(maskText)
+			done = end
+		}
+		start, end = i, i+n
 	}
-	if i == want {
-		best = want
+	if end == 0 {
+		return s
 	}
-	return best
+	b.WriteString(s[done:start])
+	b.WriteString(maskText)
+	b.WriteString(s[end:])
+	return b.String()
 }
 
 // cleanLine turns raw output bytes into row contents: trailing CR removed,
 // secrets masked, invalid UTF-8 replaced with U+FFFD, and split into rows of
 // at most maxRowBytes.
 func cleanLine(m *masker, line []byte) []string {
+	if m == nil {
+		return cleanMasked(string(line))
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.cleanLocked(line)
+}
+
+func (m *masker) cleanLocked(line []byte) []string {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	s := m.apply(string(line))
+	return cleanMasked(m.applyLocked(string(line)))
+}
+
+// cleanMasked makes masked text valid UTF-8 and splits it into rows of at
+// most maxRowBytes, between characters.
+func cleanMasked(s string) []string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= maxRowBytes {
 		return []string{s}
@@ -136,4 +290,75 @@ func cleanLine(m *masker, line []byte) []string {
 		s = s[c:]
 	}
 	return append(out, s)
+}
+
+// cutLong takes rows off the front of an unfinished line buf once it is
+// longer than lineLimit (or twice the longest pattern): it returns the rows
+// and how many bytes of buf they cover, 0 when buf must wait for more
+// bytes. The cut never falls inside an occurrence of a pattern nor inside
+// a UTF-8 character, so the rows, and the rows the rest of the line later
+// becomes, mask exactly what masking the whole line would. When every
+// possible cut falls inside a run of occurrences (a line of secrets
+// back to back), the covered front is sent as one maskText row.
+func (m *masker) cutLong(buf []byte, lineLimit int) ([]string, int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ml := m.maxLen
+	if len(buf) <= max(lineLimit, 2*ml) {
+		return nil, 0
+	}
+	// Every occurrence starting before want lies wholly inside buf, and so
+	// does every character.
+	want := min(len(buf)-max(ml-1, utf8.UTFMax-1), max(lineLimit, ml))
+	if want <= 0 {
+		return nil, 0
+	}
+	good, safe := 0, 0         // last cut ≤ want outside every occurrence (good: and between characters)
+	reach := 0                 // furthest end of the occurrences starting before c
+	bestStart, bestEnd := 0, 0 // the occurrence starting before want that ends furthest
+	for c := 1; c <= want; c++ {
+		if n := longestAt(m, buf, c-1); n > 0 {
+			reach = max(reach, c-1+n)
+			if c-1+n >= bestEnd {
+				bestStart, bestEnd = c-1, c-1+n
+			}
+		}
+		if reach <= c {
+			safe = c
+			if !midRune(buf, c) {
+				good = c
+			}
+		}
+	}
+	switch {
+	case good > 0:
+		return m.cleanLocked(buf[:good]), good
+	case safe > 0:
+		return m.cleanLocked(buf[:safe]), safe
+	case bestStart > 0:
+		// buf[:want+1] is all covered; every occurrence that starts before
+		// bestStart ends by bestEnd, and the occurrence at bestStart, found
+		// again at the front of the rest, covers up to there.
+		return []string{maskText}, bestStart
+	}
+	return nil, 0
+}
+
+// midRune reports whether cutting b at c would split a UTF-8 character
+// (one that is complete in b, or still incomplete at its end).
+func midRune(b []byte, c int) bool {
+	if c <= 0 || c >= len(b) || utf8.RuneStart(b[c]) {
+		return false
+	}
+	for p := c - 1; p >= 0 && p >= c-(utf8.UTFMax-1); p-- {
+		if !utf8.RuneStart(b[p]) {
+			continue
+		}
+		if !utf8.FullRune(b[p:]) {
+			return true
+		}
+		_, size := utf8.DecodeRune(b[p:])
+		return size > 1 && p+size > c
+	}
+	return false
 }

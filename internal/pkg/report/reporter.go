@@ -3,11 +3,11 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -28,23 +28,15 @@ type Client interface {
 // from the Reporter's own goroutines, never while a producer waits, and must
 // not block.
 type Observer interface {
-	// LogSent is called after every UpdateLog attempt.
-	LogSent(ok bool)
-	// StateSent is called after every UpdateTask attempt.
-	StateSent(ok bool)
+	// LogSent is called after every UpdateLog attempt, with whether it
+	// succeeded and how long it took.
+	LogSent(ok bool, d time.Duration)
+	// StateSent is called after every UpdateTask attempt, with whether it
+	// succeeded and how long it took.
+	StateSent(ok bool, d time.Duration)
 	// BufferRows reports how many log rows this Reporter holds that the
 	// forge has not acknowledged yet.
 	BufferRows(n int)
-}
-
-// DurationObserver is an optional extension of Observer: if the Observer
-// given in Options also implements it, the Reporter reports how long each
-// RPC attempt took, successful or not.
-type DurationObserver interface {
-	// LogDuration is called after every UpdateLog attempt.
-	LogDuration(d time.Duration)
-	// StateDuration is called after every UpdateTask attempt.
-	StateDuration(d time.Duration)
 }
 
 // Defaults for the zero fields of Options.
@@ -59,6 +51,8 @@ const (
 	DefaultMemRows = 10000
 	// DefaultMemBytes is the default most content bytes of rows kept in memory.
 	DefaultMemBytes = 8 << 20
+	// DefaultSpillBytes is the default cap of a task's log spill file.
+	DefaultSpillBytes = 256 << 20
 	// DefaultCloseTimeout is the default bound of Close's final delivery.
 	DefaultCloseTimeout = 30 * time.Second
 	// DefaultRPCTimeout is the default bound of one UpdateTask or UpdateLog call.
@@ -89,8 +83,18 @@ type Options struct {
 	MemBytes int
 	// SpillDir is the directory of the spill file. Default os.TempDir().
 	SpillDir string
+	// SpillBytes caps the spill file. When it is full (or the disk refuses
+	// writes), memory may hold up to twice MemRows and MemBytes; beyond
+	// that new rows are dropped, and once the forge has taken rows again a
+	// row saying how many were dropped ([DroppedRowsText]) takes their
+	// place. Default 256 MiB.
+	SpillBytes int64
 	// CloseTimeout bounds Close's final delivery of logs and state. Default 30s.
 	CloseTimeout time.Duration
+	// Outbox, if not nil, keeps what Close could not deliver within
+	// CloseTimeout (the forge was unreachable) on disk, and delivers it
+	// when the forge answers again; Close then returns nil. See [Outbox].
+	Outbox *Outbox
 	// RPCTimeout bounds each UpdateTask and UpdateLog call. Default 10s.
 	RPCTimeout time.Duration
 	// Masks are secret values masked in every row: the task's secrets, the
@@ -121,6 +125,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemBytes <= 0 {
 		o.MemBytes = DefaultMemBytes
+	}
+	if o.SpillBytes <= 0 {
+		o.SpillBytes = DefaultSpillBytes
 	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = DefaultCloseTimeout
@@ -163,8 +170,7 @@ type Reporter struct {
 	o      Options
 	log    *logrus.Entry
 
-	mask   atomic.Pointer[masker]
-	maskMu sync.Mutex
+	mask *masker // the job's one masker: rows, outputs, Mask
 
 	mu             sync.Mutex
 	store          *rowStore
@@ -180,8 +186,12 @@ type Reporter struct {
 	closing        bool  // Close has begun: no more step changes
 	sealed         bool  // Close has flushed the writers: rows are discarded
 	logArchived    bool  // the forge answered AlreadyExists: it takes no more rows
+	logUnsure      bool  // an UpdateLog with rows may have reached the forge unanswered
 	discarded      int64 // rows discarded because the log was archived
 	spillFails     int
+	loopPanic      bool  // a reporter loop panicked: the job fails
+	dropped        int64 // rows refused by a full buffer, not yet reported by a marker row
+	droppedTotal   int64
 
 	logKick   chan struct{}
 	stateKick chan struct{}
@@ -192,6 +202,7 @@ type Reporter struct {
 	jobCtx    context.Context
 	jobCancel context.CancelFunc
 	loopStop  context.CancelFunc
+	loopQuit  chan struct{} // closed by Close: the loops make no new call
 	wg        sync.WaitGroup
 	started   bool
 
@@ -210,18 +221,19 @@ func New(c Client, taskID int64, steps int, o Options) *Reporter {
 		taskID:      taskID,
 		o:           o,
 		log:         o.Logger.WithField("task_id", taskID),
-		store:       newRowStore(o.SpillDir, fmt.Sprintf("forgeload-task-%d-*.log", taskID), o.MemRows, o.MemBytes),
+		store:       newRowStore(o.SpillDir, fmt.Sprintf("forgeload-task-%d-*.log", taskID), o.MemRows, o.MemBytes, o.SpillBytes),
 		steps:       make([]step, max(steps, 0)),
 		outputs:     map[string]string{},
 		sentOutputs: map[string]bool{},
 		logKick:     make(chan struct{}, 1),
 		stateKick:   make(chan struct{}, 1),
 		cancelled:   make(chan struct{}),
+		loopQuit:    make(chan struct{}),
 		parent:      context.Background(),
 		jobCtx:      context.Background(),
 		lineLimit:   maxRowBytes,
 	}
-	r.mask.Store((*masker)(nil).with(o.Masks...))
+	r.mask = newMasker(o.Masks...)
 	return r
 }
 
@@ -243,8 +255,8 @@ func (r *Reporter) Start(ctx context.Context) context.Context {
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.loopStop = stop
 	r.wg.Add(2)
-	go func() { defer r.wg.Done(); r.logLoop(loopCtx) }()
-	go func() { defer r.wg.Done(); r.stateLoop(loopCtx) }()
+	go func() { defer r.wg.Done(); r.runLoop("log", func() { r.logLoop(loopCtx, r.loopQuit) }) }()
+	go func() { defer r.wg.Done(); r.runLoop("state", func() { r.stateLoop(loopCtx, r.loopQuit) }) }()
 	return r.jobCtx
 }
 
@@ -355,10 +367,9 @@ func (r *Reporter) Writer(step int) io.Writer {
 func (r *Reporter) Logf(step int, format string, args ...any) {
 	s := strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
 	now := r.o.Now()
-	m := r.mask.Load()
 	var rows []string
 	for line := range strings.SplitSeq(s, "\n") {
-		rows = append(rows, cleanLine(m, []byte(line))...)
+		rows = append(rows, cleanLine(r.mask, []byte(line))...)
 	}
 	r.mu.Lock()
 	for _, c := range rows {
@@ -368,13 +379,30 @@ func (r *Reporter) Logf(step int, format string, args ...any) {
 }
 
 // AddMask masks v in every row appended from now on, including lines still
-// being written. Each line of a multi-line value is masked on its own, after
-// trimming surrounding white space; lines shorter than MinMaskLen bytes are
-// ignored. Rows already appended are not changed.
+// being written, and in what Mask returns. Each line of a multi-line value
+// is masked on its own, after trimming surrounding white space; lines
+// shorter than MinMaskLen bytes are ignored. Each line is also masked as
+// JSON and Go string escapes, URL encodings and base64 write it. Rows
+// already appended are not changed. AddMask is for values the runner
+// knows to be secret (credentials it derives); AddJobMask is for values a
+// job asks to mask.
 func (r *Reporter) AddMask(v string) {
-	r.maskMu.Lock()
-	defer r.maskMu.Unlock()
-	r.mask.Store(r.mask.Load().with(v))
+	r.mask.add(v)
+}
+
+// AddJobMask is AddMask for a value the job asks to mask (::add-mask::),
+// within a per-job cap: a value whose new lines would take the job past
+// MaxJobMasks values or MaxJobMaskBytes bytes is not masked at all, and
+// the error says so.
+func (r *Reporter) AddJobMask(v string) error {
+	return r.mask.addJob(v)
+}
+
+// Mask returns s with every masked value replaced, exactly as in rows: for
+// text that leaves the runner other than as a log row, such as job
+// summaries.
+func (r *Reporter) Mask(s string) string {
+	return r.mask.apply(s)
 }
 
 // SetOutputs records job outputs. They are sent with every UpdateTask until
@@ -386,7 +414,6 @@ func (r *Reporter) AddMask(v string) {
 func (r *Reporter) SetOutputs(m map[string]string) {
 	const maxKey, maxValue = 255, 1 << 20
 	var warn []string
-	mask := r.mask.Load()
 	r.mu.Lock()
 	for k, v := range m {
 		switch {
@@ -396,7 +423,7 @@ func (r *Reporter) SetOutputs(m map[string]string) {
 			warn = append(warn, fmt.Sprintf("Warning: output %q… was dropped: its name is %d bytes, the forge allows %d", truncate(k, 40), len(k), maxKey))
 		case len(v) > maxValue:
 			warn = append(warn, fmt.Sprintf("Warning: output %q was dropped: its value is %d bytes, the forge allows %d", k, len(v), maxValue))
-		case mask.apply(v) != v:
+		case r.mask.apply(v) != v:
 			warn = append(warn, fmt.Sprintf("Warning: output %q was dropped: its value contains a secret", k))
 		case r.sentOutputs[k]:
 			// The forge keeps the first value; nothing to send.
@@ -429,8 +456,16 @@ func (r *Reporter) appendLocked(stepIdx int, t time.Time, content string) {
 		r.discarded++
 		return
 	}
+	if r.dropped > 0 && !r.appendDroppedLocked(t, false) {
+		r.dropLocked()
+		return
+	}
 	idx := r.store.end
 	if err := r.store.append(row{t: t, s: content}); err != nil {
+		if errors.Is(err, errFull) {
+			r.dropLocked()
+			return
+		}
 		r.spillFails++
 		if r.spillFails == 1 {
 			r.log.WithError(err).Error("report: cannot spill log rows to disk; keeping them in memory")
@@ -451,6 +486,39 @@ func (r *Reporter) appendLocked(stepIdx int, t time.Time, content string) {
 	} else if pending >= int64(r.o.BatchRows) {
 		kick(r.logKick)
 	}
+}
+
+// DroppedRowsText is the content of the row that stands for rows dropped
+// because the log buffer (memory and spill file) was full while the forge
+// took no rows; %d is how many.
+const DroppedRowsText = "[forgeload] %d log rows were dropped here: the runner's log buffer (memory and spill file) was full while the forge did not take rows"
+
+// dropLocked counts one row refused by a full buffer. r.mu must be held.
+func (r *Reporter) dropLocked() {
+	r.dropped++
+	r.droppedTotal++
+	if r.droppedTotal == 1 {
+		r.log.Errorf("report: the log buffer of task %d is full (%d rows or %s in memory, and a spill file capped at %s that is full or cannot be written) and the forge is not taking rows: later rows are dropped until it does, and a row says how many",
+			r.taskID, 2*r.o.MemRows, sizeText(int64(2*r.o.MemBytes)), sizeText(r.o.SpillBytes))
+	}
+}
+
+// appendDroppedLocked stores the row that says how many rows were
+// dropped, and reports whether it was stored. always stores it even past
+// the memory bound (once, at Close). r.mu must be held.
+func (r *Reporter) appendDroppedLocked(t time.Time, always bool) bool {
+	rw := row{t: t, s: fmt.Sprintf(DroppedRowsText, r.dropped)}
+	var err error
+	if always {
+		err = r.store.appendAlways(rw)
+	} else {
+		err = r.store.append(rw)
+	}
+	if errors.Is(err, errFull) {
+		return false
+	}
+	r.dropped = 0
+	return true
 }
 
 func kick(c chan struct{}) {
@@ -476,7 +544,7 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.r.o.Now()
-	m := w.r.mask.Load()
+	m := w.r.mask
 	var out []string
 	var outAt []time.Time
 	for len(p) > 0 {
@@ -500,17 +568,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[:0]
 		p = p[i+1:]
 	}
-	// Bound an endless line: emit row-sized prefixes that cannot end inside
-	// a secret, keeping enough of the tail to recognise a secret that
-	// continues in the next write.
-	ml := m.maxLenOrZero()
-	for limit := max(w.r.lineLimit, 2*ml); len(w.buf) > limit; {
-		want := max(min(len(w.buf)-max(ml-1, 0), max(w.r.lineLimit, ml)), 1)
-		c := m.safeCut(w.buf, want)
+	// Bound an endless line: emit row-sized prefixes that cut neither a
+	// secret nor a character, keeping enough of the tail to recognise a
+	// secret that continues in the next write.
+	for {
+		rows, c := m.cutLong(w.buf, w.r.lineLimit)
 		if c <= 0 {
 			break
 		}
-		for _, s := range cleanLine(m, w.buf[:c]) {
+		for _, s := range rows {
 			out = append(out, s)
 			outAt = append(outAt, w.startAt)
 		}
@@ -537,20 +603,13 @@ func (w *lineWriter) flush() {
 	if len(w.buf) == 0 {
 		return
 	}
-	rows := cleanLine(w.r.mask.Load(), w.buf)
+	rows := cleanLine(w.r.mask, w.buf)
 	w.buf = w.buf[:0]
 	w.r.mu.Lock()
 	for _, s := range rows {
 		w.r.appendLocked(w.step, w.startAt, s)
 	}
 	w.r.mu.Unlock()
-}
-
-func (m *masker) maxLenOrZero() int {
-	if m == nil {
-		return 0
-	}
-	return m.maxLen
 }
 
 func ts(t time.Time) *timestamppb.Timestamp {

@@ -20,16 +20,25 @@ type row struct {
 // rowCost is the memory a row is charged with against the byte bound.
 func rowCost(r row) int { return len(r.s) + 32 }
 
+// errFull is wrapped by rowStore.append when a row was refused: memory is at
+// its hard bound (twice the soft one) and the spill file cannot take more
+// (it is at its size cap, or the disk refuses writes).
+var errFull = errors.New("log buffer full")
+
 // rowStore holds the task's unacknowledged log rows in order. Rows
 // [base, base+diskRows) live in a spill file; rows [base+diskRows, end) live in
 // memory. When memory grows past its row or byte bound, the oldest in-memory
 // rows are appended to the spill file, so order is kept and memory stays
-// bounded. A rowStore is not safe for concurrent use; the Reporter guards it.
+// bounded. The spill file never grows past diskMax bytes; when it cannot
+// take more, memory may grow to twice its bounds, and beyond that rows are
+// refused (errFull) until acknowledged rows free room. A rowStore is not
+// safe for concurrent use; the Reporter guards it.
 type rowStore struct {
 	dir      string
 	pattern  string
 	memRows  int
 	memBytes int
+	diskMax  int64
 
 	base int64 // absolute index of the first stored row
 	end  int64 // absolute index one past the last stored row
@@ -47,17 +56,36 @@ type rowStore struct {
 	spillFailed bool  // the last spill failed; retry at retryRows/retryBytes
 	retryRows   int
 	retryBytes  int
+	freed       bool // rows were dropped since the last refused spill
 	encBuf      []byte
 }
 
-func newRowStore(dir, pattern string, memRows, memBytes int) *rowStore {
-	return &rowStore{dir: dir, pattern: pattern, memRows: memRows, memBytes: memBytes, compactAt: 16 << 20}
+func newRowStore(dir, pattern string, memRows, memBytes int, diskMax int64) *rowStore {
+	return &rowStore{dir: dir, pattern: pattern, memRows: memRows, memBytes: memBytes, diskMax: diskMax, compactAt: 16 << 20}
 }
 
-// append stores r as row number s.end. It never drops a row: if spilling to
-// disk fails, the rows stay in memory (beyond the bound) and the error is
-// returned so the caller can report it.
+// append stores r as row number s.end. If spilling to disk fails, the rows
+// stay in memory (up to twice the memory bounds) and the error is returned so
+// the caller can report it. At the hard memory bound, the row is not stored
+// and the error wraps errFull.
 func (s *rowStore) append(r row) error {
+	if len(s.mem) > 0 && (len(s.mem) >= 2*s.memRows || s.memSize+rowCost(r) > 2*s.memBytes) {
+		// Try the disk again only once acknowledged rows freed room, so a
+		// full disk costs one attempt per ack, not one per row.
+		if !s.freed {
+			return errFull
+		}
+		s.freed = false
+		if err := s.spill(); err != nil {
+			return fmt.Errorf("%w: %w", errFull, err)
+		}
+	}
+	return s.appendAlways(r)
+}
+
+// appendAlways is append without the hard memory bound, for the one row
+// that says how many were refused.
+func (s *rowStore) appendAlways(r row) error {
 	s.mem = append(s.mem, r)
 	s.memSize += rowCost(r)
 	s.end++
@@ -69,9 +97,10 @@ func (s *rowStore) append(r row) error {
 	}
 	if err := s.spill(); err != nil {
 		// Keep the rows in memory, and try again only once memory has
-		// doubled, so a full disk costs a few attempts, not one per row.
+		// grown by half again, so a full disk costs a few attempts, not one
+		// per row.
 		s.spillFailed = true
-		s.retryRows, s.retryBytes = 2*len(s.mem), 2*s.memSize
+		s.retryRows, s.retryBytes = len(s.mem)+max(1, len(s.mem)/2), s.memSize+max(1, s.memSize/2)
 		return err
 	}
 	s.spillFailed = false
@@ -108,6 +137,14 @@ func (s *rowStore) spill() error {
 		buf = binary.AppendUvarint(buf, uint64(len(r.s)))
 		buf = binary.AppendVarint(buf, r.t.UnixNano())
 		buf = append(buf, r.s...)
+	}
+	if s.diskMax > 0 && s.writeOff+int64(len(buf)) > s.diskMax && s.readOff > 0 && s.readOff >= s.writeOff-s.readOff {
+		if err := s.compact(); err != nil {
+			return err
+		}
+	}
+	if s.diskMax > 0 && s.writeOff+int64(len(buf)) > s.diskMax {
+		return fmt.Errorf("the log spill file would grow past its cap of %s", sizeText(s.diskMax))
 	}
 	if _, err := s.f.WriteAt(buf, s.writeOff); err != nil {
 		return fmt.Errorf("write log spill file: %w (free disk space in SpillDir)", err)
@@ -170,6 +207,7 @@ func (s *rowStore) drop(to int64) error {
 	if k <= 0 {
 		return nil
 	}
+	s.freed = true
 	var err error
 	if s.diskRows > 0 {
 		if k >= s.diskRows {
@@ -214,6 +252,11 @@ func (s *rowStore) maybeCompact() error {
 	if s.readOff == 0 || s.readOff < s.compactAt || 2*s.readOff < s.writeOff {
 		return nil
 	}
+	return s.compact()
+}
+
+// compact moves the live part of the spill file to its start.
+func (s *rowStore) compact() error {
 	live := s.writeOff - s.readOff
 	// The target [0, live) ends before the source starts (readOff ≥ live),
 	// so a failed copy leaves the rows at readOff intact.
@@ -286,4 +329,12 @@ func uvarintLen(v uint64) int {
 func varintLen(v int64) int {
 	var b [binary.MaxVarintLen64]byte
 	return binary.PutVarint(b[:], v)
+}
+
+// sizeText formats n bytes for a log line.
+func sizeText(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -6,12 +6,19 @@
 //
 // [Parse] reads the forge's payload: a GitHub Actions workflow with exactly
 // one job. It checks every key against the GitHub Actions schema, so a typo
-// fails with the YAML line and the field path rather than being ignored, and
-// returns a [Workflow] whose [Job] and [Step] values hold plain strings. Values
-// that may be expressions (if:, env values, with: values, timeout-minutes,
+// fails with the YAML line and the field path rather than being ignored, in
+// the wording of the strict-YAML layer that the config and load-config
+// parsers share (package strictyaml): "workflow line 7: steps[0]: unknown
+// key "shel"; did you mean "shell"? known keys: ...". It returns a
+// [Workflow] whose [Job] and [Step] values hold plain strings. Values that
+// may be expressions (if:, env values, with: values, timeout-minutes,
 // continue-on-error) are kept unevaluated; the caller evaluates them when the
-// step runs. [ParseJobs] splits a local multi-job workflow into one
-// [Workflow] per job, as the forge does.
+// step runs. A job's services: and container: become [Container] values
+// (image, env, ports, volumes, options, credentials, cmd), also unevaluated.
+// [ParseJobs] splits a local multi-job workflow into one [Workflow] per job,
+// as the forge does (a caller that knows the file sets [ParseError.File], so
+// that errors read "ci.yml:7: ..."), and [ExpandMatrix] expands a
+// strategy.matrix into its jobs as Gitea does.
 //
 // # Expressions
 //

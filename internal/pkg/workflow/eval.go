@@ -251,8 +251,12 @@ func (c *Context) call(p *parsed, name string, args []any) (any, error) {
 		case kindArray:
 			els := elements(args[0])
 			parts := make([]string, len(els))
+			n := 0
 			for i, e := range els {
 				parts[i] = toString(e)
+				if n += len(parts[i]) + len(sep); n > MaxResultBytes+len(sep) {
+					return nil, errTooLarge(p, "join", n)
+				}
 			}
 			return strings.Join(parts, sep), nil
 		case kindObject:
@@ -261,6 +265,9 @@ func (c *Context) call(p *parsed, name string, args []any) (any, error) {
 			return toString(args[0]), nil
 		}
 	case "toJSON":
+		if err := checkRender(p, args[0], MaxResultBytes); err != nil {
+			return nil, err
+		}
 		return toJSON(args[0]), nil
 	case "fromJSON":
 		s := strings.TrimSpace(toString(args[0]))
@@ -315,7 +322,11 @@ func format(p *parsed, f string, args []any) (string, error) {
 			if n >= len(args) {
 				return "", fmt.Errorf("format in %s: {%d} refers to argument %d, but only %d argument(s) follow the format string", show(p.src), n, n, len(args))
 			}
-			b.WriteString(toString(args[n]))
+			arg := toString(args[n])
+			if b.Len()+len(arg) > MaxResultBytes {
+				return "", errTooLarge(p, "format", b.Len()+len(arg))
+			}
+			b.WriteString(arg)
 			i += end
 		case ch == '}':
 			return "", fmt.Errorf("format in %s: lone } at position %d; write }} for a literal brace", show(p.src), i)
@@ -323,5 +334,79 @@ func format(p *parsed, f string, args []any) (string, error) {
 			b.WriteByte(ch)
 		}
 	}
+	if b.Len() > MaxResultBytes {
+		return "", errTooLarge(p, "format", b.Len())
+	}
 	return b.String(), nil
+}
+
+// checkRender fails when rendering v (as toJSON or into ${{ }} text) would
+// take more than budget bytes. It measures before anything is built, so an
+// object parsed from a large JSON string cannot expand through indentation.
+func checkRender(p *parsed, v any, budget int) error {
+	var n int
+	switch x := v.(type) {
+	case string:
+		n = len(x)
+	case []any, filtered, map[string]any, map[string]string:
+		n = jsonSize(x, 0, budget+1)
+	default:
+		return nil
+	}
+	if n > budget {
+		return errTooLarge(p, "the result", n)
+	}
+	return nil
+}
+
+// jsonSize estimates the length of v as indented JSON at depth, as toJSON
+// writes it, counting escapes; it stops counting once past limit.
+func jsonSize(v any, depth, limit int) int {
+	if depth > maxJSONDepth {
+		return 4
+	}
+	indent := 2*depth + 3 // newline, the indentation, a comma
+	switch x := norm(v).(type) {
+	case string:
+		n := 2
+		for i := 0; i < len(x); i++ {
+			switch c := x[i]; {
+			case c < 0x20:
+				n += 6
+			case c == '"' || c == '\\':
+				n += 2
+			default:
+				n++
+			}
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range x {
+			if n += indent + 2 + jsonSize(e, depth+1, limit-n); n > limit {
+				return n
+			}
+		}
+		return n
+	case filtered:
+		return jsonSize([]any(x), depth, limit)
+	case map[string]any:
+		n := 2
+		for k, e := range x {
+			if n += indent + 2 + jsonSize(k, 0, limit) + 2 + jsonSize(e, depth+1, limit-n); n > limit {
+				return n
+			}
+		}
+		return n
+	case map[string]string:
+		n := 2
+		for k, e := range x {
+			if n += indent + 4 + jsonSize(k, 0, limit) + jsonSize(e, 0, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	default:
+		return 24 // numbers, booleans, null
+	}
 }

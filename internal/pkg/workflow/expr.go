@@ -82,6 +82,9 @@ type Context struct {
 	// Strategy is the strategy context (fail-fast, job-index, job-total,
 	// max-parallel).
 	Strategy map[string]any
+	// Job holds the job context's keys besides status: services (each
+	// service's id, network and ports) and container (id, network).
+	Job map[string]any
 	// Status is the job status so far; "" means success. It drives
 	// success(), failure(), cancelled() and job.status.
 	Status JobStatus
@@ -89,6 +92,17 @@ type Context struct {
 
 // MaxExprBytes is the longest expression Eval accepts.
 const MaxExprBytes = 16 << 10
+
+// MaxResultBytes bounds every string an expression builds (format, join,
+// toJSON) and the text that ${{ }} expressions put into one field, so that
+// a few hundred bytes of nested format() calls cannot expand to gigabytes.
+// GitHub bounds expression results in the same spirit.
+const MaxResultBytes = 1 << 20
+
+// errTooLarge is the message for a result over MaxResultBytes.
+func errTooLarge(p *parsed, what string, n int) error {
+	return fmt.Errorf("%s in %s would build a string of %d bytes or more, over the %d-byte (1 MiB) limit on expression results; build less text in expressions (large data belongs in files)", what, show(p.src), n, MaxResultBytes)
+}
 
 // maxNesting bounds the nesting of (), [] and ! in an expression, so that
 // no input can exhaust the stack.
@@ -312,6 +326,7 @@ func (c *Context) Interpolate(s string) (string, error) {
 		return s, nil
 	}
 	var b strings.Builder
+	produced := 0 // bytes the expressions put in, bounded by MaxResultBytes
 	for {
 		i := strings.Index(s, "${{")
 		if i < 0 {
@@ -324,11 +339,20 @@ func (c *Context) Interpolate(s string) (string, error) {
 		if end < 0 {
 			return "", fmt.Errorf("unterminated %s: close the expression with }}", show(firstLine(rest)))
 		}
+		p := &parsed{src: rest[:end]}
 		v, err := c.Eval(rest[:end])
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(render(v))
+		if err := checkRender(p, v, MaxResultBytes-produced); err != nil {
+			return "", err
+		}
+		out := render(v)
+		produced += len(out)
+		if produced > MaxResultBytes {
+			return "", fmt.Errorf("the ${{ }} expressions of this field produce %d bytes or more, over the %d-byte (1 MiB) limit on expression results; build less text in expressions (large data belongs in files)", produced, MaxResultBytes)
+		}
+		b.WriteString(out)
 		s = rest[end+2:]
 	}
 }
@@ -434,7 +458,12 @@ func (c *Context) root(name string) any {
 		}
 		return m
 	case "job":
-		return map[string]any{"status": string(c.status())}
+		m := make(map[string]any, len(c.Job)+1)
+		for k, v := range c.Job {
+			m[k] = v
+		}
+		m["status"] = string(c.status())
+		return m
 	case "runner":
 		return orEmpty(c.Runner)
 	case "matrix":

@@ -465,6 +465,9 @@ func FuzzEval(f *testing.F) {
 			}
 			return
 		}
+		if s, ok := v.(string); ok && len(s) > MaxResultBytes {
+			t.Fatalf("Eval(%q) built a %d-byte string, over MaxResultBytes", expr, len(s))
+		}
 		_ = render(v)
 		if _, err := c.EvalIf(expr); err != nil {
 			t.Fatalf("Eval(%q) succeeded but EvalIf failed: %v", expr, err)
@@ -476,12 +479,16 @@ func FuzzInterpolate(f *testing.F) {
 	for _, s := range []string{
 		"p99 ${{ steps.api.outputs.p99_ms }} ms", "${{", "${{ '}}", "}}${{}}", "${{ '' }}${{ null }}",
 		"$${{${{ 1 }}}}", "${{ toJSON(github) }}", "${{ format('{0}', '${{') }}",
+		"${{ format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', 'abcdefgh')))))) }}",
 	} {
 		f.Add(s)
 	}
 	c := testContext()
 	f.Fuzz(func(t *testing.T, s string) {
 		out, err := c.Interpolate(s)
+		if err == nil && len(out) > len(s)+MaxResultBytes {
+			t.Fatalf("Interpolate(%q) = %d bytes, more than the text plus MaxResultBytes", s, len(out))
+		}
 		if err == nil && !strings.Contains(s, "${{") && out != s {
 			t.Fatalf("Interpolate(%q) = %q changed text without ${{ }}", s, out)
 		}
@@ -541,5 +548,42 @@ func TestInputsContext(t *testing.T) {
 	}
 	if got := InputsContext(map[string]any{}); got != nil {
 		t.Errorf("InputsContext(no event) = %v, want nil", got)
+	}
+}
+
+// TestResultBound: nested format(), join() and toJSON() that would expand a
+// short workflow to gigabytes fail with the limit named, having built at
+// most about MaxResultBytes.
+func TestResultBound(t *testing.T) {
+	t.Parallel()
+	c := testContext()
+	// Each level repeats the one below ten times: 10^9 bytes at level 9.
+	nested := "'x'"
+	for range 9 {
+		nested = "format('{0}{0}{0}{0}{0}{0}{0}{0}{0}{0}', " + nested + ")"
+	}
+	// 8192 numbers 90 arrays deep: 16 KiB of JSON, 1.5 MB once indented.
+	ones := "format('{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', '1,')))))"
+	huge := "fromJSON(format('{0}{1}1{2}', '" + strings.Repeat("[", 90) + "', " + ones + ", '" + strings.Repeat("]", 90) + "'))"
+	for _, expr := range []string{
+		nested,
+		"join(fromJSON('[1,2,3,4,5,6,7,8,9]'), " + nested + ")",
+		"toJSON(" + huge + ")",
+	} {
+		_, err := c.Eval(expr)
+		if err == nil || !strings.Contains(err.Error(), "limit on expression results") {
+			t.Errorf("Eval(%.80s…) = %v, want the result limit", expr, err)
+		}
+	}
+	if _, err := c.Interpolate("${{ " + nested + " }}"); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Errorf("Interpolate(nested format) = %v, want the 1 MiB limit", err)
+	}
+	// Many expressions, each under the limit, are bounded together.
+	half := "${{ format('{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', format('{0}{0}{0}{0}{0}{0}{0}{0}', 'abcdefgh')))))) }}"
+	if out, err := c.Interpolate(half); err != nil || len(out) != 1<<19 {
+		t.Fatalf("Interpolate(512 KiB) = %d bytes, %v; want 524288 bytes", len(out), err)
+	}
+	if _, err := c.Interpolate(half + half + half); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Errorf("Interpolate(3 × 512 KiB) = %v, want the 1 MiB limit", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/forgeload/forgeload/internal/pkg/suggest"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // MaxPayloadBytes is the largest workflow payload Parse accepts.
@@ -20,6 +20,10 @@ const MaxPayloadBytes = 4 << 20
 // 1-based YAML line, or 0 when the error is about the whole document; Path
 // names the field, e.g. "steps[2].with".
 type ParseError struct {
+	// File names the workflow file, for a local run; "" for a forge
+	// task's payload, whose lines are those of the job as the forge sent
+	// it, not of a file in the repository.
+	File string
 	// Line is the 1-based line of the offending YAML node, or 0.
 	Line int
 	// Path is the field, such as "jobs.perf.runs-on" or "steps[2].with",
@@ -29,40 +33,38 @@ type ParseError struct {
 	Msg string
 }
 
-// Error renders the error as "workflow line 12: steps[2]: message".
+// Error renders the error as "ci.yml:12: steps[2]: message" when File is
+// set, else as "workflow line 12: steps[2]: message".
 func (e *ParseError) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "workflow line %d: ", e.Line)
+	s := (&strictyaml.Error{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Msg}).Error()
+	if e.File == "" && e.Line > 0 {
+		s = "workflow " + s // "workflow line 12: ..."
 	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+	return s
 }
 
 func perr(n *yaml.Node, path, format string, args ...any) error {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	return &ParseError{Line: line, Path: path, Msg: fmt.Sprintf(format, args...)}
+	return parseError(strictyaml.Errorf(n, path, format, args...))
+}
+
+// parseError turns an error of the strict-YAML layer into a ParseError.
+func parseError(e *strictyaml.Error) error {
+	return &ParseError{Line: e.Line, Path: e.Path, Msg: e.Msg}
+}
+
+// want is the kind error: "want <want>, got <what n is>".
+func want(n *yaml.Node, path, want string) error {
+	return parseError(strictyaml.Want(n, path, want))
 }
 
 // Keys of the GitHub Actions workflow schema. Every key in these sets is
 // accepted, even those forgeload does not act on.
 var (
-	topKeys = keySet("name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs")
-	jobKeys = keySet("name", "needs", "runs-on", "permissions", "environment", "concurrency", "outputs",
+	topKeys = []string{"name", "run-name", "on", "permissions", "env", "defaults", "concurrency", "jobs"}
+	jobKeys = []string{"name", "needs", "runs-on", "permissions", "environment", "concurrency", "outputs",
 		"env", "defaults", "if", "steps", "timeout-minutes", "strategy", "continue-on-error",
-		"container", "services", "uses", "with", "secrets", "snapshot")
-	stepKeys     = keySet("id", "if", "name", "uses", "run", "shell", "working-directory", "with", "env", "continue-on-error", "timeout-minutes")
-	defaultsKeys = keySet("run")
-	runDefKeys   = keySet("shell", "working-directory")
-	strategyKeys = keySet("matrix", "fail-fast", "max-parallel")
-	runsOnKeys   = keySet("group", "labels")
+		"container", "services", "uses", "with", "secrets", "snapshot"}
+	stepKeys = []string{"id", "if", "name", "uses", "run", "shell", "working-directory", "with", "env", "continue-on-error", "timeout-minutes"}
 )
 
 var (
@@ -70,18 +72,10 @@ var (
 	jobIDRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 )
 
-func keySet(keys ...string) []string { sort.Strings(keys); return keys }
-
-func known(set []string, k string) bool {
-	i := sort.SearchStrings(set, k)
-	return i < len(set) && set[i] == k
-}
-
 // Parse parses a forge task's workflow_payload: a YAML workflow with exactly
 // one job. Every key must belong to the GitHub Actions schema; errors are
-// [*ParseError] values naming the line and the field. services: and
-// container: are rejected as not supported yet, as is a job that calls a
-// reusable workflow.
+// [*ParseError] values naming the line and the field. A job that calls a
+// reusable workflow is rejected as not supported yet.
 func Parse(payload []byte) (*Workflow, error) {
 	ws, err := parse(payload, true)
 	if err != nil {
@@ -102,61 +96,48 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 	if len(payload) > MaxPayloadBytes {
 		return nil, &ParseError{Msg: fmt.Sprintf("workflow is %d bytes, more than the %d allowed; shorten it", len(payload), MaxPayloadBytes)}
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(payload, &doc); err != nil {
-		return nil, fmt.Errorf("parse workflow yaml: %w", err)
+	root, _, serr := strictyaml.Parse(payload)
+	if serr != nil {
+		return nil, parseError(serr)
 	}
-	if n := countNodes(&doc, map[*yaml.Node]int{}); n > maxNodes {
-		return nil, &ParseError{Msg: fmt.Sprintf("workflow expands to more than %d YAML nodes (through aliases); remove the aliases that repeat large parts", maxNodes)}
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	if root == nil {
 		return nil, &ParseError{Msg: "workflow is empty; a forge task must carry a workflow with one job"}
 	}
-	root := resolve(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
-		return nil, perr(root, "", "workflow must be a mapping with a jobs: key, got %s", kindName(root))
+	if strictyaml.Expanded(root, maxNodes) > maxNodes {
+		return nil, &ParseError{Msg: fmt.Sprintf("workflow expands to more than %d YAML nodes (through aliases); remove the aliases that repeat large parts", maxNodes)}
 	}
-	pairs, err := mapPairs(root, "")
-	if err != nil {
-		return nil, err
+	if root.Kind != yaml.MappingNode {
+		return nil, want(root, "", "a mapping with a jobs: key")
 	}
 	base := Workflow{}
 	var jobs *yaml.Node
 	var jobsKey *yaml.Node
-	for _, p := range pairs {
-		k, v := p.key.Value, p.val
-		if !known(topKeys, k) {
-			return nil, unknownKey(p.key, "", k, topKeys)
-		}
-		switch k {
+	err := walk(root, "", "", topKeys, func(p strictyaml.Pair, kp string) (err error) {
+		switch v := p.Value; p.Name {
 		case "name":
-			if base.Name, err = scalar(v, "name"); err != nil {
-				return nil, err
-			}
+			base.Name, err = scalar(v, kp)
 		case "run-name":
-			if base.RunName, err = scalar(v, "run-name"); err != nil {
-				return nil, err
-			}
+			base.RunName, err = scalar(v, kp)
 		case "env":
-			if base.Env, err = stringMap(v, "env"); err != nil {
-				return nil, err
-			}
+			base.Env, err = stringMap(v, kp)
 		case "defaults":
-			if base.Defaults, err = parseDefaults(v, "defaults"); err != nil {
-				return nil, err
-			}
+			base.Defaults, err = parseDefaults(v, kp)
 		case "jobs":
-			jobs, jobsKey = v, p.key
+			jobs, jobsKey = v, p.Key
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if jobs == nil {
 		return nil, &ParseError{Msg: "workflow has no jobs: key; a forge task must carry exactly one job"}
 	}
 	if jobs.Kind != yaml.MappingNode {
-		if isNull(jobs) {
+		if strictyaml.IsNull(jobs) {
 			return nil, perr(jobsKey, "jobs", "workflow has no jobs; a forge task must carry exactly one")
 		}
-		return nil, perr(jobs, "jobs", "must be a mapping of job ids to jobs, got %s", kindName(jobs))
+		return nil, want(jobs, "jobs", "a mapping of job ids to jobs")
 	}
 	jobPairs, err := mapPairs(jobs, "jobs")
 	if err != nil {
@@ -168,7 +149,7 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 		}
 		ids := make([]string, len(jobPairs))
 		for i, p := range jobPairs {
-			ids[i] = p.key.Value
+			ids[i] = p.Name
 		}
 		sort.Strings(ids)
 		return nil, &ParseError{Msg: fmt.Sprintf("workflow has %d jobs (%s); a forge task must carry exactly one", len(ids), strings.Join(ids, ", "))}
@@ -178,11 +159,11 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 	}
 	out := make([]*Workflow, 0, len(jobPairs))
 	for _, p := range jobPairs {
-		id := p.key.Value
+		id := p.Name
 		if !jobIDRe.MatchString(id) {
-			return nil, perr(p.key, "jobs", "job id %q must start with a letter or _ and contain only letters, digits, - and _", id)
+			return nil, perr(p.Key, "jobs", "job id %q must start with a letter or _ and contain only letters, digits, - and _", id)
 		}
-		job, err := parseJob(p.val, "jobs."+id)
+		job, err := parseJob(p.Value, "jobs."+id)
 		if err != nil {
 			return nil, err
 		}
@@ -196,20 +177,12 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 
 func parseJob(n *yaml.Node, path string) (*Job, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, perr(n, path, "a job must be a mapping with runs-on: and steps:, got %s", kindName(n))
-	}
-	pairs, err := mapPairs(n, path)
-	if err != nil {
-		return nil, err
+		return nil, want(n, path, "a mapping with runs-on: and steps:")
 	}
 	job := &Job{}
 	var stepsNode *yaml.Node
-	for _, p := range pairs {
-		k, v := p.key.Value, p.val
-		kp := path + "." + k
-		if !known(jobKeys, k) {
-			return nil, unknownKey(p.key, path, k, jobKeys)
-		}
+	err := walk(n, path, "", jobKeys, func(p strictyaml.Pair, kp string) (err error) {
+		k, v := p.Name, p.Value
 		switch k {
 		case "name":
 			job.Name, err = scalar(v, kp)
@@ -233,16 +206,23 @@ func parseJob(n *yaml.Node, path string) (*Job, error) {
 			job.Matrix, err = parseStrategy(v, kp)
 		case "steps":
 			stepsNode = v
-		case "services", "container", "uses", "with", "secrets":
+		case "services":
+			job.Services, err = parseServices(v, kp)
+		case "container":
+			if !isEmpty(v) {
+				job.Container, err = parseContainer(v, kp)
+			}
+		case "uses", "with", "secrets":
 			// Serialisers may write these keys with empty values; only a
 			// real value asks for something forgeload cannot do.
 			if !isEmpty(v) {
-				err = unsupportedJobKey(p.key, kp, k)
+				err = unsupportedJobKey(p.Key, kp, k)
 			}
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if stepsNode == nil {
 		return nil, perr(n, path, "a job needs steps:")
@@ -255,10 +235,6 @@ func parseJob(n *yaml.Node, path string) (*Job, error) {
 
 func unsupportedJobKey(key *yaml.Node, kp, k string) error {
 	switch k {
-	case "services":
-		return perr(key, kp, "services are not supported yet; start the service from a run: step or point the test at an existing host")
-	case "container":
-		return perr(key, kp, "job containers are not supported yet; forgeload runs steps on the host, so remove container:")
 	case "uses":
 		return perr(key, kp, "calling a reusable workflow is not supported yet; copy its steps into this job")
 	default:
@@ -270,7 +246,7 @@ func unsupportedJobKey(key *yaml.Node, kp, k string) error {
 func isEmpty(n *yaml.Node) bool {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return isNull(n) || n.Value == ""
+		return strictyaml.IsNull(n) || n.Value == ""
 	case yaml.MappingNode, yaml.SequenceNode:
 		return len(n.Content) == 0
 	}
@@ -279,7 +255,7 @@ func isEmpty(n *yaml.Node) bool {
 
 func parseSteps(n *yaml.Node) ([]Step, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, perr(n, "steps", "must be a list of steps, got %s", kindName(n))
+		return nil, want(n, "steps", "a list of steps")
 	}
 	if len(n.Content) == 0 {
 		return nil, perr(n, "steps", "a job needs at least one step")
@@ -287,7 +263,7 @@ func parseSteps(n *yaml.Node) ([]Step, error) {
 	steps := make([]Step, 0, len(n.Content))
 	ids := map[string]int{}
 	for i, sn := range n.Content {
-		sn = resolve(sn)
+		sn = strictyaml.Resolve(sn)
 		s, err := parseStep(sn, i)
 		if err != nil {
 			return nil, err
@@ -308,19 +284,11 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 	path := fmt.Sprintf("steps[%d]", i)
 	s := Step{Index: i}
 	if n.Kind != yaml.MappingNode {
-		return s, perr(n, path, "a step must be a mapping with run: or uses:, got %s", kindName(n))
-	}
-	pairs, err := mapPairs(n, path)
-	if err != nil {
-		return s, err
+		return s, want(n, path, "a mapping with run: or uses:")
 	}
 	var shellKey, wdKey, withKey *yaml.Node
-	for _, p := range pairs {
-		k, v := p.key.Value, p.val
-		kp := path + "." + k
-		if !known(stepKeys, k) {
-			return s, unknownKey(p.key, path, k, stepKeys)
-		}
+	err := walk(n, path, "", stepKeys, func(p strictyaml.Pair, kp string) (err error) {
+		k, v := p.Name, p.Value
 		switch k {
 		case "id":
 			if s.ID, err = scalar(v, kp); err == nil && s.ID != "" && !stepIDRe.MatchString(s.ID) {
@@ -337,26 +305,27 @@ func parseStep(n *yaml.Node, i int) (Step, error) {
 			s.Run, err = scalar(v, kp)
 		case "shell":
 			if s.Shell, err = scalar(v, kp); s.Shell != "" {
-				shellKey = p.key
+				shellKey = p.Key
 			}
 		case "working-directory":
 			if s.WorkingDirectory, err = scalar(v, kp); s.WorkingDirectory != "" {
-				wdKey = p.key
+				wdKey = p.Key
 			}
 		case "env":
 			s.Env, err = stringMap(v, kp)
 		case "with":
 			if s.With, err = stringMap(v, kp); len(s.With) > 0 {
-				withKey = p.key
+				withKey = p.Key
 			}
 		case "continue-on-error":
 			s.ContinueOnError, err = boolOrExpr(v, kp)
 		case "timeout-minutes":
 			s.TimeoutMinutes, err = minutes(v, kp)
 		}
-		if err != nil {
-			return s, err
-		}
+		return err
+	})
+	if err != nil {
+		return s, err
 	}
 	// An empty run: or uses: counts as absent, as serialisers may write one.
 	hasRun, hasUses := strings.TrimSpace(s.Run) != "", s.Uses != ""
@@ -382,222 +351,120 @@ func parseRunsOn(n *yaml.Node, path string) ([]string, error) {
 	if n.Kind != yaml.MappingNode {
 		return stringList(n, path)
 	}
-	pairs, err := mapPairs(n, path)
-	if err != nil {
-		return nil, err
-	}
 	var labels []string
-	for _, p := range pairs {
-		if !known(runsOnKeys, p.key.Value) {
-			return nil, unknownKey(p.key, path, p.key.Value, runsOnKeys)
-		}
-		if p.key.Value == "labels" {
-			if labels, err = stringList(p.val, path+".labels"); err != nil {
-				return nil, err
-			}
-		} else if _, err := scalar(p.val, path+".group"); err != nil {
-			return nil, err
-		}
-	}
-	return labels, nil
+	err := fields(n, path, "", map[string]func(*yaml.Node, string) error{
+		"group":  ignore,
+		"labels": func(v *yaml.Node, p string) (err error) { labels, err = stringList(v, p); return err },
+	})
+	return labels, err
 }
 
 func parseDefaults(n *yaml.Node, path string) (Defaults, error) {
 	var d Defaults
-	if isNull(n) {
-		return d, nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return d, perr(n, path, "must be a mapping with run:, got %s", kindName(n))
-	}
-	pairs, err := mapPairs(n, path)
-	if err != nil {
-		return d, err
-	}
-	for _, p := range pairs {
-		if !known(defaultsKeys, p.key.Value) {
-			return d, unknownKey(p.key, path, p.key.Value, defaultsKeys)
-		}
-		rp := path + ".run"
-		if isNull(p.val) {
-			continue
-		}
-		if p.val.Kind != yaml.MappingNode {
-			return d, perr(p.val, rp, "must be a mapping with shell: or working-directory:, got %s", kindName(p.val))
-		}
-		rpairs, err := mapPairs(p.val, rp)
-		if err != nil {
-			return d, err
-		}
-		for _, rpr := range rpairs {
-			k := rpr.key.Value
-			if !known(runDefKeys, k) {
-				return d, unknownKey(rpr.key, rp, k, runDefKeys)
-			}
-			v, err := scalar(rpr.val, rp+"."+k)
-			if err != nil {
-				return d, err
-			}
-			if k == "shell" {
-				d.Shell = v
-			} else {
-				d.WorkingDirectory = v
-			}
-		}
-	}
-	return d, nil
+	err := fields(n, path, "a mapping with run:", map[string]func(*yaml.Node, string) error{
+		"run": func(v *yaml.Node, p string) error {
+			return fields(v, p, "a mapping with shell: or working-directory:", map[string]func(*yaml.Node, string) error{
+				"shell":             func(v *yaml.Node, p string) (err error) { d.Shell, err = scalar(v, p); return err },
+				"working-directory": func(v *yaml.Node, p string) (err error) { d.WorkingDirectory, err = scalar(v, p); return err },
+			})
+		},
+	})
+	return d, err
 }
 
 func parseStrategy(n *yaml.Node, path string) (map[string]any, error) {
-	if isNull(n) {
-		return nil, nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil, perr(n, path, "must be a mapping with matrix:, got %s", kindName(n))
-	}
-	pairs, err := mapPairs(n, path)
-	if err != nil {
-		return nil, err
-	}
 	var matrix map[string]any
-	for _, p := range pairs {
-		k := p.key.Value
-		if !known(strategyKeys, k) {
-			return nil, unknownKey(p.key, path, k, strategyKeys)
-		}
-		if k != "matrix" {
-			if _, err := scalar(p.val, path+"."+k); err != nil {
-				return nil, err
+	err := fields(n, path, "a mapping with matrix:", map[string]func(*yaml.Node, string) error{
+		"fail-fast":    ignore,
+		"max-parallel": ignore,
+		"matrix": func(v *yaml.Node, mp string) error {
+			if v.Kind != yaml.MappingNode {
+				// An expression such as ${{ fromJSON(...) }}: the forge expands it.
+				_, err := scalar(v, mp)
+				return err
 			}
-			continue
-		}
-		mp := path + ".matrix"
-		if p.val.Kind != yaml.MappingNode {
-			// An expression such as ${{ fromJSON(...) }}: the forge expands it.
-			if _, err := scalar(p.val, mp); err != nil {
-				return nil, err
+			mpairs, err := mapPairs(v, mp)
+			if err != nil {
+				return err
 			}
-			continue
-		}
-		mpairs, err := mapPairs(p.val, mp)
-		if err != nil {
-			return nil, err
-		}
-		matrix = make(map[string]any, len(mpairs))
-		for _, m := range mpairs {
-			if m.key.Value == "include" || m.key.Value == "exclude" {
-				continue
+			matrix = make(map[string]any, len(mpairs))
+			for _, m := range mpairs {
+				if m.Name == "include" || m.Name == "exclude" {
+					continue
+				}
+				var val any
+				if err := m.Value.Decode(&val); err != nil {
+					return perr(m.Value, mp+"."+m.Name, "cannot read the value: %v", err)
+				}
+				if l, ok := val.([]any); ok && len(l) == 1 {
+					val = l[0]
+				}
+				matrix[m.Name] = val
 			}
-			var v any
-			if err := m.val.Decode(&v); err != nil {
-				return nil, perr(m.val, mp+"."+m.key.Value, "cannot read the value: %v", err)
-			}
-			if l, ok := v.([]any); ok && len(l) == 1 {
-				v = l[0]
-			}
-			matrix[m.key.Value] = v
-		}
-	}
-	return matrix, nil
+			return nil
+		},
+	})
+	return matrix, err
 }
 
 // YAML helpers.
+
+// ignore checks that a key forgeload does not act on has a scalar value.
+func ignore(v *yaml.Node, path string) error {
+	_, err := scalar(v, path)
+	return err
+}
 
 // maxNodes bounds the size of a workflow with its aliases expanded, so that
 // a few bytes of nested aliases cannot make parsing take unbounded time.
 const maxNodes = 1 << 20
 
-// countNodes returns the number of nodes under n with aliases expanded,
-// stopping early once it passes maxNodes. A self-referencing alias counts as
-// too many.
-func countNodes(n *yaml.Node, memo map[*yaml.Node]int) int {
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return 1
+// mapPairs returns the pairs of the mapping n of any plain keys, or the
+// first error of the strict-YAML layer.
+func mapPairs(n *yaml.Node, path string) ([]strictyaml.Pair, error) {
+	pairs, errs := strictyaml.Mapping(n, path, strictyaml.Keys{})
+	if len(errs) > 0 {
+		return nil, parseError(errs[0])
+	}
+	return pairs, nil
+}
+
+// walk calls each with the pairs of the block n, whose keys must be among
+// names, and their paths, in document order, and returns the first error:
+// of the block's kind (see [strictyaml.Block]; what is the kind it wants),
+// of a key (set twice, unknown, ...) or of each.
+func walk(n *yaml.Node, path, what string, names []string, each func(p strictyaml.Pair, path string) error) error {
+	var err error
+	strictyaml.Block(n, path, what, strictyaml.Keys{Names: names}, func(e *strictyaml.Error) {
+		if err == nil {
+			err = parseError(e)
 		}
-		n = n.Alias
-	}
-	if c, ok := memo[n]; ok {
-		return c
-	}
-	memo[n] = maxNodes + 1 // reached again while counting n: a cycle
-	total := 1
-	for _, c := range n.Content {
-		if total += countNodes(c, memo); total > maxNodes {
-			break
+	}, func(p strictyaml.Pair, kp string) {
+		if err == nil {
+			err = each(p, kp)
 		}
-	}
-	memo[n] = total
-	return total
+	})
+	return err
 }
 
-type pair struct{ key, val *yaml.Node }
-
-// resolve follows an alias to its anchor.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 8; i++ {
-		n = n.Alias
+// fields decodes the block n, whose keys are those of set, by calling
+// set[key] with each value and its path, in document order, up to the first
+// error. A null n is empty; a node of another kind is an error naming what
+// it wants.
+func fields(n *yaml.Node, path, what string, set map[string]func(v *yaml.Node, path string) error) error {
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
 	}
-	return n
-}
-
-func mapPairs(n *yaml.Node, path string) ([]pair, error) {
-	seen := make(map[string]int, len(n.Content)/2)
-	out := make([]pair, 0, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
-			return nil, perr(k, path, "keys must be plain strings (merge keys << are not supported)")
-		}
-		if line, dup := seen[k.Value]; dup {
-			return nil, perr(k, joinPath(path, k.Value), "key is set twice (first on line %d); keep one", line)
-		}
-		seen[k.Value] = k.Line
-		out = append(out, pair{k, v})
-	}
-	return out, nil
-}
-
-func joinPath(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
-func unknownKey(k *yaml.Node, path, name string, set []string) error {
-	msg := fmt.Sprintf("unknown key %q", name)
-	if s := suggest.Closest(name, set, strings.ToLower); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
-	msg = withSep(msg) + " allowed: " + strings.Join(set, ", ")
-	return perr(k, path, "%s", msg)
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if isNull(n) {
-			return "null"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	default:
-		return "an empty document"
-	}
+	return walk(n, path, what, names, func(p strictyaml.Pair, kp string) error {
+		return set[p.Name](p.Value, kp)
+	})
 }
 
 // scalar renders a scalar node as GitHub renders it in a string context.
 func scalar(n *yaml.Node, path string) (string, error) {
 	if n.Kind != yaml.ScalarNode {
-		return "", perr(n, path, "must be a string, number or boolean, got %s", kindName(n))
+		return "", want(n, path, "a string, number or boolean")
 	}
 	switch n.ShortTag() {
 	case "!!null":
@@ -622,11 +489,11 @@ func scalar(n *yaml.Node, path string) (string, error) {
 }
 
 func stringMap(n *yaml.Node, path string) (map[string]string, error) {
-	if isNull(n) {
+	if strictyaml.IsNull(n) {
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, perr(n, path, "must be a mapping of names to values, got %s", kindName(n))
+		return nil, want(n, path, "a mapping of names to values")
 	}
 	pairs, err := mapPairs(n, path)
 	if err != nil {
@@ -634,29 +501,29 @@ func stringMap(n *yaml.Node, path string) (map[string]string, error) {
 	}
 	m := make(map[string]string, len(pairs))
 	for _, p := range pairs {
-		v, err := scalar(p.val, path+"."+p.key.Value)
+		v, err := scalar(p.Value, path+"."+p.Name)
 		if err != nil {
 			return nil, err
 		}
-		m[p.key.Value] = v
+		m[p.Name] = v
 	}
 	return m, nil
 }
 
 func stringList(n *yaml.Node, path string) ([]string, error) {
 	if n.Kind == yaml.ScalarNode {
-		if isNull(n) {
+		if strictyaml.IsNull(n) {
 			return nil, nil
 		}
 		v, err := scalar(n, path)
 		return []string{v}, err
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, perr(n, path, "must be a string or a list of strings, got %s", kindName(n))
+		return nil, want(n, path, "a string or a list of strings")
 	}
 	out := make([]string, 0, len(n.Content))
 	for i, e := range n.Content {
-		v, err := scalar(resolve(e), fmt.Sprintf("%s[%d]", path, i))
+		v, err := scalar(strictyaml.Resolve(e), strictyaml.Index(path, i))
 		if err != nil {
 			return nil, err
 		}

@@ -120,36 +120,41 @@ func TestParseErrors(t *testing.T) {
 		{"null jobs", "on: push\njobs:\n", "workflow line 2: jobs: workflow has no jobs; a forge task must carry exactly one"},
 		{"no jobs key", "on: push\n", "workflow has no jobs: key; a forge task must carry exactly one job"},
 		{"empty", "", "workflow is empty; a forge task must carry a workflow with one job"},
-		{"not a mapping", "- a\n", `workflow line 1: workflow must be a mapping with a jobs: key, got a list`},
+		{"not a mapping", "- a\n", `workflow line 1: want a mapping with a jobs: key, got a list`},
 		{"neither run nor uses", job("      - name: x\n"), "workflow line 6: steps[0]: a step needs either run: or uses: (with a value)"},
 		{"both run and uses", job("      - run: a\n      - run: b\n        uses: c@v1\n"), "workflow line 7: steps[1]: both run: and uses: are set; keep one"},
 		{"unknown step key", job("      - run: a\n        shel: sh\n"),
-			`workflow line 7: steps[0]: unknown key "shel"; did you mean "shell"? allowed: continue-on-error, env, id, if, name, run, shell, timeout-minutes, uses, with, working-directory`},
+			`workflow line 7: steps[0]: unknown key "shel"; did you mean "shell"? known keys: continue-on-error, env, id, if, name, run, shell, timeout-minutes, uses, with, working-directory`},
 		{"unknown job key", "jobs:\n  perf:\n    runs_on: x\n    steps: [{run: a}]\n",
-			`workflow line 3: jobs.perf: unknown key "runs_on"; did you mean "runs-on"? allowed: concurrency, container, continue-on-error, defaults, env, environment, if, name, needs, outputs, permissions, runs-on, secrets, services, snapshot, steps, strategy, timeout-minutes, uses, with`},
+			`workflow line 3: jobs.perf: unknown key "runs_on"; did you mean "runs-on"? known keys: concurrency, container, continue-on-error, defaults, env, environment, if, name, needs, outputs, permissions, runs-on, secrets, services, snapshot, steps, strategy, timeout-minutes, uses, with`},
 		{"unknown top key", "jobz: {}\n",
-			`workflow line 1: unknown key "jobz"; did you mean "jobs"? allowed: concurrency, defaults, env, jobs, name, on, permissions, run-name`},
-		{"services", "jobs:\n  perf:\n    runs-on: x\n    services:\n      redis: {image: redis}\n    steps: [{run: a}]\n",
-			"workflow line 4: jobs.perf.services: services are not supported yet; start the service from a run: step or point the test at an existing host"},
-		{"container", "jobs:\n  perf:\n    runs-on: x\n    container: node:20\n    steps: [{run: a}]\n",
-			"workflow line 4: jobs.perf.container: job containers are not supported yet; forgeload runs steps on the host, so remove container:"},
+			`workflow line 1: unknown key "jobz"; did you mean "jobs"? known keys: concurrency, defaults, env, jobs, name, on, permissions, run-name`},
+		{"service without image", "jobs:\n  perf:\n    runs-on: x\n    services:\n      api: {ports: [8080]}\n    steps: [{run: a}]\n",
+			"workflow line 5: jobs.perf.services.api: needs image:, such as image: postgres:16"},
+		{"service key misspelt", "jobs:\n  perf:\n    runs-on: x\n    services:\n      api: {image: a, port: [8080]}\n    steps: [{run: a}]\n",
+			`workflow line 5: jobs.perf.services.api: unknown key "port"; did you mean "ports"? known keys: cmd, credentials, env, image, options, ports, volumes`},
+		{"service port malformed", "jobs:\n  perf:\n    runs-on: x\n    services:\n      api: {image: a, ports: [http]}\n    steps: [{run: a}]\n",
+			`workflow line 5: jobs.perf.services.api.ports[0]: "http" is not a port: write 8080, 9000:8080 or 127.0.0.1:9000:8080 (optionally /tcp or /udp)`},
+		{"container as a list", "jobs:\n  perf:\n    runs-on: x\n    container: [a]\n    steps: [{run: a}]\n",
+			"workflow line 4: jobs.perf.container: want an image name or a mapping with image:, got a list"},
 		{"reusable workflow", "jobs:\n  perf:\n    uses: o/r/.github/workflows/x.yml@v1\n",
 			"workflow line 3: jobs.perf.uses: calling a reusable workflow is not supported yet; copy its steps into this job"},
 		{"no steps", "jobs:\n  perf:\n    runs-on: x\n", "workflow line 3: jobs.perf: a job needs steps:"},
 		{"empty steps", "jobs:\n  perf:\n    runs-on: x\n    steps: []\n", "workflow line 4: steps: a job needs at least one step"},
-		{"step not mapping", job("      - echo hi\n"), `workflow line 6: steps[0]: a step must be a mapping with run: or uses:, got "echo hi"`},
-		{"with not scalar", job("      - uses: a@v1\n        with:\n          x: [1, 2]\n"), "workflow line 8: steps[0].with.x: must be a string, number or boolean, got a list"},
+		{"step not mapping", job("      - echo hi\n"), `workflow line 6: steps[0]: want a mapping with run: or uses:, got "echo hi"`},
+		{"with not scalar", job("      - uses: a@v1\n        with:\n          x: [1, 2]\n"), "workflow line 8: steps[0].with.x: want a string, number or boolean, got a list"},
 		{"with on run step", job("      - run: a\n        with: {x: 1}\n"), "workflow line 7: steps[0].with: only applies to uses: steps; pass values to a run: step with env:"},
 		{"shell on uses step", job("      - uses: a@v1\n        shell: bash\n"), "workflow line 7: steps[0].shell: only applies to run: steps; remove it from this uses: step"},
 		{"bad step id", job("      - id: 1st\n        run: a\n"), `workflow line 6: steps[0].id: step id "1st" must start with a letter or _ and contain only letters, digits, - and _`},
 		{"duplicate step id", job("      - id: a\n        run: a\n      - id: A\n        run: b\n"), `workflow line 8: steps[1].id: id "A" is already used by steps[0]; step ids must be unique`},
-		{"duplicate key", job("      - run: a\n        run: b\n"), "workflow line 7: steps[0].run: key is set twice (first on line 6); keep one"},
+		{"duplicate key", job("      - run: a\n        run: b\n"), "workflow line 7: steps[0].run: set twice (first on line 6); keep one"},
 		{"bad timeout", job("      - run: a\n        timeout-minutes: soon\n"), `workflow line 7: steps[0].timeout-minutes: "soon" is not a positive number of minutes or a ${{ }} expression`},
+		{"first mistake in document order", job("      - run: a\n        timeout-minutes: soon\n        shel: sh\n"), `workflow line 7: steps[0].timeout-minutes: "soon" is not a positive number of minutes or a ${{ }} expression`},
 		{"bad continue-on-error", job("      - run: a\n        continue-on-error: maybe\n"), `workflow line 7: steps[0].continue-on-error: "maybe" must be true, false or a ${{ }} expression`},
-		{"env not mapping", job("      - run: a\n        env: [A]\n"), "workflow line 7: steps[0].env: must be a mapping of names to values, got a list"},
+		{"env not mapping", job("      - run: a\n        env: [A]\n"), "workflow line 7: steps[0].env: want a mapping of names to values, got a list"},
 		{"empty run", job("      - run: ''\n"), "workflow line 6: steps[0]: a step needs either run: or uses: (with a value)"},
 		{"unknown defaults key", "defaults:\n  run:\n    shel: sh\njobs: {perf: {runs-on: x, steps: [{run: a}]}}\n",
-			`workflow line 3: defaults.run: unknown key "shel"; did you mean "shell"? allowed: shell, working-directory`},
+			`workflow line 3: defaults.run: unknown key "shel"; did you mean "shell"? known keys: shell, working-directory`},
 		{"bad job id", "jobs:\n  1perf: {runs-on: x, steps: [{run: a}]}\n", `workflow line 2: jobs: job id "1perf" must start with a letter or _ and contain only letters, digits, - and _`},
 	}
 	for _, tt := range tests {
@@ -172,9 +177,16 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseYAMLSyntaxError(t *testing.T) {
 	t.Parallel()
-	_, err := Parse([]byte("jobs:\n  perf:\n    steps: [\n"))
-	if err == nil || !strings.HasPrefix(err.Error(), "parse workflow yaml: yaml: line") {
-		t.Errorf("Parse(broken yaml) error = %v, want a yaml error with its line", err)
+	for _, tt := range []struct{ doc, want string }{
+		{"jobs:\n  perf:\n    steps: [\n", "workflow line 3: invalid YAML: did not find expected node content"},
+		{"on: push\njobs:\n  perf:\n    runs-on: x\n  - y\n", "workflow line 5: invalid YAML: did not find expected key"},
+		{"on: push\njobs:\n  perf:\n    runs-on: [a\n", "workflow line 4: invalid YAML: did not find expected ',' or ']'"},
+	} {
+		_, err := Parse([]byte(tt.doc))
+		var pe *ParseError
+		if err == nil || err.Error() != tt.want || !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) error = %v, want %q", tt.doc, err, tt.want)
+		}
 	}
 }
 
@@ -396,6 +408,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs:\n  a: &x {runs-on: *x, steps: [*x]}\n"))
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("jobs: {a: {runs-on: x, strategy: {matrix: {x: [[[1]]]}}, steps: [{uses: a, with: {b: !!binary aGk=}}]}}"))
+	f.Add([]byte("jobs: {a: {runs-on: x, container: {image: b, ports: [1]}, services: {db: p:1, api: {image: i, ports: ['[::1]:1:2/udp'], credentials: {username: u}, cmd: [a, b]}}, steps: [{run: a}]}}"))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		w, err := Parse(payload)
 		if err != nil {
@@ -467,5 +480,65 @@ func TestParseGolden(t *testing.T) {
 				t.Errorf("Parse(%s) =\n%s\nwant (%s)\n%s", file, got, golden, want)
 			}
 		})
+	}
+}
+
+// services: and container: parse with GitHub's keys; the values stay
+// unevaluated for the runner.
+func TestParseServicesAndContainer(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`jobs:
+  perf:
+    runs-on: x
+    container:
+      image: busybox:1
+      options: --cpus 1
+    services:
+      api:
+        image: ghcr.io/acme/api:${{ github.sha }}
+        env: {PORT: 8080}
+        ports: ["8080", "127.0.0.1:9000:9000/tcp"]
+        volumes: [data:/data]
+        options: >-
+          --health-cmd "curl -f localhost:8080" --health-interval 2s
+        credentials: {username: u, password: "${{ secrets.PW }}"}
+      db: postgres:16
+    steps: [{run: a}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.Job
+	if got := j.ServiceIDs(); strings.Join(got, ",") != "api,db" {
+		t.Fatalf("ServiceIDs() = %v, want [api db]", got)
+	}
+	api := j.Services["api"]
+	if api.Image != "ghcr.io/acme/api:${{ github.sha }}" || api.Env["PORT"] != "8080" || len(api.Ports) != 2 ||
+		api.Volumes[0] != "data:/data" || !strings.HasPrefix(api.Options, "--health-cmd") ||
+		api.Credentials == nil || api.Credentials.Password != "${{ secrets.PW }}" || api.Line != 9 {
+		t.Fatalf("services.api = %+v", api)
+	}
+	if j.Services["db"].Image != "postgres:16" {
+		t.Fatalf("services.db = %+v, want image postgres:16", j.Services["db"])
+	}
+	if j.Container == nil || j.Container.Image != "busybox:1" || j.Container.Options != "--cpus 1" {
+		t.Fatalf("container = %+v", j.Container)
+	}
+}
+
+func TestParseErrorFile(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		e    ParseError
+		want string
+	}{
+		{ParseError{Line: 3, Path: "steps[0]", Msg: "m"}, "workflow line 3: steps[0]: m"},
+		{ParseError{File: "ci.yml", Line: 3, Path: "steps[0]", Msg: "m"}, "ci.yml:3: steps[0]: m"},
+		{ParseError{File: "ci.yml", Msg: "m"}, "ci.yml: m"},
+		{ParseError{Msg: "m"}, "m"},
+	} {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("%+v.Error() = %q, want %q", tt.e, got, tt.want)
+		}
 	}
 }

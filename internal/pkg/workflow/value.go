@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/number"
 )
 
 // Values inside the evaluator are nil, bool, float64, string, []any,
@@ -148,7 +150,7 @@ func parseNumber(s string) float64 {
 		}
 		return math.NaN()
 	}
-	if !isJSONNumber(s) {
+	if !number.Valid(s) { // JSON's grammar, also with a leading + and a leading or trailing point
 		switch s {
 		case "Infinity", "+Infinity":
 			return math.Inf(1)
@@ -163,45 +165,6 @@ func parseNumber(s string) float64 {
 		return f
 	}
 	return f
-}
-
-// isJSONNumber reports whether s is a number in JSON's grammar, also
-// allowing a leading + and a leading or trailing decimal point.
-func isJSONNumber(s string) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	digits := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-		digits++
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			digits++
-		}
-	}
-	if digits == 0 {
-		return false
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		exp := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			exp++
-		}
-		if exp == 0 {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // formatNumber renders a number as GitHub does: integers without a decimal

@@ -63,6 +63,11 @@ type Job struct {
 	// than ["linux"]. include and exclude are dropped. Matrix is nil when the
 	// job has no matrix or the matrix is an expression.
 	Matrix map[string]any
+	// Services are the job's services:, by id; nil when none.
+	Services map[string]*Container
+	// Container is the job's container:, or nil when its steps run on the
+	// host.
+	Container *Container
 }
 
 // Step is one entry of a job's steps:. Expression-valued fields hold the

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 )
 
 // MaxPeriod bounds the striping period (the least common denominator of a
@@ -13,43 +12,17 @@ import (
 const MaxPeriod = 1 << 20
 
 // Segment is the half-open share [From, To) of a plan, with 0 ≤ From < To ≤ 1.
-// The zero value is not a valid segment; build one with [New] or take it from
-// a [Sequence].
+// The zero value is not a valid segment; take one from a [Sequence].
 type Segment struct {
 	From, To *big.Rat
-}
-
-// New returns the segment [from, to). It fails unless 0 ≤ from < to ≤ 1.
-func New(from, to *big.Rat) (Segment, error) {
-	if from.Sign() < 0 || to.Cmp(big.NewRat(1, 1)) > 0 || from.Cmp(to) >= 0 {
-		return Segment{}, fmt.Errorf("segment [%s, %s): bounds must satisfy 0 <= from < to <= 1", from.RatString(), to.RatString())
-	}
-	return Segment{From: new(big.Rat).Set(from), To: new(big.Rat).Set(to)}, nil
 }
 
 // Len returns To − From.
 func (s Segment) Len() *big.Rat { return new(big.Rat).Sub(s.To, s.From) }
 
 // String renders the segment as "from-to" with rationals in a/b form, e.g.
-// "1/3-2/3"; [Parse] reads it back.
+// "1/3-2/3".
 func (s Segment) String() string { return s.From.RatString() + "-" + s.To.RatString() }
-
-// Parse reads a segment written by [Segment.String].
-func Parse(text string) (Segment, error) {
-	if len(text) > 64 {
-		return Segment{}, fmt.Errorf("parse segment %.20q...: longer than 64 bytes", text)
-	}
-	a, b, ok := strings.Cut(text, "-")
-	if !ok {
-		return Segment{}, fmt.Errorf("parse segment %q: want \"from-to\" with rationals such as \"1/3-2/3\"", text)
-	}
-	from, ok1 := new(big.Rat).SetString(a)
-	to, ok2 := new(big.Rat).SetString(b)
-	if !ok1 || !ok2 {
-		return Segment{}, fmt.Errorf("parse segment %q: bounds must be rationals such as 1/3", text)
-	}
-	return New(from, to)
-}
 
 // Scale returns this segment's share of v: round(v·To) − round(v·From) with
 // half-up rounding. Over a sequence the shares of all segments sum to v.

@@ -3,75 +3,63 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
-// Histogram geometry used by [Snapshot.Record]: 1 µs to 60 s, three
-// significant digits. Values are in microseconds.
-const (
-	LowestMicros  = 1
-	HighestMicros = 60_000_000
-	SigFigs       = 3
-)
+// Version is the version of the wire form; [Unmarshal] refuses others.
+// Version 1 keyed counters and histograms by strings such as
+// "ep|<name>|status|200".
+const Version = 2
 
 // MaxWireBytes bounds the encoded size [Unmarshal] accepts.
 const MaxWireBytes = 8 << 20
 
-// Snapshot holds the counters and histograms of one run second (or, for
-// totals, of the whole run). The zero value is not usable; call [New]. A
-// Snapshot is not safe for concurrent use.
+// Snapshot holds what the workers of a run measured in one run second (or,
+// for totals, in the whole run): the engine's [load.Stats] overall and per
+// endpoint, dropped arrivals and requests in flight. The zero value is an
+// empty snapshot of second 0; [New] sets the second. A Snapshot is not safe
+// for concurrent use.
 type Snapshot struct {
 	// Second is the run second, counted from the run's start_at; -1 marks
 	// a cumulative total.
 	Second int
-	// Counters maps a metric key (name plus low-cardinality tags) to a count.
-	Counters map[string]int64
-	// Hists maps a metric key to its latency histogram in microseconds.
-	Hists map[string]*hdrhistogram.Histogram
+	// Stats are every request's measurements, latency histogram included.
+	load.Stats
+	// Endpoints are the per-endpoint Stats, in the plan's endpoint order
+	// (every worker builds the same plan, so merging keeps that order).
+	Endpoints []load.EndpointStats
+	// Dropped counts arrivals dropped because every worker was busy.
+	Dropped int64
+	// InFlight is the number of requests in flight at the end of the
+	// second, summed over workers.
+	InFlight int64
 }
 
 // New returns an empty snapshot for run second sec.
-func New(sec int) *Snapshot {
-	return &Snapshot{Second: sec, Counters: map[string]int64{}, Hists: map[string]*hdrhistogram.Histogram{}}
-}
+func New(sec int) *Snapshot { return &Snapshot{Second: sec} }
 
-// NewHistogram returns an empty histogram with the standard geometry.
-func NewHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(LowestMicros, HighestMicros, SigFigs)
-}
-
-// Add adds n to counter key.
-func (s *Snapshot) Add(key string, n int64) { s.Counters[key] += n }
-
-// Record records one value (microseconds) into histogram key, clamping it
-// into the trackable range so no sample is lost.
-func (s *Snapshot) Record(key string, micros int64) {
-	h := s.Hists[key]
-	if h == nil {
-		h = NewHistogram()
-		s.Hists[key] = h
+// Merge adds o's counts and histograms into s, endpoint by endpoint (by
+// name; an endpoint s lacks is appended). o is not modified.
+func (s *Snapshot) Merge(o *Snapshot) {
+	s.Stats.Merge(&o.Stats)
+	for i := range o.Endpoints {
+		e := &o.Endpoints[i]
+		mine := s.endpoint(e.Name)
+		mine.Merge(&e.Stats)
 	}
-	_ = h.RecordValue(min(max(micros, LowestMicros), HighestMicros)) // in range by construction
+	s.Dropped += o.Dropped
+	s.InFlight += o.InFlight
 }
 
-// Merge adds o's counters and histogram counts into s. o is not modified.
-// It returns the number of samples that fell outside s's histogram range
-// (always 0 for histograms built by this package).
-func (s *Snapshot) Merge(o *Snapshot) (dropped int64) {
-	for k, v := range o.Counters {
-		s.Counters[k] += v
-	}
-	for k, h := range o.Hists {
-		if mine := s.Hists[k]; mine != nil {
-			dropped += mine.Merge(h)
-		} else {
-			s.Hists[k] = h.Clone()
+func (s *Snapshot) endpoint(name string) *load.Stats {
+	for i := range s.Endpoints {
+		if s.Endpoints[i].Name == name {
+			return &s.Endpoints[i].Stats
 		}
 	}
-	return dropped
+	s.Endpoints = append(s.Endpoints, load.EndpointStats{Name: name})
+	return &s.Endpoints[len(s.Endpoints)-1].Stats
 }
 
 // Clone returns a deep copy of s.
@@ -81,61 +69,58 @@ func (s *Snapshot) Clone() *Snapshot {
 	return c
 }
 
-// Keys returns the histogram keys in sorted order.
-func (s *Snapshot) Keys() []string { return slices.Sorted(maps.Keys(s.Hists)) }
-
-type wire struct {
-	S int               `json:"s"`
-	C map[string]int64  `json:"c,omitempty"`
-	H map[string]string `json:"h,omitempty"`
+// Samples is the number of latency samples s holds: the requests measured.
+func (s *Snapshot) Samples() int64 {
+	if s.Latency == nil {
+		return 0
+	}
+	return s.Latency.Count()
 }
 
-// MarshalBinary encodes s: JSON with V2-compressed HDR histograms (base64).
+// wire is the encoded form: versioned JSON whose histograms are HDR
+// V2-compressed encodings in base64 ([load.Histogram.MarshalJSON]).
+type wire struct {
+	V         int                  `json:"v"`
+	S         int                  `json:"s"`
+	Stats     load.Stats           `json:"stats"`
+	Endpoints []load.EndpointStats `json:"endpoints,omitempty"`
+	Dropped   int64                `json:"dropped,omitempty"`
+	InFlight  int64                `json:"in_flight,omitempty"`
+}
+
+// MarshalBinary encodes s for the metrics stream.
 func (s *Snapshot) MarshalBinary() ([]byte, error) {
-	w := wire{S: s.Second, C: s.Counters, H: make(map[string]string, len(s.Hists))}
-	for k, h := range s.Hists {
-		b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-		if err != nil {
-			return nil, fmt.Errorf("encode histogram %q: %w", k, err)
-		}
-		w.H[k] = string(b) // already base64
+	b, err := json.Marshal(wire{V: Version, S: s.Second, Stats: s.Stats, Endpoints: s.Endpoints, Dropped: s.Dropped, InFlight: s.InFlight})
+	if err != nil {
+		return nil, fmt.Errorf("encode metrics snapshot: %w", err)
 	}
-	return json.Marshal(w)
+	return b, nil
 }
 
 // Unmarshal decodes a snapshot written by [Snapshot.MarshalBinary]. It
-// rejects inputs over [MaxWireBytes] and histograms that fail to decode.
-func Unmarshal(b []byte) (*Snapshot, error) {
+// rejects inputs over [MaxWireBytes], another version (a worker running a
+// different forgeload) and histograms that fail to decode.
+func Unmarshal(b []byte) (s *Snapshot, err error) {
 	if len(b) > MaxWireBytes {
 		return nil, fmt.Errorf("decode metrics snapshot: %d bytes exceeds the %d byte limit", len(b), MaxWireBytes)
+	}
+	defer func() { // the HDR decoder indexes into attacker-controlled sizes
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("decode metrics snapshot: malformed HDR encoding: %v", r)
+		}
+	}()
+	var head struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("decode metrics snapshot: %w", err)
+	}
+	if head.V != Version {
+		return nil, fmt.Errorf("decode metrics snapshot: version %d, this runner understands %d: run the same forgeload version on every cluster member", head.V, Version)
 	}
 	var w wire
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("decode metrics snapshot: %w", err)
 	}
-	s := New(w.S)
-	for k, v := range w.C {
-		s.Counters[k] = v
-	}
-	for k, hb := range w.H {
-		h, err := decodeHist([]byte(hb))
-		if err != nil {
-			return nil, fmt.Errorf("decode metrics snapshot histogram %q: %w", k, err)
-		}
-		s.Hists[k] = h
-	}
-	return s, nil
-}
-
-func decodeHist(b []byte) (h *hdrhistogram.Histogram, err error) {
-	defer func() { // the decoder indexes into attacker-controlled sizes
-		if r := recover(); r != nil {
-			h, err = nil, fmt.Errorf("malformed HDR encoding: %v", r)
-		}
-	}()
-	h, err = hdrhistogram.Decode(b)
-	if err == nil && h == nil {
-		err = fmt.Errorf("malformed HDR encoding")
-	}
-	return h, err
+	return &Snapshot{Second: w.S, Stats: w.Stats, Endpoints: w.Endpoints, Dropped: w.Dropped, InFlight: w.InFlight}, nil
 }

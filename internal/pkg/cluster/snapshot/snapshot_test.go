@@ -2,11 +2,32 @@ package snapshot
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
-// TestMergeEqualsConcatenation: merging per-worker histograms gives exactly
-// the histogram of all samples, after a wire round trip.
+func record(s *Snapshot, endpoint string, d time.Duration, status int) {
+	add := func(st *load.Stats) {
+		st.Requests++
+		if st.Latency == nil {
+			st.Latency = load.NewHistogram()
+		}
+		st.Latency.Record(d)
+		if st.Status == nil {
+			st.Status = map[int]int64{}
+		}
+		st.Status[status]++
+	}
+	add(&s.Stats)
+	add(s.endpoint(endpoint))
+}
+
+// TestMergeEqualsConcatenation: merging per-worker snapshots gives exactly
+// the histograms and counts of all samples, after a wire round trip, and
+// keeps the endpoints in the order the workers list them.
 func TestMergeEqualsConcatenation(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -15,13 +36,15 @@ func TestMergeEqualsConcatenation(t *testing.T) {
 		merged := New(3)
 		for w := range 1 + trial%5 {
 			part := New(3)
+			part.endpoint("first")
+			part.endpoint("second")
 			for range r.IntN(5000) {
-				v := int64(r.ExpFloat64()*float64(1000*(w+1))) + 1
-				part.Record("http_req_duration", v)
-				all.Record("http_req_duration", v)
-				part.Add("http_reqs", 1)
-				all.Add("http_reqs", 1)
+				d := time.Duration(r.ExpFloat64()*float64(1000*(w+1))+1) * time.Microsecond
+				ep := []string{"first", "second"}[r.IntN(2)]
+				record(part, ep, d, 200)
+				record(all, ep, d, 200)
 			}
+			part.Dropped, part.InFlight = 1, 2
 			b, err := part.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
@@ -30,19 +53,27 @@ func TestMergeEqualsConcatenation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := merged.Merge(back); d != 0 {
-				t.Fatalf("Merge dropped %d samples", d)
-			}
+			merged.Merge(back)
 		}
-		if merged.Counters["http_reqs"] != all.Counters["http_reqs"] {
-			t.Fatalf("merged counter = %d, want %d", merged.Counters["http_reqs"], all.Counters["http_reqs"])
+		if merged.Requests != all.Requests || merged.Status[200] != all.Requests {
+			t.Fatalf("merged requests = %d (status 200: %d), want %d", merged.Requests, merged.Status[200], all.Requests)
 		}
-		mh, ah := merged.Hists["http_req_duration"], all.Hists["http_req_duration"]
-		if ah == nil {
+		if w := int64(1 + trial%5); merged.Dropped != w || merged.InFlight != 2*w {
+			t.Fatalf("merged dropped %d in flight %d, want %d and %d", merged.Dropped, merged.InFlight, w, 2*w)
+		}
+		if len(merged.Endpoints) != 2 || merged.Endpoints[0].Name != "first" || merged.Endpoints[1].Name != "second" {
+			t.Fatalf("merged endpoints %v, want first then second", merged.Endpoints)
+		}
+		if all.Latency == nil {
 			continue
 		}
-		if !mh.Equals(ah) {
-			t.Fatalf("trial %d: merged histogram differs from histogram of all samples (count %d vs %d)", trial, mh.TotalCount(), ah.TotalCount())
+		if !merged.Latency.Equal(all.Latency) {
+			t.Fatalf("trial %d: merged histogram differs from histogram of all samples (count %d vs %d)", trial, merged.Samples(), all.Samples())
+		}
+		for i, e := range merged.Endpoints {
+			if want := all.endpoint(e.Name); e.Latency != nil && !e.Latency.Equal(want.Latency) || e.Requests != want.Requests {
+				t.Fatalf("trial %d: endpoint %d (%s) differs from its samples", trial, i, e.Name)
+			}
 		}
 	}
 }
@@ -54,42 +85,51 @@ func TestMeanOfP99sIsWrong(t *testing.T) {
 	t.Parallel()
 	a, b := New(0), New(0)
 	for range 99_000 {
-		a.Record("d", 100_000)
+		record(a, "", 100*time.Millisecond, 200)
 	}
 	for range 1_000 {
-		b.Record("d", 2_000_000)
+		record(b, "", 2*time.Second, 200)
 	}
-	meanP99 := (a.Hists["d"].ValueAtQuantile(99) + b.Hists["d"].ValueAtQuantile(99)) / 2
+	meanP99 := (a.Quantile(0.99) + b.Quantile(0.99)) / 2
 	m := a.Clone()
 	m.Merge(b)
-	mergedP99 := m.Hists["d"].ValueAtQuantile(99)
-	if !m.Hists["d"].ValuesAreEquivalent(mergedP99, 100_000) {
-		t.Fatalf("merged p99 = %d µs, want ≈100000", mergedP99)
+	mergedP99 := m.Quantile(0.99)
+	if mergedP99 < 99*time.Millisecond || mergedP99 > 101*time.Millisecond {
+		t.Fatalf("merged p99 = %s, want ≈100ms", mergedP99)
 	}
-	if meanP99 < 1_000_000 || meanP99 > 1_100_000 {
-		t.Fatalf("mean of p99s = %d µs, want ≈1050000 (the fixture is wrong)", meanP99)
+	if meanP99 < time.Second || meanP99 > 1100*time.Millisecond {
+		t.Fatalf("mean of p99s = %s, want ≈1.05s (the fixture is wrong)", meanP99)
 	}
-	if m.Hists["d"].ValuesAreEquivalent(meanP99, mergedP99) {
-		t.Fatalf("mean of p99s %d equals merged p99 %d; the fixture should show they differ", meanP99, mergedP99)
+	if a.Requests != 99_000 || m.Requests != 100_000 {
+		t.Fatalf("Clone or Merge changed the counts: a %d, merged %d", a.Requests, m.Requests)
 	}
 }
 
 func TestUnmarshalRejects(t *testing.T) {
 	t.Parallel()
-	for _, in := range []string{"", "{", `{"h":{"x":"!!"}}`, `{"h":{"x":"AAAA"}}`, `{"s":"x"}`} {
-		if _, err := Unmarshal([]byte(in)); err == nil {
-			t.Errorf("Unmarshal(%q) succeeded, want error", in)
+	for _, tc := range []struct{ in, want string }{
+		{"", "decode metrics snapshot"},
+		{"{", "decode metrics snapshot"},
+		{`{"s":1,"c":{"requests":3}}`, "version 0, this runner understands 2: run the same forgeload version"},
+		{`{"v":3,"s":1}`, "version 3"},
+		{`{"v":2,"stats":{"latency":"!!"}}`, "base64"},
+		{`{"v":2,"stats":{"latency":"AAAA"}}`, "histogram"},
+		{`{"v":2,"s":"x"}`, "decode metrics snapshot"},
+		{`{"v":2,"s":1,"x":` + strings.Repeat(" ", MaxWireBytes) + `1}`, "byte limit"},
+	} {
+		if _, err := Unmarshal([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Unmarshal(%.40q) = %v, want an error mentioning %q", tc.in, err, tc.want)
 		}
 	}
 }
 
 func FuzzUnmarshal(f *testing.F) {
 	s := New(1)
-	s.Record("d", 1234)
-	s.Add("n", 2)
+	record(s, "get", 1234*time.Microsecond, 200)
+	s.Dropped = 2
 	b, _ := s.MarshalBinary()
 	f.Add(b)
-	f.Add([]byte(`{"s":1}`))
+	f.Add([]byte(`{"v":2,"s":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := Unmarshal(in)
 		if err != nil {

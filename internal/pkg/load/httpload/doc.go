@@ -1,5 +1,5 @@
 // Package httpload is the HTTP driver of the load engine: a
-// [load.SampleRequester] that sends weighted requests to one or more
+// [load.Requester] that sends weighted requests to one or more
 // endpoints over a tuned keep-alive transport (HTTP/1.1, HTTP/2 over TLS via
 // ALPN, and optionally cleartext h2c), with per-request timeouts, and
 // reports each request's endpoint, status, bytes and error class to the

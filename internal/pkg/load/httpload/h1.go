@@ -113,7 +113,7 @@ func (h *h1Client) dialConn(ctx context.Context, addr string) (*h1Conn, error) {
 // warm fills each host's pool with up to n new connections, dialling up to
 // warmParallel at once and for at most warmBudget in all, so warming a
 // thousand connections to a distant host cannot hold a run back. It
-// returns the first dial error.
+// returns the first dial error, and dials no more after it.
 func (h *h1Client) warm(ctx context.Context, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, warmBudget)
 	defer cancel()
@@ -121,9 +121,18 @@ func (h *h1Client) warm(ctx context.Context, n int) error {
 	var wg sync.WaitGroup
 	var first error
 	var mu sync.Mutex
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return first != nil || ctx.Err() != nil
+	}
 	for addr, pool := range h.pools {
 		for range min(n, cap(pool)-len(pool)) {
 			sem <- struct{}{}
+			if failed() {
+				<-sem
+				break
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -228,12 +228,5 @@ func BenchmarkHTTPPathNetHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	b.ReportAllocs()
-	res, err := load.Run(context.Background(), load.Options{Requester: d, Concurrency: 8, Total: uint64(b.N)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if res.Errors != 0 {
-		b.Fatalf("%d errors", res.Errors)
-	}
+	benchRun(b, d)
 }

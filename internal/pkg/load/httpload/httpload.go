@@ -4,18 +4,24 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/extract"
+	"github.com/forgeload/forgeload/internal/pkg/load/vars"
+	"github.com/forgeload/forgeload/internal/pkg/redact"
 )
 
 // Defaults used where an [Options] field is zero.
@@ -45,20 +51,6 @@ const (
 	H2C
 )
 
-// ParseProtocol maps a config value ("", "auto", "http1", "h2", "http2",
-// "h2c") to a Protocol.
-func ParseProtocol(s string) (Protocol, error) {
-	switch strings.ToLower(s) {
-	case "", "auto", "h2", "http2":
-		return Auto, nil
-	case "http1", "http/1.1", "h1":
-		return HTTP1, nil
-	case "h2c":
-		return H2C, nil
-	}
-	return Auto, fmt.Errorf("http protocol %q is unknown: use auto, http1 or h2c", s)
-}
-
 // Endpoint is one request the driver can send.
 type Endpoint struct {
 	// Name labels the endpoint in results; default "METHOD path".
@@ -74,6 +66,10 @@ type Endpoint struct {
 	// Weight is the endpoint's share of requests relative to the others;
 	// 0 means 1.
 	Weight int
+	// Extractors take values from this endpoint's responses into the
+	// virtual user's variables (Options.Vars). Such an endpoint is sent
+	// through net/http, which keeps the body for them.
+	Extractors []*extract.Extractor
 }
 
 // Options configures a [Driver]. Only Endpoints is required.
@@ -101,6 +97,11 @@ type Options struct {
 	Resolver *net.Resolver
 	// DisableKeepAlives opens a new connection for every request.
 	DisableKeepAlives bool
+	// Vars gives each request its feeder row and the virtual user's
+	// variables, which fill the endpoints' {{placeholders}}. Nil renders
+	// placeholders with their defaults only. With a feed, every request
+	// takes a row, templated or not.
+	Vars *vars.Source
 	// NetHTTP sends http:// requests through net/http too. By default
 	// plain-HTTP/1.1 targets use the driver's own allocation-free client,
 	// which generates several times the load per core; https://, h2c and
@@ -118,6 +119,8 @@ type Driver struct {
 	total     int
 	timeout   time.Duration
 	h1        *h1Client // nil: every request goes through net/http
+	vars      *vars.Source
+	perUser   bool // some request needs Vars
 }
 
 type endpoint struct {
@@ -126,28 +129,33 @@ type endpoint struct {
 	body   []byte
 	reqLen int64 // approximate bytes on the wire per request
 	h1     h1Request
-	fast   bool // sent by the HTTP/1.1 fast path
+	fast   bool     // sent by the HTTP/1.1 fast path
+	dyn    *dynamic // non-nil when the request has placeholders
+	// hostHeader is the Host the fast path sends.
+	hostHeader string
+	extractors []*extract.Extractor
 }
 
-var _ load.SampleRequester = (*Driver)(nil)
+var _ load.Requester = (*Driver)(nil)
 
 // New validates o and returns a Driver. Errors name the endpoint and field.
 func New(o Options) (*Driver, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("http driver: no endpoints: set target (or endpoints) in the load config")
 	}
-	d := &Driver{timeout: o.Timeout}
+	d := &Driver{timeout: o.Timeout, vars: o.Vars, perUser: o.Vars.PerRequest()}
 	if d.timeout <= 0 {
 		d.timeout = DefaultTimeout
 	}
 	for i, e := range o.Endpoints {
-		ep, err := newEndpoint(i, e)
+		ep, err := newEndpoint(i, e, o.Vars.Headers(), o.Vars != nil && o.Vars.Auth != nil)
 		if err != nil {
 			return nil, err
 		}
 		if e.Weight < 0 {
 			return nil, fmt.Errorf("http driver: endpoint %d (%s): weight %d is negative: use a weight >= 1", i+1, ep.name, e.Weight)
 		}
+		d.perUser = d.perUser || ep.dyn != nil || len(ep.extractors) > 0
 		d.total += max(e.Weight, 1)
 		d.cum = append(d.cum, d.total)
 		d.eps = append(d.eps, ep)
@@ -192,7 +200,7 @@ func New(o Options) (*Driver, error) {
 		d.h1 = &h1Client{dial: dialer.DialContext, pools: map[string]chan *h1Conn{}}
 		for i := range d.eps {
 			ep := &d.eps[i]
-			if ep.tmpl.URL.Scheme != "http" {
+			if ep.tmpl.URL.Scheme != "http" || len(ep.extractors) > 0 {
 				continue
 			}
 			ep.fast = true
@@ -210,10 +218,37 @@ func New(o Options) (*Driver, error) {
 	return d, nil
 }
 
-func newEndpoint(i int, e Endpoint) (endpoint, error) {
+// newEndpoint builds endpoint i; perRequest is set when every request
+// gets headers of its own (Authorization, traceparent), authed when the
+// Authorization comes from Options.Vars.
+func newEndpoint(i int, e Endpoint, perRequest, authed bool) (endpoint, error) {
 	u, err := url.Parse(e.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return endpoint{}, fmt.Errorf("http driver: endpoint %d: url %q is not an absolute http:// or https:// URL", i+1, e.URL)
+		return endpoint{}, fmt.Errorf("http driver: endpoint %d: url %q is not an absolute http:// or https:// URL", i+1, redact.URL(e.URL))
+	}
+	if u.User != nil {
+		// user:pass@ in the URL is Basic auth, as browsers and curl send
+		// it; the credentials leave the URL so they appear nowhere else.
+		pw, _ := u.User.Password()
+		cred := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))
+		u.User = nil
+		e.URL = stripUserinfo(e.URL)
+		e.Headers = maps.Clone(e.Headers)
+		if e.Headers == nil {
+			e.Headers = map[string]string{}
+		}
+		if !hasHeader(e.Headers, "Authorization") {
+			e.Headers["Authorization"] = "Basic " + cred
+		}
+	}
+	if authed {
+		// The Authorization header comes from Options.Auth per request.
+		e.Headers = maps.Clone(e.Headers)
+		for k := range e.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				delete(e.Headers, k)
+			}
+		}
 	}
 	method := strings.ToUpper(e.Method)
 	if method == "" {
@@ -245,8 +280,37 @@ func newEndpoint(i int, e Endpoint) (endpoint, error) {
 	if len(e.Body) > 0 {
 		req.ContentLength = int64(len(e.Body))
 	}
+	hostHeader := req.Host
+	if hostHeader == "" {
+		hostHeader = u.Host
+	}
 	return endpoint{name: name, tmpl: req, body: e.Body, reqLen: n + int64(len(e.Body)),
-		h1: newH1Request(u, method, req.Host, e.Headers, e.Body)}, nil
+		h1: newH1Request(u, method, req.Host, e.Headers, e.Body), dyn: newDynamic(e, method, req.Host, perRequest), hostHeader: hostHeader,
+		extractors: e.Extractors}, nil
+}
+
+// hasHeader reports whether h has the header name, in any case.
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripUserinfo removes user:pass@ from raw, leaving the rest (and any
+// placeholders) as written.
+func stripUserinfo(raw string) string {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	return scheme + "://" + rest
 }
 
 // Names returns the endpoint names in order, for load.Options.Endpoints.
@@ -308,6 +372,16 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	}
 	ep := &d.eps[i]
 	s.Endpoint = i
+	var u *vars.User
+	if d.perUser {
+		var err error
+		if u, err = d.vars.Begin(ctx, s); err != nil {
+			return err
+		}
+		if ep.dyn != nil {
+			return d.doDynamic(ctx, ep, u, s)
+		}
+	}
 	if ep.fast {
 		s.BytesOut = 0 // the fast client counts what it writes
 		return d.h1.do(ctx, &ep.h1, d.timeout, s)
@@ -318,16 +392,40 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	if len(ep.body) > 0 {
 		req.Body = io.NopCloser(bytes.NewReader(ep.body))
 	}
+	return d.send(req, ep, ep.reqLen, s, u)
+}
+
+// bodyBufs hold response bodies for extractors.
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// send sends req through net/http and reads the response; reqLen is the
+// request's approximate size on the wire. The endpoint's extractors store
+// what they find in u.
+func (d *Driver) send(req *http.Request, ep *endpoint, reqLen int64, s *load.Sample, u *vars.User) error {
 	resp, err := d.client.Do(req)
 	if err != nil {
 		s.Class = load.Classify(err)
 		if !isDialError(err) {
-			s.BytesOut = ep.reqLen // written, or at least attempted on a connection
+			s.BytesOut = reqLen // written, or at least attempted on a connection
 		}
 		return err
 	}
-	s.BytesOut = ep.reqLen
-	n, err := io.Copy(io.Discard, resp.Body)
+	s.BytesOut = reqLen
+	var n int64
+	if len(ep.extractors) > 0 && u != nil {
+		buf := bodyBufs.Get().(*bytes.Buffer)
+		buf.Reset()
+		n, err = buf.ReadFrom(io.LimitReader(resp.Body, extract.MaxBody))
+		if err == nil {
+			var rest int64
+			rest, err = io.Copy(io.Discard, resp.Body)
+			n += rest
+			extract.Apply(ep.extractors, resp.StatusCode, buf.Bytes(), u)
+		}
+		bodyBufs.Put(buf)
+	} else {
+		n, err = io.Copy(io.Discard, resp.Body)
+	}
 	_ = resp.Body.Close()
 	s.Status = resp.StatusCode
 	s.BytesIn = n

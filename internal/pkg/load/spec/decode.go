@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/forgeload/forgeload/internal/pkg/suggest"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // decoder walks a yaml.Node tree into a Config, recording where each key was
@@ -20,9 +20,7 @@ type decoder struct {
 	c      *Config
 	src    string // config name for errors, or "inline"
 	inline bool   // keys come from Override
-	errs   errorList
-	// visits counts nodes visited; see maxVisits.
-	visits int
+	errs   strictyaml.List
 }
 
 // field is one key known at a mapping level.
@@ -63,7 +61,18 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 	if n != nil && !d.inline {
 		e.Line = n.Line
 	}
-	d.errs.add(e)
+	d.errs.Add(e)
+}
+
+// shared records an error of the strict-YAML layer.
+func (d *decoder) shared(e *strictyaml.Error) {
+	n := &yaml.Node{Line: e.Line}
+	d.fail(n, e.Path, "%s", e.Msg)
+}
+
+// want records the kind error "want <want>, got <what n is>".
+func (d *decoder) want(n *yaml.Node, path, want string) {
+	d.shared(strictyaml.Want(n, path, want))
 }
 
 func (d *decoder) mark(n *yaml.Node, path string) {
@@ -87,118 +96,60 @@ func (d *decoder) clearOrigin(path string) {
 	}
 }
 
-func joinPath(parent, key string) string {
-	if parent == "" {
-		return key
-	}
-	return parent + "." + key
-}
+// maxNodes bounds the nodes of a config with its aliases expanded, so a
+// "billion laughs" document of nested aliases cannot make the decoder walk
+// an exponential tree. Real configs have a few thousand.
+const maxNodes = 200_000
 
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
-		n = n.Alias
-	}
-	if n != nil && n.Kind == yaml.DocumentNode {
-		if len(n.Content) == 0 {
-			return nil
-		}
-		return deref(n.Content[0])
-	}
-	return n
-}
-
-// maxVisits bounds the nodes the decoder visits, so a "billion laughs"
-// document of nested aliases cannot make it walk an exponential tree. Real
-// configs visit a few thousand nodes.
-const maxVisits = 200_000
-
-// deref is deref that counts node visits against maxVisits; past the limit
-// it reports one error and treats every node as null.
-func (d *decoder) deref(n *yaml.Node) *yaml.Node {
-	d.visits++
-	if d.visits > maxVisits {
-		if d.visits == maxVisits+1 {
-			d.fail(n, "", "the config expands to more than %d YAML nodes (through aliases?): expand the aliases, or split the config", maxVisits)
-		}
+// checkSize refuses a node tree that expands to more than maxNodes.
+func checkSize(n *yaml.Node) error {
+	if strictyaml.Expanded(n, maxNodes) <= maxNodes {
 		return nil
 	}
-	return deref(n)
-}
-
-func isNull(n *yaml.Node) bool {
-	return n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		return strconv.Quote(n.Value)
+	if hasAlias(n) {
+		return fmt.Errorf("the config expands to more than %d YAML nodes through its aliases: expand the aliases that repeat large parts, or split the config", maxNodes)
 	}
-	return "an unsupported YAML node"
+	return fmt.Errorf("the config has more than %d YAML nodes: split the test into several configs", maxNodes)
+}
+
+// hasAlias reports whether the tree under n, as written, holds an alias.
+func hasAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAlias(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // mapping decodes a mapping node with the known fields. It reports unknown
-// and duplicate keys. where describes the level for errors.
+// and duplicate keys.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
-	n = d.deref(n)
-	if isNull(n) {
-		return
-	}
 	names := make([]string, len(fields))
 	for i, f := range fields {
 		names[i] = f.name
 	}
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping with keys %s, got %s", strings.Join(names, ", "), kindName(n))
-		return
-	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := d.deref(n.Content[i]), n.Content[i+1]
-		if k == nil || k.Kind != yaml.ScalarNode {
-			d.fail(n.Content[i], path, "a key must be a plain name, got %s", kindName(n.Content[i]))
-			continue
-		}
-		f := lookupField(fields, k.Value)
-		if f == nil {
-			where := "at the top level"
-			if path != "" {
-				where = "in " + path
-			}
-			msg := fmt.Sprintf("unknown key %q %s", k.Value, where)
-			if s := suggest.Closest(k.Value, names, normKey); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			d.fail(k, "", "%s; known keys: %s", msg, strings.Join(names, ", "))
-			continue
-		}
-		p := joinPath(path, f.name)
-		if line, dup := seen[f.name]; dup {
-			d.fail(k, p, "set twice (first at line %d); keep one", line)
-			continue
-		}
-		seen[f.name] = k.Line
+	strictyaml.Block(n, path, "", strictyaml.Keys{Names: names, Fold: normKey}, d.shared, func(kv strictyaml.Pair, p string) {
 		if d.inline {
 			d.clearOrigin(p)
 		}
-		d.mark(k, p)
-		f.set(v, p)
-	}
+		d.mark(kv.Key, p)
+		lookupField(fields, kv.Name).set(kv.Value, p)
+	})
 }
 
 // scalar returns the text of a scalar node; null is "". want describes the
 // expected value for the error when n is a mapping or list.
 func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
-	n = d.deref(n)
-	if isNull(n) {
+	n = strictyaml.Resolve(n)
+	if strictyaml.IsNull(n) {
 		return "", true
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.fail(n, path, "want %s, got %s", want, kindName(n))
+		d.want(n, path, want)
 		return "", false
 	}
 	return n.Value, true
@@ -219,8 +170,8 @@ func (d *decoder) rawStr(n *yaml.Node, path string, dst *string) {
 
 // secretStr never echoes the value in errors.
 func (d *decoder) secretStr(n *yaml.Node, path string, dst *string) {
-	n = d.deref(n)
-	if isNull(n) {
+	n = strictyaml.Resolve(n)
+	if strictyaml.IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.ScalarNode {
@@ -339,50 +290,34 @@ func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
 // stringMap decodes a mapping of names to scalar values, merging into *dst.
 // canon canonicalises keys as HTTP headers.
 func (d *decoder) stringMap(n *yaml.Node, path string, canon bool, dst *map[string]string) {
-	n = d.deref(n)
-	if isNull(n) {
-		return
+	keys := strictyaml.Keys{Fold: strings.TrimSpace}
+	if canon {
+		keys.Fold = func(k string) string { return http.CanonicalHeaderKey(strings.TrimSpace(k)) }
 	}
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping of names to values (e.g. Content-Type: application/json), got %s", kindName(n))
-		return
-	}
-	if *dst == nil {
+	if m := strictyaml.Resolve(n); m != nil && m.Kind == yaml.MappingNode && *dst == nil {
 		*dst = map[string]string{}
 	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := d.deref(n.Content[i]), d.deref(n.Content[i+1])
-		if k == nil || k.Kind != yaml.ScalarNode || strings.TrimSpace(k.Value) == "" {
-			d.fail(n.Content[i], path, "a name must be a non-empty string")
-			continue
-		}
-		key := strings.TrimSpace(k.Value)
-		if canon {
-			key = http.CanonicalHeaderKey(key)
-		}
-		if seen[key] {
-			d.fail(k, path, "%q is set twice; keep one", key)
-			continue
-		}
-		seen[key] = true
-		if !isNull(v) && v.Kind != yaml.ScalarNode {
-			// Never echo values: headers often carry tokens.
-			d.fail(v, path+"."+key, "want a string value, got %s", kindName(v))
-			continue
-		}
+	strictyaml.Block(n, path, "a mapping of names to values (e.g. Content-Type: application/json)", keys, d.shared, func(kv strictyaml.Pair, p string) {
 		val := ""
-		if !isNull(v) {
-			val = v.Value
+		switch {
+		case kv.Name == "":
+			d.fail(kv.Key, path, "a name must be a non-empty string")
+			return
+		case kv.Value.Kind != yaml.ScalarNode:
+			// Never echo values: headers often carry tokens.
+			d.want(kv.Value, p, "a string value")
+			return
+		case !strictyaml.IsNull(kv.Value):
+			val = kv.Value.Value
 		}
-		(*dst)[key] = val
-	}
+		(*dst)[kv.Name] = val
+	})
 }
 
 // stringList decodes a list of strings; a single string is a list of one.
 func (d *decoder) stringList(n *yaml.Node, path string, dst *[]string) {
-	n = d.deref(n)
-	if isNull(n) {
+	n = strictyaml.Resolve(n)
+	if strictyaml.IsNull(n) {
 		*dst = nil
 		return
 	}
@@ -391,12 +326,12 @@ func (d *decoder) stringList(n *yaml.Node, path string, dst *[]string) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(n, path, "want a list of strings, got %s", kindName(n))
+		d.want(n, path, "a list of strings")
 		return
 	}
 	out := make([]string, 0, len(n.Content))
 	for i, item := range n.Content {
-		if s, ok := d.scalar(item, fmt.Sprintf("%s[%d]", path, i), "a string"); ok {
+		if s, ok := d.scalar(item, strictyaml.Index(path, i), "a string"); ok {
 			out = append(out, s)
 		}
 	}
@@ -405,16 +340,16 @@ func (d *decoder) stringList(n *yaml.Node, path string, dst *[]string) {
 
 // list calls each for each item of a list node.
 func (d *decoder) list(n *yaml.Node, path, want string, each func(item *yaml.Node, path string)) {
-	n = d.deref(n)
-	if isNull(n) {
+	n = strictyaml.Resolve(n)
+	if strictyaml.IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.fail(n, path, "want a list of %s, got %s", want, kindName(n))
+		d.want(n, path, "a list of "+want)
 		return
 	}
 	for i, item := range n.Content {
-		p := fmt.Sprintf("%s[%d]", path, i)
+		p := strictyaml.Index(path, i)
 		d.mark(item, p)
 		each(item, p)
 	}

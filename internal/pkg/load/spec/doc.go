@@ -16,7 +16,9 @@
 // body_file, bodyFile and body-file are one key), but a key that is not
 // known is an error naming it, its file:line, the keys known at that level
 // and the closest match. Every bad value is reported with its file:line,
-// what was given and what is expected. Errors are [*Error] values, joined.
+// what was given and what is expected. Errors are [*Error] values, joined,
+// worded by the strict-YAML layer the daemon config and workflow parsers
+// share (package strictyaml).
 //
 // # Units
 //

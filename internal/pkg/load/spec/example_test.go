@@ -38,8 +38,8 @@ thresholds:
 
 func ExampleParse_unknownKey() {
 	_, err := spec.Parse("perf/api.yaml", []byte("target: https://api.example.com\nconcurency: 50\n"))
-	msg, _, _ := strings.Cut(err.Error(), "; known keys")
+	msg, _, _ := strings.Cut(err.Error(), " known keys")
 	fmt.Println(msg)
 	// Output:
-	// perf/api.yaml:2: unknown key "concurency" at the top level; did you mean "concurrency"?
+	// perf/api.yaml:2: unknown key "concurency"; did you mean "concurrency"?
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // The "want" texts name what a key expects, with an example.
@@ -34,6 +36,7 @@ func (d *decoder) topFields() []field {
 		{name: "total", set: func(n *yaml.Node, p string) { d.integer(n, p, wantTotal, &c.Total) }},
 		{name: "timeout", set: func(n *yaml.Node, p string) { d.duration(n, p, &c.Timeout) }},
 		{name: "retries", set: func(n *yaml.Node, p string) { d.intField(n, p, wantRetries, &c.Retries) }},
+		{name: "graceful_shutdown", set: func(n *yaml.Node, p string) { d.duration(n, p, &c.GracefulShutdown) }},
 		{name: "arrival", structured: true, set: d.arrival},
 		{name: "arrival_model", set: func(n *yaml.Node, p string) {
 			var s string
@@ -65,14 +68,14 @@ func (d *decoder) topFields() []field {
 		{name: "har_filter", set: func(n *yaml.Node, p string) { d.str(n, p, &c.HARFilter) }},
 		// Crankfire's OpenTelemetry export: accepted as any value so its
 		// files parse, then refused by Validate as not supported yet.
-		{name: "tracing", structured: true, set: func(*yaml.Node, string) { c.Tracing = true }},
+		{name: "tracing", structured: true, set: d.tracing},
 	}
 }
 
 // arrival accepts Crankfire's `arrival: {model: poisson}` and `arrival:
 // poisson`.
 func (d *decoder) arrival(n *yaml.Node, path string) {
-	if m := d.deref(n); m != nil && m.Kind == yaml.ScalarNode {
+	if m := strictyaml.Resolve(n); m != nil && m.Kind == yaml.ScalarNode {
 		var s string
 		d.str(m, path, &s)
 		d.c.Arrival.Model = ArrivalModel(strings.ToLower(s))
@@ -160,7 +163,7 @@ func (d *decoder) endpoints(n *yaml.Node, path string) {
 // vus accepts a number, or {start, stages: [{duration, target}]}.
 func (d *decoder) vus(n *yaml.Node, path string) {
 	v := VUs{}
-	if m := d.deref(n); m != nil && m.Kind == yaml.ScalarNode {
+	if m := strictyaml.Resolve(n); m != nil && m.Kind == yaml.ScalarNode {
 		d.intField(m, path, wantVUs+", or {start, stages}", &v.Count)
 		d.c.VUs = v
 		return
@@ -188,7 +191,7 @@ func (d *decoder) vus(n *yaml.Node, path string) {
 // thinkTime accepts a duration, or {min, max} for a uniform random pause.
 func (d *decoder) thinkTime(n *yaml.Node, path string) {
 	var t ThinkTime
-	if m := d.deref(n); m == nil || m.Kind == yaml.ScalarNode {
+	if m := strictyaml.Resolve(n); m == nil || m.Kind == yaml.ScalarNode {
 		d.duration(m, path, &t.Min)
 		t.Max = t.Min
 		d.c.ThinkTime = t
@@ -223,6 +226,25 @@ func (d *decoder) auth(n *yaml.Node, path string) {
 	})
 }
 
+func (d *decoder) tracing(n *yaml.Node, path string) {
+	if d.c.Tracing == nil {
+		d.c.Tracing = &Tracing{SampleRate: 1} // Crankfire's documented default
+	}
+	t := d.c.Tracing
+	d.mapping(n, path, []field{
+		{name: "endpoint", set: func(n *yaml.Node, p string) { d.str(n, p, &t.Endpoint) }},
+		{name: "protocol", set: func(n *yaml.Node, p string) { d.str(n, p, &t.Protocol) }},
+		{name: "service_name", set: func(n *yaml.Node, p string) { d.str(n, p, &t.ServiceName) }},
+		{name: "sample_rate", set: func(n *yaml.Node, p string) { d.float(n, p, "a fraction from 0 to 1 (want e.g. 0.1)", &t.SampleRate) }},
+		{name: "insecure", set: func(n *yaml.Node, p string) { d.boolean(n, p, &t.Insecure) }},
+		{name: "propagate", set: func(n *yaml.Node, p string) {
+			var b bool
+			d.boolean(n, p, &b)
+			t.Propagate = &b
+		}},
+	})
+}
+
 func (d *decoder) feeder(n *yaml.Node, path string) {
 	if d.c.Feeder == nil {
 		d.c.Feeder = &Feeder{}
@@ -231,6 +253,7 @@ func (d *decoder) feeder(n *yaml.Node, path string) {
 	d.mapping(n, path, []field{
 		{name: "path", set: func(n *yaml.Node, p string) { d.str(n, p, &f.Path) }},
 		{name: "type", set: func(n *yaml.Node, p string) { d.str(n, p, &f.Type); f.Type = strings.ToLower(f.Type) }},
+		{name: "recycle", set: func(n *yaml.Node, p string) { d.boolean(n, p, &f.Recycle) }},
 	})
 }
 
@@ -261,6 +284,7 @@ func (d *decoder) websocket(n *yaml.Node, path string) {
 		{name: "message_interval", set: func(n *yaml.Node, p string) { d.duration(n, p, &w.MessageInterval) }},
 		{name: "receive_timeout", set: func(n *yaml.Node, p string) { d.duration(n, p, &w.ReceiveTimeout) }},
 		{name: "handshake_timeout", set: func(n *yaml.Node, p string) { d.duration(n, p, &w.HandshakeTimeout) }},
+		{name: "expect_replies", set: func(n *yaml.Node, p string) { d.boolean(n, p, &w.ExpectReplies) }},
 	})
 }
 
@@ -310,15 +334,4 @@ func (d *decoder) distributed(n *yaml.Node, path string) {
 			ds.OnWorkerLoss = WorkerLossPolicy(strings.ToLower(s))
 		}},
 	})
-}
-
-// knownKeys returns the top-level key names, for docs and errors.
-func knownKeys() []string {
-	d := &decoder{c: &Config{}}
-	fs := d.topFields()
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.name
-	}
-	return out
 }

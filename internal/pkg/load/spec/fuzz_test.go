@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,8 @@ func FuzzParseConfig(f *testing.F) {
 		"{",
 		"---\n---\n",
 		"\xef\xbb\xbf{}",
+		"root:*:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n",
+		`{"id": 1, "uuid": "u", "token": "s3cret-token-value", "address": "http://x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -42,6 +45,14 @@ func FuzzParseConfig(f *testing.F) {
 			var se *Error
 			if !errors.As(err, &se) {
 				t.Fatalf("Parse error %T (%v) holds no *spec.Error", err, err)
+			}
+			if strings.Contains(err.Error(), "not a load config") {
+				// Such a file may be anything: the error quotes none of it.
+				for _, l := range strings.Split(string(data), "\n") {
+					if l = strings.TrimSpace(l); len(l) >= 12 && strings.Contains(err.Error(), l) {
+						t.Fatalf("Parse error %q quotes the line %q of a file that is not a load config", err, l)
+					}
+				}
 			}
 			return
 		}

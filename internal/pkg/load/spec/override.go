@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/forgeload/forgeload/internal/pkg/suggest"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // supersedes lists, for keys that are alternatives to others, the keys a
@@ -69,21 +69,18 @@ func (c *Config) override(kv map[string]any) error {
 		top, sub, dotted := strings.Cut(key, ".")
 		f := lookupField(fields, top)
 		if f == nil {
-			msg := fmt.Sprintf("unknown key %q", key)
-			if s := suggest.Closest(top, names, normKey); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			d.errs.add(&Error{Source: "inline", Msg: msg + "; known keys: " + strings.Join(names, ", ")})
+			e := strictyaml.Unknown(&yaml.Node{Value: top}, "", strictyaml.Keys{Names: names, Fold: normKey})
+			d.errs.Add(&Error{Source: "inline", Msg: e.Msg})
 			continue
 		}
 		node, err := valueNode(kv[key], f.structured && !dotted)
 		if err != nil {
-			d.errs.add(&Error{Source: "inline", Key: f.name, Msg: err.Error()})
+			d.errs.Add(&Error{Source: "inline", Key: f.name, Msg: err.Error()})
 			continue
 		}
 		if dotted {
 			if !f.structured {
-				d.errs.add(&Error{Source: "inline", Key: key, Msg: fmt.Sprintf("%s is not a block, so %q has no sub-keys; set %s itself", f.name, key, f.name)})
+				d.errs.Add(&Error{Source: "inline", Key: key, Msg: fmt.Sprintf("%s is not a block, so %q has no sub-keys; set %s itself", f.name, key, f.name)})
 				continue
 			}
 			// {sub: value}, decoded by the block's own decoder, which
@@ -98,7 +95,7 @@ func (c *Config) override(kv map[string]any) error {
 		set[f.name] = true
 		f.set(node, f.name)
 	}
-	if err := d.errs.err(); err != nil {
+	if err := d.errs.Err(); err != nil {
 		return err
 	}
 	for key := range set {
@@ -139,14 +136,15 @@ func valueNode(v any, structured bool) (*yaml.Node, error) {
 		if !structured {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}, nil
 		}
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
-			return nil, fmt.Errorf("not valid YAML or JSON: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		n, _, err := strictyaml.Parse([]byte(s))
+		if err != nil {
+			err.Msg = strings.TrimPrefix(err.Msg, "invalid YAML: ")
+			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
 		}
-		if n := deref(&doc); n != nil {
-			return n, nil
+		if n == nil {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}, nil
 		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}, nil
+		return n, checkSize(n)
 	}
 	var n yaml.Node
 	if err := n.Encode(v); err != nil {

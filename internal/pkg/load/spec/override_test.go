@@ -127,10 +127,10 @@ func TestOverrideErrors(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"rate": "fast"}, `inline: rate: "fast" is not a number of requests per second (want e.g. 500)`},
-		{map[string]string{"rte": "5"}, `inline: unknown key "rte"; did you mean "rate"?; known keys: ` + strings.Join(knownKeys(), ", ")},
+		{map[string]string{"rte": "5"}, `inline: unknown key "rte"; did you mean "rate"? known keys: ` + strings.Join(knownKeys(), ", ")},
 		{map[string]string{"config": "perf/api.yaml"}, `inline: unknown key "config"; known keys: ` + strings.Join(knownKeys(), ", ")},
 		{map[string]string{"rate.max": "5"}, `inline: rate.max: rate is not a block, so "rate.max" has no sub-keys; set rate itself`},
-		{map[string]string{"distributed.worker": "5"}, `inline: unknown key "worker" in distributed; did you mean "workers"?; known keys: workers, min_workers, join_timeout, on_worker_loss`},
+		{map[string]string{"distributed.worker": "5"}, `inline: distributed: unknown key "worker"; did you mean "workers"? known keys: join_timeout, min_workers, on_worker_loss, workers`},
 		{map[string]string{"headers": "a: [b"}, `inline: headers: not valid YAML or JSON: line 1: did not find expected ',' or ']'`},
 		{map[string]string{"endpoints": "{name: a}"}, `inline: endpoints: want a list of endpoints ({name, weight, path, ...}), got a mapping`},
 		{map[string]string{"duration": "soon"}, `inline: duration: "soon" is not a duration (want e.g. 30s, 5m, 1m30s, or a number of seconds)`},

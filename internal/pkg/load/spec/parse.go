@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/jobfile"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
 // Parse reads a load config in YAML or JSON. name is the config's name in
@@ -40,32 +40,58 @@ func Parse(name string, data []byte) (*Config, error) {
 		}
 	}
 
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(name, err)
+	root, more, serr := strictyaml.Parse(data)
+	if serr != nil {
+		return nil, &Error{Source: name, Line: serr.Line, Msg: serr.Msg}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Source: name, Line: extra.Line, Msg: "more than one YAML document (a second '---'): put one load test in each file"}
+	if more > 0 {
+		return nil, &Error{Source: name, Line: more, Msg: "more than one YAML document (a second '---'): put one load test in each file"}
 	}
-
-	root := deref(&doc)
-	if isNull(root) {
+	root = strictyaml.Resolve(root)
+	if strictyaml.IsNull(root) {
 		return nil, &Error{Source: name, Msg: "config is empty: want a YAML or JSON mapping, e.g. target: https://api.example.com"}
+	}
+	if err := checkSize(root); err != nil {
+		return nil, &Error{Source: name, Msg: err.Error()}
 	}
 	c := &Config{source: name, origin: map[string]origin{}}
 	d := &decoder{c: c, src: name}
 	if root.Kind != yaml.MappingNode {
-		d.fail(root, "", "the config must be a mapping of keys (target, rate, duration, ...), got %s", kindName(root))
-		return nil, d.errs.err()
+		// The file may be anything (a key file, /etc/shadow): say what it
+		// is, never what it says.
+		what := map[yaml.Kind]string{yaml.SequenceNode: "a list", yaml.ScalarNode: "plain text"}[root.Kind]
+		if what == "" {
+			what = "not a mapping"
+		}
+		return nil, &Error{Source: name, Msg: fmt.Sprintf("not a load config: its top level is %s; a load config is a mapping of keys (target, rate, duration, ...)", what)}
+	}
+	if err := notLoadConfig(name, root, d.topFields()); err != nil {
+		return nil, err
 	}
 	d.mapping(root, "", d.topFields())
-	if err := d.errs.err(); err != nil {
+	if err := d.errs.Err(); err != nil {
 		return nil, err
 	}
 	c.applyDefaults()
 	return c, nil
+}
+
+// notLoadConfig refuses a mapping of three or more top-level keys none of
+// which is a load-config key: such a file is something else (a
+// registration file, a compose file), and listing its keys as unknown
+// would quote it. A config with one or two mistyped keys still gets the
+// unknown-key errors with their suggestions.
+func notLoadConfig(name string, root *yaml.Node, fields []field) error {
+	n := len(root.Content) / 2
+	if n < 3 {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := strictyaml.Resolve(root.Content[i]); k.Kind == yaml.ScalarNode && lookupField(fields, k.Value) != nil {
+			return nil
+		}
+	}
+	return &Error{Source: name, Msg: fmt.Sprintf("not a load config: none of its %d top-level keys is a load-config key (target, rate, duration, endpoints, ...); point config: at a load config", n)}
 }
 
 // applyDefaults fills in the documented defaults of keys the config left
@@ -123,50 +149,125 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// MaxConfigBytes bounds a load config file: a real one is a few KiB, and
+// decoding costs tens of times the file's size in memory.
+const MaxConfigBytes = 1 << 20
 
-// yamlError rewrites yaml.v3's "yaml: line N: msg" as a positioned Error.
-func yamlError(name string, err error) error {
-	msg := err.Error()
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{Source: name, Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	return &Error{Source: name, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
-}
+// MaxBodyFileBytes bounds one body_file; MaxBodyBytesTotal bounds all the
+// body files of one config together ([Config.ReadFile]).
+const (
+	MaxBodyFileBytes  = 16 << 20
+	MaxBodyBytesTotal = 64 << 20
+)
 
 // Load reads and parses the config file at path (see [Parse]), then makes
 // body_file, endpoint body_file, feeder.path, grpc.proto_file and har_file
 // relative to the config file's directory and checks that body files
-// exist.
+// exist. The file must be a regular file of at most [MaxConfigBytes].
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := jobfile.Read(path, "load config "+path, MaxConfigBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read load config: %w (check the path; a relative path is from the working directory)", err)
+		return nil, fmt.Errorf("read %w (check the path; a relative path is from the working directory)", err)
 	}
 	c, err := Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
+	c.raw = data
 	c.ResolvePaths(filepath.Dir(path))
-	var errs errorList
+	return c, c.checkBodyFiles()
+}
+
+// LoadIn is [Load] confined to root, for configs a job names: path is
+// relative to root's directory (or absolute inside it), symlinks are
+// followed only inside root, and the files the config names are read
+// through root as well (see [Config.ConfineTo]). Errors name the config as
+// path.
+func LoadIn(root *os.Root, path string) (*Config, error) {
+	data, err := jobfile.ReadIn(root, path, "load config "+path, MaxConfigBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read %w", err)
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	c.raw = data
+	rel, _ := jobfile.Rel(root.Name(), path) // ReadIn checked it
+	c.ResolvePaths(filepath.Dir(rel))
+	c.root = root
+	return c, c.checkBodyFiles()
+}
+
+// checkBodyFiles checks that the body files exist and are files.
+func (c *Config) checkBodyFiles() error {
+	var errs strictyaml.List
 	check := func(key, file string) {
 		if file == "" {
 			return
 		}
-		if st, err := os.Stat(file); err != nil || st.IsDir() {
-			e := c.errAt(key, "%q is not a readable file (relative paths are from the config file's directory)", file)
-			errs.add(e)
+		var st os.FileInfo
+		var err error
+		if c.root != nil {
+			var rel string
+			if rel, err = jobfile.Rel(c.root.Name(), file); err != nil {
+				errs.Add(c.errAt(key, "%q is outside the workspace; only files inside the workspace can be read", file))
+				return
+			}
+			st, err = c.root.Stat(rel)
+		} else {
+			st, err = os.Stat(file)
+		}
+		if err != nil || !st.Mode().IsRegular() {
+			where := ""
+			if c.root != nil {
+				where = " inside the workspace"
+			}
+			errs.Add(c.errAt(key, "%q is not a readable file%s (relative paths are from the config file's directory)", file, where))
 		}
 	}
 	check("body_file", c.BodyFile)
 	for i, ep := range c.Endpoints {
 		check(fmt.Sprintf("endpoints[%d].body_file", i), ep.BodyFile)
 	}
-	if err := errs.err(); err != nil {
+	return errs.Err()
+}
+
+// ConfineTo makes c read the files it names (body files) only inside root,
+// as [LoadIn] does; relative paths set inline are relative to root's
+// directory. Use it for a config built from inline keys alone.
+func (c *Config) ConfineTo(root *os.Root) { c.root = root }
+
+// Raw returns the config file's text as [Load] or [LoadIn] read it, or nil
+// for a config that was not loaded from a file.
+func (c *Config) Raw() []byte { return c.raw }
+
+// ReadFile reads a file the config names (a body file, a proto file): a
+// regular file of at most [MaxBodyFileBytes]; see [Config.ReadFileMax].
+func (c *Config) ReadFile(key, path string) ([]byte, error) {
+	return c.ReadFileMax(key, path, MaxBodyFileBytes)
+}
+
+// ReadFileMax reads a file the config names: a regular file of at most
+// limit bytes, inside the root of [Config.ConfineTo] when there is one,
+// and no more than [MaxBodyBytesTotal] over all reads of this config. key
+// names the setting in errors, e.g. "endpoints[1].body_file".
+func (c *Config) ReadFileMax(key, path string, limit int64) ([]byte, error) {
+	name := fmt.Sprintf("%s %s", key, path)
+	var data []byte
+	var err error
+	if c.root != nil {
+		data, err = jobfile.ReadIn(c.root, path, name, limit)
+	} else {
+		data, err = jobfile.Read(path, name, limit)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	if c.bodyBytes += int64(len(data)); c.bodyBytes > MaxBodyBytesTotal {
+		return nil, fmt.Errorf("%s: the files this config names add up to more than the %s limit; use fewer or smaller files", name, jobfile.Size(MaxBodyBytesTotal))
+	}
+	return data, nil
 }
 
 // ResolvePaths makes the relative file paths of c (body_file, endpoint

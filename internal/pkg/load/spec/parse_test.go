@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -153,16 +154,16 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"empty", "api.yaml", "", `api.yaml: config is empty: want a YAML or JSON mapping, e.g. target: https://api.example.com`},
 		{"comments only", "api.yaml", "# nothing\n", `api.yaml: config is empty: want a YAML or JSON mapping, e.g. target: https://api.example.com`},
-		{"not a mapping", "api.yaml", "- a\n- b\n", `api.yaml:1: the config must be a mapping of keys (target, rate, duration, ...), got a list`},
+		{"not a mapping", "api.yaml", "- a\n- b\n", `api.yaml: not a load config: its top level is a list; a load config is a mapping of keys (target, rate, duration, ...)`},
 		{"unknown key with suggestion", "api.yaml", "target: https://x\nconcurency: 5\n",
-			`api.yaml:2: unknown key "concurency" at the top level; did you mean "concurrency"?; known keys: ` + strings.Join(knownKeys(), ", ")},
+			`api.yaml:2: unknown key "concurency"; did you mean "concurrency"? known keys: ` + strings.Join(knownKeys(), ", ")},
 		{"unknown key without suggestion", "api.yaml", "\nscenario: x\n",
-			`api.yaml:2: unknown key "scenario" at the top level; known keys: ` + strings.Join(knownKeys(), ", ")},
+			`api.yaml:2: unknown key "scenario"; known keys: ` + strings.Join(knownKeys(), ", ")},
 		{"unknown nested key", "api.yaml", "load_patterns:\n  - type: ramp\n    form_rps: 1\n",
-			`api.yaml:3: unknown key "form_rps" in load_patterns[0]; did you mean "from_rps"?; known keys: name, type, from_rps, to_rps, rps, duration, steps`},
+			`api.yaml:3: load_patterns[0]: unknown key "form_rps"; did you mean "from_rps"? known keys: duration, from_rps, name, rps, steps, to_rps, type`},
 		{"unknown distributed key", "api.yaml", "distributed:\n  workers: 2\n  min_worker: 1\n",
-			`api.yaml:3: unknown key "min_worker" in distributed; did you mean "min_workers"?; known keys: workers, min_workers, join_timeout, on_worker_loss`},
-		{"duplicate key", "api.yaml", "rate: 1\nbody_file: a\nbodyFile: b\n", `api.yaml:3: body_file: set twice (first at line 2); keep one`},
+			`api.yaml:3: distributed: unknown key "min_worker"; did you mean "min_workers"? known keys: join_timeout, min_workers, on_worker_loss, workers`},
+		{"duplicate key", "api.yaml", "rate: 1\nbody_file: a\nbodyFile: b\n", `api.yaml:3: body_file: set twice (first on line 2); keep one`},
 		{"rate not a number", "api.yaml", "target: https://x\n\n\n\n\n\nrate: fast\n", `api.yaml:7: rate: "fast" is not a number of requests per second (want e.g. 500)`},
 		{"rate nan", "api.yaml", "rate: NaN\n", `api.yaml:1: rate: "NaN" is not a number of requests per second (want e.g. 500)`},
 		{"concurrency fraction", "api.yaml", "concurrency: 2.5\n", `api.yaml:1: concurrency: "2.5" is not a whole number of workers (want e.g. 50)`},
@@ -175,20 +176,22 @@ func TestParseErrors(t *testing.T) {
 		{"target list", "api.yaml", "target: [a, b]\n", `api.yaml:1: target: want a string, got a list`},
 		{"headers list", "api.yaml", "headers: [a]\n", `api.yaml:1: headers: want a mapping of names to values (e.g. Content-Type: application/json), got a list`},
 		{"header value map", "api.yaml", "headers:\n  Authorization: {token: x}\n", `api.yaml:2: headers.Authorization: want a string value, got a mapping`},
-		{"header duplicate", "api.yaml", "headers:\n  accept: a\n  Accept: b\n", `api.yaml:3: headers: "Accept" is set twice; keep one`},
+		{"header duplicate", "api.yaml", "headers:\n  accept: a\n  Accept: b\n", `api.yaml:3: headers.Accept: set twice (first on line 2); keep one`},
 		{"patterns not list", "api.yaml", "load_patterns: {type: ramp}\n", `api.yaml:1: load_patterns: want a list of patterns ({name, type, ...}), got a mapping`},
-		{"pattern not mapping", "api.yaml", "load_patterns: [ramp]\n", `api.yaml:1: load_patterns[0]: want a mapping with keys name, type, from_rps, to_rps, rps, duration, steps, got "ramp"`},
+		{"pattern not mapping", "api.yaml", "load_patterns: [ramp]\n", `api.yaml:1: load_patterns[0]: want a mapping of keys (duration, from_rps, name, rps, steps, to_rps, type), got "ramp"`},
 		{"step rps bad", "api.yaml", "load_patterns:\n  - type: step\n    steps:\n      - {rps: high, duration: 1m}\n", `api.yaml:4: load_patterns[0].steps[0].rps: "high" is not a number of requests per second (want e.g. 500)`},
 		{"endpoint weight bad", "api.yaml", "endpoints:\n  - {path: /a, weight: heavy}\n", `api.yaml:2: endpoints[0].weight: "heavy" is not a whole number weight (want e.g. 60)`},
 		{"endpoint url and target", "api.yaml", "endpoints:\n  - {url: https://a, target: https://b}\n", `api.yaml:2: endpoints[0]: url and target are both set; they are one key (Crankfire accepts both spellings), keep url`},
 		{"vus word", "api.yaml", "vus: many\n", `api.yaml:1: vus: "many" is not a whole number of virtual users (want e.g. 50), or {start, stages}`},
-		{"vus stage key", "api.yaml", "vus:\n  stages:\n    - {duration: 1m, users: 5}\n", `api.yaml:3: unknown key "users" in vus.stages[0]; known keys: duration, target`},
-		{"think time list", "api.yaml", "think_time: [1s]\n", `api.yaml:1: think_time: want a mapping with keys min, max, got a list`},
+		{"vus stage key", "api.yaml", "vus:\n  stages:\n    - {duration: 1m, users: 5}\n", `api.yaml:3: vus.stages[0]: unknown key "users"; known keys: duration, target`},
+		{"think time list", "api.yaml", "think_time: [1s]\n", `api.yaml:1: think_time: want a mapping of keys (max, min), got a list`},
 		{"secret not echoed", "api.yaml", "auth:\n  client_secret: [hunter2]\n", `api.yaml:2: auth.client_secret: want a string (the value is secret and not shown)`},
 		{"thresholds map", "api.yaml", "thresholds: {a: b}\n", `api.yaml:1: thresholds: want a list of strings, got a mapping`},
 		{"key not scalar", "api.yaml", "? [a]\n: b\n", `api.yaml:1: a key must be a plain name, got a list`},
 		{"two documents", "api.yaml", "rate: 1\n---\nrate: 2\n", `api.yaml:2: more than one YAML document (a second '---'): put one load test in each file`},
 		{"yaml syntax", "api.yaml", "target: x\n  rate: 5\n", `api.yaml:2: invalid YAML: mapping values are not allowed in this context`},
+		{"yaml syntax line", "api.yaml", "rate: 5\nduration: 10s\n- x\n", `api.yaml:3: invalid YAML: did not find expected key`},
+		{"yaml unclosed list", "api.yaml", "rate: 5\nthresholds: [a\nduration: 10s\n", `api.yaml:2: invalid YAML: did not find expected ',' or ']'`},
 		{"json syntax", "api.json", "{\n  \"target\": \"https://x\",\n  \"rate\": 5,\n}\n", `api.json:4:1: invalid JSON: invalid character '}' looking for beginning of object key string`},
 		{"json missing comma", "cfg", "{\"target\": \"https://x\"\n \"rate\": 5}", `cfg:2:2: invalid JSON: invalid character '"' after object key:value pair`},
 		{"json truncated", "api.json", "{\"target\": ", `api.json:1:11: invalid JSON: unexpected end of JSON input`},
@@ -228,6 +231,7 @@ func TestParseManyErrors(t *testing.T) {
 		}
 	}
 	var b strings.Builder
+	b.WriteString("target: http://127.0.0.1/\n") // a load config, with 30 bad keys
 	for i := range 30 {
 		b.WriteString("k")
 		b.WriteString(strings.Repeat("x", i+1))
@@ -312,7 +316,134 @@ func TestParseAliasBomb(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "expands to more than 200000 YAML nodes") {
 		t.Fatalf("Parse(alias bomb) error = %v, want the node limit", err)
 	}
-	if el := time.Since(start); el > 5*time.Second {
+	// Generous: an exponential walk takes hours; a loaded CI machine with
+	// -race takes seconds for the bounded one.
+	if el := time.Since(start); el > 60*time.Second {
 		t.Errorf("Parse(alias bomb) took %v", el)
 	}
+}
+
+// TestNotALoadConfigIsNotQuoted: a file that is not a load config (a
+// password file, a registration file) is refused without quoting its
+// lines or values.
+func TestNotALoadConfigIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	for name, data := range map[string]string{
+		"shadow":  "root:*:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\nsecretuser:$6$salt$hash:19000:0:99999:7:::\n",
+		".runner": `{"id": 1, "uuid": "u-1234", "name": "r", "token": "tok-s3cret-value", "address": "http://x", "labels": ["a"]}`,
+		"list":    "- tok-s3cret-value\n- b\n",
+		"keyish":  "? |\n  tok-s3cret-value\n  more text\n: 1\ntarget: http://127.0.0.1/\n",
+	} {
+		_, err := Parse(name, []byte(data))
+		if err == nil {
+			t.Fatalf("Parse(%s) = nil error", name)
+		}
+		for _, leak := range []string{"tok-s3cret-value", "root:", "$6$", "u-1234", "secretuser"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("Parse(%s) error quotes the file (%q): %v", name, leak, err)
+			}
+		}
+		if name != "keyish" && !strings.Contains(err.Error(), "not a load config") {
+			t.Errorf("Parse(%s) = %v, want \"not a load config\"", name, err)
+		}
+	}
+}
+
+// TestConfigSizeBounded: a config over MaxConfigBytes, or a device, is
+// refused before it is parsed, naming the limit; a config of many nodes
+// without aliases is not blamed on aliases.
+func TestConfigSizeBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	var b strings.Builder
+	b.WriteString("target: http://127.0.0.1/\nendpoints:\n")
+	for b.Len() <= MaxConfigBytes {
+		b.WriteString("  - {url: http://127.0.0.1/a, weight: 1}\n")
+	}
+	if err := os.WriteFile(big, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "more than the 1 MiB limit") {
+		t.Fatalf("Load(%d-byte config) = %v, want the 1 MiB limit", b.Len(), err)
+	}
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "is a device") {
+		t.Fatalf("Load(/dev/zero) = %v, want a refusal of the device", err)
+	}
+	var many strings.Builder
+	many.WriteString("target: http://127.0.0.1/\nendpoints:\n")
+	for range maxNodes / 3 {
+		many.WriteString("- {url: u, weight: 1}\n")
+	}
+	_, err := Parse("many.yaml", []byte(many.String()))
+	if err == nil || strings.Contains(err.Error(), "alias") || !strings.Contains(err.Error(), "split the test") {
+		t.Fatalf("Parse(many nodes, no aliases) = %v, want a size error that does not blame aliases", err)
+	}
+}
+
+// TestLoadInConfines: a job's config and its body files are read inside
+// the workspace only.
+func TestLoadInConfines(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	outside := t.TempDir()
+	write := func(p, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(outside, "body.json"), "outside")
+	write(filepath.Join(outside, "api.yaml"), "target: http://127.0.0.1/\n")
+	write(filepath.Join(ws, "perf", "body.json"), "{}")
+	write(filepath.Join(ws, "perf", "api.yaml"), "target: http://127.0.0.1/\nbody_file: body.json\n")
+	write(filepath.Join(ws, "perf", "esc.yaml"), "target: http://127.0.0.1/\nbody_file: "+filepath.Join(outside, "body.json")+"\n")
+	if err := os.Symlink(filepath.Join(outside, "api.yaml"), filepath.Join(ws, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	c, err := LoadIn(root, "perf/api.yaml")
+	if err != nil {
+		t.Fatalf("LoadIn(perf/api.yaml) = %v", err)
+	}
+	if body, err := c.ReadFile("body_file", c.BodyFile); err != nil || string(body) != "{}" {
+		t.Fatalf("ReadFile(%s) = %q, %v; want the workspace body", c.BodyFile, body, err)
+	}
+	if !strings.Contains(string(c.Raw()), "body_file: body.json") {
+		t.Fatalf("Raw() = %q, want the file's text", c.Raw())
+	}
+	for _, p := range []string{filepath.Join(outside, "api.yaml"), "link.yaml", "../" + filepath.Base(outside) + "/api.yaml", "/dev/zero", "perf/esc.yaml"} {
+		if _, err := LoadIn(root, p); err == nil || !strings.Contains(err.Error(), "workspace") {
+			t.Errorf("LoadIn(%s) = %v, want a refusal naming the workspace", p, err)
+		}
+	}
+	inline, err := Parse("with", []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline.ConfineTo(root)
+	for _, p := range []string{"/dev/zero", filepath.Join(outside, "body.json")} {
+		if _, err := inline.ReadFile("body_file", p); err == nil || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Errorf("confined ReadFile(%s) = %v, want a refusal", p, err)
+		}
+	}
+}
+
+// knownKeys returns the top-level key names, as the docs and errors must list them.
+func knownKeys() []string {
+	d := &decoder{c: &Config{}}
+	fs := d.topFields()
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
+	}
+	sort.Strings(out)
+	return out
 }

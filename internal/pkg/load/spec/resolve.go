@@ -17,15 +17,17 @@ import (
 //   - Method is the endpoint's, or Config.Method;
 //   - Headers are Config.Headers overlaid with the endpoint's (a new map);
 //   - Body and BodyFile are the endpoint's when it sets either, else the
-//     config's.
+//     config's;
+//   - the requests of har_file (read by Validate) follow the endpoints,
+//     each with weight 1 and the config's headers under its own.
 //
 // Call it after [Config.Validate]; it does not check URLs.
 func (c *Config) Mix() []Endpoint {
-	if len(c.Endpoints) == 0 {
+	if len(c.Endpoints) == 0 && len(c.har) == 0 {
 		return []Endpoint{{
 			Weight:   1,
 			Method:   c.Method,
-			URL:      c.Target,
+			URL:      c.targetURL(),
 			Headers:  maps.Clone(c.Headers),
 			Body:     c.Body,
 			BodyFile: c.BodyFile,
@@ -55,7 +57,29 @@ func (c *Config) Mix() []Endpoint {
 		}
 		out = append(out, r)
 	}
+	for _, ep := range c.har {
+		r := ep
+		h := maps.Clone(c.Headers)
+		if h == nil {
+			h = map[string]string{}
+		}
+		maps.Copy(h, ep.Headers)
+		r.Headers = h
+		out = append(out, r)
+	}
 	return out
+}
+
+// targetURL is Target as a URL: a gRPC host:port becomes grpc://host:port
+// (grpcs:// with TLS), so the target policy can check it like any other.
+func (c *Config) targetURL() string {
+	if c.Protocol != ProtocolGRPC || strings.Contains(c.Target, "://") {
+		return c.Target
+	}
+	if c.GRPC != nil && c.GRPC.TLS {
+		return "grpcs://" + c.Target
+	}
+	return "grpc://" + c.Target
 }
 
 // ParsedThresholds parses c.Thresholds with package threshold. Validate

@@ -1,6 +1,13 @@
 package spec
 
-import "time"
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
 
 // Defaults applied by [Parse] (and so by [Load]) to keys the config leaves
 // out.
@@ -22,8 +29,7 @@ const (
 // Protocol is the protocol a run speaks.
 type Protocol string
 
-// Protocols known to the format. Only ProtocolHTTP runs today; the others
-// parse and are rejected by [Config.Validate].
+// Protocols known to the format.
 const (
 	ProtocolHTTP      Protocol = "http"
 	ProtocolWebSocket Protocol = "websocket"
@@ -103,6 +109,11 @@ type Config struct {
 	Timeout time.Duration
 	// Retries is how many times a failed request is retried. Key: retries.
 	Retries int
+	// GracefulShutdown is how long requests in flight may finish after the
+	// run's end before they are cancelled; 0 is the engine's default and
+	// a negative value cancels them at once, as in Crankfire. Key:
+	// graceful_shutdown.
+	GracefulShutdown time.Duration
 	// Arrival is the arrival model under a rate. Keys: arrival.model, or
 	// Crankfire's flat arrival_model, or arrival: poisson.
 	Arrival Arrival
@@ -126,10 +137,11 @@ type Config struct {
 
 	// Protocol is the protocol. Key: protocol. Default http.
 	Protocol Protocol
-	// Auth is Crankfire's auth block; parsed, not supported yet. Key: auth.
+	// Auth is Crankfire's auth block: an Authorization value for every
+	// request. Key: auth.
 	Auth *Auth
-	// Feeder is Crankfire's data feeder; parsed, not supported yet. Key:
-	// feeder.
+	// Feeder is Crankfire's data feeder: one row per request fills the
+	// {{placeholders}}. Key: feeder.
 	Feeder *Feeder
 	// GRPC configures protocol grpc. Key: grpc.
 	GRPC *GRPC
@@ -155,16 +167,26 @@ type Config struct {
 	Dashboard  bool
 	LogErrors  bool
 	HTMLOutput string
-	// HARFile and HARFilter are Crankfire's HAR import; parsed, not
-	// supported yet. Keys: har_file, har_filter.
+	// HARFile is a recorded browser session whose requests join the mix
+	// (Crankfire's HAR import; Validate reads it), filtered by HARFilter
+	// ("host:a,b;method:GET,POST"). Keys: har_file, har_filter.
 	HARFile   string
 	HARFilter string
-	// Tracing is set when the config has Crankfire's tracing block
-	// (OpenTelemetry export); parsed, not supported yet. Key: tracing.
-	Tracing bool
+	// har are HARFile's requests once Validate has read them.
+	har        []Endpoint
+	harLoaded  bool
+	harRemoved int
+	// Tracing is Crankfire's tracing block; nil without one. Key: tracing.
+	Tracing *Tracing
 
 	// source names the config in errors, e.g. "perf/api.yaml".
 	source string
+	// raw is the config file's text as read by Load or LoadIn.
+	raw []byte
+	// root, when set, confines the files the config names (see ConfineTo).
+	root *os.Root
+	// bodyBytes counts what ReadFile has read, against MaxBodyBytesTotal.
+	bodyBytes int64
 	// origin maps key paths such as "rate" or "endpoints[1].weight" to
 	// where they were set, so Validate can name file:line.
 	origin map[string]origin
@@ -244,8 +266,9 @@ type Endpoint struct {
 	// Keys: body, body_file.
 	Body     string
 	BodyFile string
-	// Extractors are Crankfire's request chaining; parsed, not supported
-	// yet. Key: extractors.
+	// Extractors take values from this endpoint's responses into the
+	// virtual user's variables (Crankfire's request chaining). Key:
+	// extractors.
 	Extractors []Extractor
 }
 
@@ -324,10 +347,78 @@ type Auth struct {
 	RefreshBeforeExpiry time.Duration // key: refresh_before_expiry
 }
 
+// Tracing is Crankfire's tracing block: W3C trace context on every
+// request, and with an endpoint one OpenTelemetry span per sampled request
+// exported over OTLP.
+type Tracing struct {
+	Endpoint    string  // key: endpoint (the OTLP receiver, host:port or an http(s) URL)
+	Protocol    string  // key: protocol (grpc, the default, or http)
+	ServiceName string  // key: service_name
+	SampleRate  float64 // key: sample_rate (default 1)
+	Insecure    bool    // key: insecure (no TLS to a host:port endpoint)
+	// Propagate sends a traceparent header on every request; default true
+	// when Endpoint is set. Key: propagate.
+	Propagate *bool
+}
+
+// Exports reports whether spans are exported (an endpoint is set).
+func (t *Tracing) Exports() bool { return t != nil && strings.TrimSpace(t.Endpoint) != "" }
+
+// ExportURL returns the endpoint as the URL spans are sent to, which the
+// target policy checks: a host:port endpoint gets http:// when insecure,
+// else https://. An error says how to write the endpoint.
+func (t *Tracing) ExportURL() (*url.URL, error) {
+	ep := strings.TrimSpace(t.Endpoint)
+	bad := fmt.Errorf("%q is not host:port or an http(s):// URL (want e.g. localhost:4317)", ep)
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, bad
+		}
+		if u.User != nil {
+			return nil, fmt.Errorf("a user or password in the URL is not supported: remove it")
+		}
+		if t.Insecure && u.Scheme == "https" {
+			return nil, fmt.Errorf("insecure is set but the endpoint is https://: use http:// or remove insecure")
+		}
+		return u, nil
+	}
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil || host == "" || port == "" {
+		return nil, bad
+	}
+	scheme := "https"
+	if t.Insecure {
+		scheme = "http"
+	}
+	return &url.URL{Scheme: scheme, Host: ep}, nil
+}
+
+// Propagates reports whether requests carry a traceparent header.
+func (t *Tracing) Propagates() bool {
+	if t == nil {
+		return false
+	}
+	if t.Propagate != nil {
+		return *t.Propagate
+	}
+	return t.Endpoint != ""
+}
+
 // Feeder is Crankfire's data feeder block.
 type Feeder struct {
-	Path string // key: path
-	Type string // key: type (csv or json)
+	// Path is the CSV or JSON file; [Load] makes it relative to the
+	// config file's directory. Key: path.
+	Path string
+	// Type is csv or json; empty picks by Path's extension. Key: type.
+	Type string
+	// Recycle (a forgeload key) starts the rows over when they are used
+	// up, instead of stopping the run as Crankfire does. Key: recycle.
+	Recycle bool
+	// Data is the file's content once read (not a key): the plan reads
+	// Path into it, and a multi-host run ships it to the other hosts,
+	// which use it instead of reading any file of their own.
+	Data []byte
 }
 
 // GRPC is Crankfire's grpc block.
@@ -348,6 +439,9 @@ type WebSocket struct {
 	MessageInterval  time.Duration // key: message_interval
 	ReceiveTimeout   time.Duration // key: receive_timeout
 	HandshakeTimeout time.Duration // key: handshake_timeout
+	// ExpectReplies (a forgeload key) makes each message wait for one
+	// reply, whose round trip is measured. Key: expect_replies.
+	ExpectReplies bool
 }
 
 // SSE is Crankfire's sse block.

@@ -2,18 +2,23 @@ package spec
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/forgeload/forgeload/internal/pkg/load/extract"
+	"github.com/forgeload/forgeload/internal/pkg/load/har"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
-// Validate checks c as a whole: that it describes one runnable load model
-// with an end, that URLs, weights and pattern fields make sense, that
-// thresholds parse and name known endpoints, and that the blocks forgeload
-// does not support yet (auth, feeder, har_file, extractors and protocols
-// other than http) are absent. It returns every problem found, each an
-// [*Error] naming the file:line (or "inline") and the key, joined.
+// Validate checks c as a whole: that it describes one runnable load model,
+// that URLs, weights and pattern fields make sense, that the protocol,
+// feeder, auth, extractor and tracing blocks are usable, that thresholds
+// parse and name known endpoints, and it reads har_file. It returns every
+// problem found, each an [*Error] naming the file:line (or "inline") and
+// the key, joined.
 func (c *Config) Validate() error {
 	v := &validator{c: c}
 	v.protocol()
@@ -25,56 +30,194 @@ func (c *Config) Validate() error {
 	v.closedModel()
 	v.thresholds()
 	v.distributed()
-	return v.errs.err()
+	return v.errs.Err()
 }
 
 type validator struct {
 	c    *Config
-	errs errorList
+	errs strictyaml.List
 }
 
 func (v *validator) fail(key, format string, args ...any) {
-	v.errs.add(v.c.errAt(key, format, args...))
-}
-
-func notSupported(key string) string {
-	fix := "remove it"
-	if strings.HasPrefix(key, "protocol ") {
-		fix = "use protocol: http"
-	}
-	return fmt.Sprintf("%s is not supported yet by forgeload (planned); %s", key, fix)
+	v.errs.Add(v.c.errAt(key, format, args...))
 }
 
 func (v *validator) protocol() {
-	switch p := v.c.Protocol; p {
+	c := v.c
+	switch p := c.Protocol; p {
 	case ProtocolHTTP, "":
+		return
 	case ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
-		v.fail("protocol", "%s", notSupported("protocol "+string(p)))
 	default:
-		v.fail("protocol", "%q is not a protocol (want http; websocket, sse and grpc are planned)", string(p))
+		v.fail("protocol", "%q is not a protocol (want http, websocket, sse or grpc)", string(p))
+		return
+	}
+	if len(c.Endpoints) > 0 {
+		v.fail("endpoints", "endpoints are for protocol http; a %s run has one target: remove endpoints and set target", c.Protocol)
+	}
+	nonNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			v.fail(key, "%s is negative (want e.g. 10s, or 0 for the default)", d)
+		}
+	}
+	switch c.Protocol {
+	case ProtocolWebSocket:
+		if w := c.WebSocket; w != nil {
+			nonNegative("websocket.message_interval", w.MessageInterval)
+			nonNegative("websocket.receive_timeout", w.ReceiveTimeout)
+			nonNegative("websocket.handshake_timeout", w.HandshakeTimeout)
+			if w.ExpectReplies && len(w.Messages) == 0 {
+				v.fail("websocket.expect_replies", "expect_replies waits for a reply to each message, but websocket.messages is empty: add messages")
+			}
+		}
+	case ProtocolSSE:
+		if e := c.SSE; e != nil {
+			nonNegative("sse.read_timeout", e.ReadTimeout)
+			if e.MaxEvents < 0 {
+				v.fail("sse.max_events", "%d is negative (want e.g. 100, or 0 for the default of 100)", e.MaxEvents)
+			}
+		}
+	case ProtocolGRPC:
+		g := c.GRPC
+		if g == nil {
+			v.fail("grpc", "protocol grpc needs a grpc block with proto_file, service and method")
+			return
+		}
+		for _, k := range []struct{ key, val, eg string }{
+			{"grpc.proto_file", g.ProtoFile, "./api/orders.proto"},
+			{"grpc.service", g.Service, "orders.OrderService"},
+			{"grpc.method", g.Method, "CreateOrder"},
+		} {
+			if strings.TrimSpace(k.val) == "" {
+				v.fail(k.key, "required for protocol grpc (want e.g. %s)", k.eg)
+			}
+		}
+		nonNegative("grpc.timeout", g.Timeout)
+		if c.Distributed != nil && c.Distributed.Workers > 1 {
+			v.fail("grpc.proto_file", "a .proto file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed to run gRPC load on one host")
+		}
+	}
+}
+
+// checkTarget checks the target of a non-HTTP protocol.
+func (v *validator) checkTarget(raw string) {
+	switch v.c.Protocol {
+	case ProtocolWebSocket:
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss") {
+			v.fail("target", "%q is not a ws:// or wss:// URL (want e.g. ws://api.example.com/ws)", raw)
+		}
+	case ProtocolGRPC:
+		hp := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(raw, "grpc://"), "grpcs://"), "/")
+		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" || strings.ContainsAny(hp, "/?#") {
+			v.fail("target", "%q is not host:port (want e.g. orders.example.com:50051)", raw)
+		}
+	default:
+		v.checkURL("target", raw)
 	}
 }
 
 func (v *validator) unsupported() {
 	c := v.c
-	if c.Auth != nil {
-		v.fail("auth", "%s", notSupported("auth"))
+	if a := c.Auth; a != nil {
+		switch a.Type {
+		case "oauth2_client_credentials", "oauth2_resource_owner":
+			if u, err := url.Parse(a.TokenURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+				v.fail("auth.token_url", "required for %s: an absolute http(s) URL (want e.g. https://idp.example.com/oauth/token)", a.Type)
+			}
+		case "oidc_implicit", "oidc_auth_code", "bearer":
+		default:
+			v.fail("auth.type", "%q is not an auth type (want oauth2_client_credentials, oauth2_resource_owner, oidc_implicit, oidc_auth_code or bearer)", a.Type)
+		}
+		if a.RefreshBeforeExpiry < 0 {
+			v.fail("auth.refresh_before_expiry", "%s is negative (want e.g. 30s)", a.RefreshBeforeExpiry)
+		}
 	}
-	if c.Feeder != nil {
-		v.fail("feeder", "%s", notSupported("feeder"))
+	if f := c.Feeder; f != nil {
+		if strings.TrimSpace(f.Path) == "" {
+			v.fail("feeder.path", "required: the CSV or JSON file of rows (want e.g. ./users.csv)")
+		}
+		if f.Type != "" && f.Type != "csv" && f.Type != "json" {
+			v.fail("feeder.type", "%q is not a feeder type (want csv or json)", f.Type)
+		}
 	}
-	if c.HARFile != "" {
-		v.fail("har_file", "%s", notSupported("har_file"))
+	v.har()
+	if t := c.Tracing; t != nil && (t.SampleRate < 0 || t.SampleRate > 1) {
+		v.fail("tracing.sample_rate", "%g is not between 0 and 1", t.SampleRate)
 	}
-	if c.Tracing {
-		v.fail("tracing", "%s", notSupported("tracing (OpenTelemetry export)"))
+	if t := c.Tracing; t != nil {
+		switch t.Protocol {
+		case "", "grpc", "http":
+		default:
+			v.fail("tracing.protocol", "%q is not an OTLP protocol (want grpc or http)", t.Protocol)
+		}
+		if t.Exports() {
+			if _, err := t.ExportURL(); err != nil {
+				v.fail("tracing.endpoint", "%v", err)
+			}
+		}
 	}
 	for i, ep := range c.Endpoints {
-		if len(ep.Extractors) > 0 {
-			v.fail(fmt.Sprintf("endpoints[%d].extractors", i), "%s", notSupported("extractors (request chaining)"))
+		for j, ex := range ep.Extractors {
+			if _, err := extract.New(ex.JSONPath, ex.Regex, ex.Var, ex.OnError); err != nil {
+				v.fail(fmt.Sprintf("endpoints[%d].extractors[%d]", i, j), "%v", err)
+			}
 		}
 	}
 }
+
+// har reads har_file into the config's HAR requests (once).
+func (v *validator) har() {
+	c := v.c
+	if c.HARFile == "" {
+		if c.HARFilter != "" {
+			v.fail("har_filter", "har_filter filters har_file, which is not set: set har_file or remove har_filter")
+		}
+		return
+	}
+	if c.Protocol != ProtocolHTTP && c.Protocol != "" {
+		v.fail("har_file", "a HAR recording is HTTP requests: it needs protocol http")
+		return
+	}
+	if c.Distributed != nil && c.Distributed.Workers > 1 {
+		// The file must not be read on the other hosts, which cannot see
+		// this workspace.
+		v.fail("har_file", "a HAR file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed, or har_file")
+		return
+	}
+	if c.harLoaded {
+		return
+	}
+	f, err := har.ParseFilter(c.HARFilter)
+	if err != nil {
+		v.fail("har_filter", "%v", err)
+		return
+	}
+	data, err := c.ReadFileMax("har_file", c.HARFile, har.MaxSize)
+	if err != nil {
+		v.fail("har_file", "%v", err)
+		return
+	}
+	reqs, removed, err := har.Parse(data, f)
+	if err != nil {
+		v.fail("har_file", "%v", err)
+		return
+	}
+	c.harLoaded, c.harRemoved = true, removed
+	for _, r := range reqs {
+		c.har = append(c.har, Endpoint{Name: r.Name, Weight: 1, Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body})
+	}
+}
+
+// Warnings returns what the config asks for that forgeload does not do,
+// for the caller to print: the run still goes ahead.
+func (c *Config) Warnings() []string {
+	return nil
+}
+
+// HARRemoved returns how many credential headers (Authorization, Cookie,
+// …) the HAR import dropped, so a caller can say so.
+func (c *Config) HARRemoved() int { return c.harRemoved }
 
 // checkURL checks an absolute http(s) URL.
 func (v *validator) checkURL(key, raw string) {
@@ -110,8 +253,8 @@ func (v *validator) checkHeaders(key string, h map[string]string) {
 func (v *validator) request() {
 	c := v.c
 	if c.Target != "" {
-		v.checkURL("target", c.Target)
-	} else if len(c.Endpoints) == 0 {
+		v.checkTarget(c.Target)
+	} else if len(c.Endpoints) == 0 && c.HARFile == "" {
 		v.fail("target", "target is required: set it to an absolute URL (e.g. https://api.example.com/users), or give every endpoint a url")
 	}
 	if !validMethod(c.Method) {
@@ -177,8 +320,8 @@ func (v *validator) loadModel() {
 		v.fail("duration", "%s is negative (want e.g. 1m, or 0 for no cap)", c.Duration)
 	}
 	vus := c.Has("vus")
-	if c.Rate > 0 && len(c.Patterns) > 0 {
-		v.fail("rate", "rate and load_patterns are both set: load_patterns defines the rate over time; remove rate, or add a constant pattern")
+	if c.Has("concurrency") && c.Concurrency == 0 {
+		v.fail("concurrency", "0 workers would send nothing (Crankfire refuses it too): use a whole number >= 1, or leave concurrency out for 1")
 	}
 	if vus && c.Rate > 0 {
 		v.fail("vus", "vus and rate are both set: rate is the open model (arrivals per second), vus the closed model (users that loop); remove one")
@@ -195,15 +338,11 @@ func (v *validator) loadModel() {
 			key = "arrival_model"
 		}
 		v.fail(key, "%q is not an arrival model (want uniform or poisson)", string(c.Arrival.Model))
-	} else if c.Arrival.Model == ArrivalPoisson && c.Rate <= 0 && len(c.Patterns) == 0 {
-		v.fail("arrival.model", "poisson spaces arrivals under a rate, but there is none: set rate or load_patterns, or use uniform")
 	}
 	if c.Has("arrival") && c.Has("arrival_model") {
 		v.fail("arrival_model", "arrival and arrival_model are both set; keep arrival: {model: ...}")
 	}
-	if c.Duration == 0 && c.Total <= 0 && len(c.Patterns) == 0 && len(c.VUs.Stages) == 0 {
-		v.fail("duration", "the run has no end: set duration (e.g. 1m), total (a number of requests), load_patterns or vus.stages")
-	}
+
 }
 
 func (v *validator) patterns() {

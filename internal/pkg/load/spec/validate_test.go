@@ -28,6 +28,13 @@ func TestValidateOK(t *testing.T) {
 		{"distributed", base + "distributed: {workers: 4, min_workers: 1, join_timeout: 5s, on_worker_loss: abort}\n"},
 		{"non-selected protocol blocks are ignored", base + "websocket: {messages: [hi]}\nsse: {max_events: 1}\n"},
 		{"zero timeout", base + "timeout: 0\n"},
+		{"poisson without rate (closed model, as Crankfire)", "target: https://x.example.com\nconcurrency: 2\nduration: 1s\narrival: poisson\n"},
+		{"rate with load_patterns (the patterns win, as Crankfire)", base + "load_patterns: [{type: spike, rps: 5, duration: 1s}]\n"},
+		{"no end (runs until stopped)", "target: https://x.example.com\nrate: 100\n"},
+		{"graceful_shutdown", base + "graceful_shutdown: -1s\n"},
+		{"websocket", "protocol: websocket\ntarget: wss://x.example.com/ws\nrate: 5\nduration: 1m\nwebsocket: {messages: [hi], message_interval: 1s, receive_timeout: 2s, handshake_timeout: 3s, expect_replies: true}\n"},
+		{"sse", "protocol: sse\ntarget: http://x.example.com/events\nconcurrency: 2\nduration: 1m\nsse: {read_timeout: 30s, max_events: 10}\n"},
+		{"grpc host:port", "protocol: grpc\ntarget: x.example.com:50051\nrate: 5\nduration: 1m\ngrpc: {proto_file: a.proto, service: a.B, method: C, tls: true}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,15 +69,12 @@ func TestValidateErrors(t *testing.T) {
 		{"negative concurrency", base + "concurrency: -2\n", `test.yaml:4: concurrency: -2 is negative (want a whole number of workers, e.g. 50)`},
 		{"negative total", base + "total: -2\n", `test.yaml:4: total: -2 is negative (want a number of requests, or 0 for no cap)`},
 		{"negative duration", "target: https://x.example.com\nrate: 1\nduration: -1m\ntotal: 5\n", `test.yaml:3: duration: -1m0s is negative (want e.g. 1m, or 0 for no cap)`},
-		{"no end", "target: https://x.example.com\nrate: 100\n", `test.yaml: duration: the run has no end: set duration (e.g. 1m), total (a number of requests), load_patterns or vus.stages`},
-		{"rate and patterns", base + "load_patterns: [{type: spike, rps: 5, duration: 1s}]\n", `test.yaml:2: rate: rate and load_patterns are both set: load_patterns defines the rate over time; remove rate, or add a constant pattern`},
 		{"rate and vus", base + "vus: 5\n", `test.yaml:4: vus: vus and rate are both set: rate is the open model (arrivals per second), vus the closed model (users that loop); remove one`},
 		{"patterns and vus", "target: https://x.example.com\nvus: 5\nload_patterns: [{type: spike, rps: 5, duration: 1s}]\n", `test.yaml:2: vus: vus and load_patterns are both set: load_patterns shape an arrival rate (open model), vus run a closed model; remove one`},
 		{"concurrency and vus", "target: https://x.example.com\nvus: 5\nconcurrency: 5\nduration: 1s\n", `test.yaml:3: concurrency: concurrency and vus are both set: in the closed model vus is the number of users; remove concurrency`},
 		{"bad arrival", base + "arrival: {model: burst}\n", `test.yaml:4: arrival.model: "burst" is not an arrival model (want uniform or poisson)`},
 		{"bad flat arrival", base + "arrival_model: burst\n", `test.yaml:4: arrival_model: "burst" is not an arrival model (want uniform or poisson)`},
 		{"both arrival spellings", base + "arrival: poisson\narrival_model: poisson\n", `test.yaml:5: arrival_model: arrival and arrival_model are both set; keep arrival: {model: ...}`},
-		{"poisson without rate", "target: https://x.example.com\nconcurrency: 2\nduration: 1s\narrival: poisson\n", `test.yaml:4: arrival.model: poisson spaces arrivals under a rate, but there is none: set rate or load_patterns, or use uniform`},
 		{"pattern without type", "target: https://x.example.com\nload_patterns:\n  - {rps: 5, duration: 1s}\n", `test.yaml:3: load_patterns[0].type: type is required (want ramp, step or spike)`},
 		{"pattern bad type", "target: https://x.example.com\nload_patterns:\n  - {type: wave, rps: 5, duration: 1s}\n", `test.yaml:3: load_patterns[0].type: "wave" is not a pattern type (want ramp, step, spike or constant)`},
 		{"ramp without rates", "target: https://x.example.com\nload_patterns:\n  - {type: ramp, duration: 1m}\n", `test.yaml:3: load_patterns[0]: a ramp pattern needs from_rps and to_rps (e.g. from_rps: 10, to_rps: 200)`},
@@ -101,14 +105,26 @@ func TestValidateErrors(t *testing.T) {
 		{"bad threshold", base + "thresholds:\n  - http_req_duration:p99 < soon\n", `test.yaml:4: thresholds: threshold "http_req_duration:p99 < soon": column 25: want a duration such as 300ms, 0.5s or 250 (milliseconds), got "soon"`},
 		{"threshold unknown endpoint", base + "endpoints: [{name: a, path: /a}, {name: b, path: /b}]\nthresholds: ['http_req_failed{endpoint:c}:rate < 1%']\n", `test.yaml:5: thresholds: threshold "http_req_failed{endpoint:c}:rate < 1%" selects endpoint "c", which is not in endpoints (names: a, b)`},
 		{"threshold endpoint without endpoints", base + "thresholds: ['http_req_failed{endpoint:c}:rate < 1%']\n", `test.yaml:4: thresholds: threshold "http_req_failed{endpoint:c}:rate < 1%" selects endpoint "c", but the config has no named endpoints`},
-		{"protocol websocket", base + "protocol: websocket\n", `test.yaml:4: protocol: protocol websocket is not supported yet by forgeload (planned); use protocol: http`},
-		{"protocol grpc", base + "protocol: grpc\ngrpc: {service: a.B, method: C}\n", `test.yaml:4: protocol: protocol grpc is not supported yet by forgeload (planned); use protocol: http`},
-		{"protocol unknown", base + "protocol: quic\n", `test.yaml:4: protocol: "quic" is not a protocol (want http; websocket, sse and grpc are planned)`},
-		{"auth", base + "auth:\n  type: oauth2_client_credentials\n  client_secret: hunter2\n", `test.yaml:4: auth: auth is not supported yet by forgeload (planned); remove it`},
-		{"feeder", base + "feeder: {path: u.csv, type: csv}\n", `test.yaml:4: feeder: feeder is not supported yet by forgeload (planned); remove it`},
-		{"har", base + "har_file: x.har\n", `test.yaml:4: har_file: har_file is not supported yet by forgeload (planned); remove it`},
-		{"tracing", base + "tracing:\n  enabled: true\n  endpoint: localhost:4317\n", `test.yaml:4: tracing: tracing (OpenTelemetry export) is not supported yet by forgeload (planned); remove it`},
-		{"extractors", base + "endpoints:\n  - path: /a\n    extractors: [{jsonpath: $.id, var: id}]\n", `test.yaml:6: endpoints[0].extractors: extractors (request chaining) is not supported yet by forgeload (planned); remove it`},
+		{"websocket needs a ws url", base + "protocol: websocket\n", `test.yaml:1: target: "https://api.example.com" is not a ws:// or wss:// URL (want e.g. ws://api.example.com/ws)`},
+		{"grpc needs host:port", "target: https://api.example.com\nrate: 10\nduration: 1m\nprotocol: grpc\ngrpc: {proto_file: a.proto, service: a.B, method: C}\n", `test.yaml:1: target: "https://api.example.com" is not host:port (want e.g. orders.example.com:50051)`},
+		{"grpc needs proto_file", "target: 127.0.0.1:50051\nrate: 10\nduration: 1m\nprotocol: grpc\ngrpc: {service: a.B, method: C}\n", `test.yaml:5: grpc.proto_file: required for protocol grpc (want e.g. ./api/orders.proto)`},
+		{"grpc needs a block", "target: 127.0.0.1:50051\nrate: 10\nduration: 1m\nprotocol: grpc\n", `test.yaml: grpc: protocol grpc needs a grpc block with proto_file, service and method`},
+		{"sse max_events negative", base + "protocol: sse\nsse: {max_events: -1}\n", `test.yaml:5: sse.max_events: -1 is negative (want e.g. 100, or 0 for the default of 100)`},
+		{"expect_replies without messages", "target: ws://127.0.0.1:1/\nrate: 10\nduration: 1m\nprotocol: websocket\nwebsocket: {expect_replies: true}\n", `test.yaml:5: websocket.expect_replies: expect_replies waits for a reply to each message, but websocket.messages is empty: add messages`},
+		{"endpoints with websocket", "target: ws://127.0.0.1:1/\nrate: 10\nduration: 1m\nprotocol: websocket\nendpoints: [{path: /a}]\n", `test.yaml:5: endpoints: endpoints are for protocol http; a websocket run has one target: remove endpoints and set target`},
+		{"concurrency 0", base + "concurrency: 0\n", `test.yaml:4: concurrency: 0 workers would send nothing (Crankfire refuses it too): use a whole number >= 1, or leave concurrency out for 1`},
+		{"protocol unknown", base + "protocol: quic\n", `test.yaml:4: protocol: "quic" is not a protocol (want http, websocket, sse or grpc)`},
+		{"auth without token_url", base + "auth:\n  type: oauth2_client_credentials\n  client_secret: hunter2\n", `test.yaml:4: auth.token_url: required for oauth2_client_credentials: an absolute http(s) URL (want e.g. https://idp.example.com/oauth/token)`},
+		{"auth type", base + "auth: {type: magic, static_token: hunter2}\n", `test.yaml:4: auth.type: "magic" is not an auth type (want oauth2_client_credentials, oauth2_resource_owner, oidc_implicit, oidc_auth_code or bearer)`},
+		{"feeder type", base + "feeder: {path: u.csv, type: xml}\n", `test.yaml:4: feeder.type: "xml" is not a feeder type (want csv or json)`},
+		{"feeder path", base + "feeder: {type: csv}\n", `test.yaml:4: feeder.path: required: the CSV or JSON file of rows (want e.g. ./users.csv)`},
+		{"har missing", base + "har_file: x.har\n", `test.yaml:4: har_file: har_file x.har: open x.har: no such file or directory`},
+		{"har distributed", base + "har_file: /etc/passwd\ndistributed: {workers: 2}\n", `test.yaml:4: har_file: a HAR file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed, or har_file`},
+		{"grpc distributed", "target: 127.0.0.1:1\nrate: 10\nduration: 1m\nprotocol: grpc\ngrpc: {proto_file: /etc/passwd, service: a.B, method: C}\ndistributed: {workers: 2}\n", `test.yaml:5: grpc.proto_file: a .proto file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed to run gRPC load on one host`},
+		{"har filter alone", base + "har_filter: host:x\n", `test.yaml:4: har_filter: har_filter filters har_file, which is not set: set har_file or remove har_filter`},
+		{"tracing sample rate", base + "tracing: {endpoint: 'localhost:4317', sample_rate: 2}\n", `test.yaml:4: tracing.sample_rate: 2 is not between 0 and 1`},
+		{"extractor without var", base + "endpoints:\n  - path: /a\n    extractors: [{jsonpath: $.id}]\n", `test.yaml:6: endpoints[0].extractors[0]: var is required: the name later requests use as {{name}}`},
+		{"extractor bad regex", base + "endpoints:\n  - path: /a\n    extractors: [{regex: '(', var: x}]\n", "test.yaml:6: endpoints[0].extractors[0]: regex \"(\": error parsing regexp: missing closing ): `(`"},
 		{"distributed without workers", base + "distributed: {min_workers: 1}\n", `...test.yaml:4: distributed.workers: distributed needs workers, the number of forgeload daemons to run the test (want e.g. 4)`},
 		{"min above workers", base + "distributed: {workers: 2, min_workers: 3}\n", `test.yaml:4: distributed.min_workers: 3 is not between 1 and workers (2)`},
 		{"zero join timeout", base + "distributed: {workers: 2, join_timeout: 0}\n", `test.yaml:4: distributed.join_timeout: 0s is not a positive duration (want e.g. 60s)`},
@@ -142,12 +158,12 @@ func TestValidateErrors(t *testing.T) {
 
 func TestValidateReportsAll(t *testing.T) {
 	t.Parallel()
-	c := mustParse(t, "target: nope\nrate: -1\nprotocol: sse\n")
+	c := mustParse(t, "target: nope\nrate: -1\nprotocol: sse\nsse: {max_events: -2}\nconcurrency: 0\n")
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate = nil, want errors")
 	}
-	for _, w := range []string{"test.yaml:1: target:", "test.yaml:2: rate:", "test.yaml:3: protocol:", "test.yaml: duration: the run has no end"} {
+	for _, w := range []string{"test.yaml:1: target:", "test.yaml:2: rate:", "test.yaml:4: sse.max_events:", "test.yaml:5: concurrency: 0 workers"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("Validate error\n%s\ndoes not contain %q", err, w)
 		}

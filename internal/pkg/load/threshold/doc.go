@@ -13,8 +13,26 @@
 //	http_requests:rate >= 450
 //
 // The metrics are http_req_duration (p50, p90, p95, p99, any pNN such as
-// p99.9, avg or mean, min, max), http_req_failed (rate, count) and
-// http_requests (rate, count). The operators are <, <=, >, >=, == and !=.
+// p99.9, avg or mean, min, max), http_req_failed (rate, count),
+// http_requests (rate, count), and the system under test's resources
+// sut_cpu and sut_mem (max, avg), which take a {service:NAME} selector:
+//
+//	sut_cpu:max < 80%
+//	sut_cpu{service:api}:avg < 1.5cores
+//	sut_mem:max < 512MB
+//
+// The operators are <, <=, >, >=, == and !=.
+//
+// # Baselines
+//
+// The value may be the same metric in a baseline run, optionally times a
+// factor, and rps is short for http_requests:rate:
+//
+//	http_req_duration:p99 < baseline * 1.10
+//	rps > baseline * 0.95
+//
+// [EvaluateBaseline] takes the baseline run as a second [Source]; without
+// one, baseline thresholds are skipped (Outcome.Skipped) and pass.
 //
 // # Units
 //
@@ -24,11 +42,15 @@
 // ns, us (or µs), ms and s; a plain number is milliseconds, as in Crankfire.
 // Failure-rate values accept a percentage (1%) or a plain fraction (0.01),
 // as in Crankfire; a plain number above 1 is rejected because it is
-// almost certainly a percentage missing its % sign.
+// almost certainly a percentage missing its % sign. sut_cpu takes a
+// percentage of the container's CPU limit (of the host's CPUs when it has
+// none) or cores; sut_mem a percentage of the memory limit or a size in B,
+// KB, MB, GB (powers of 1024, as docker's --memory reads them). Without a
+// selector they check the service with the highest value.
 //
 // # Evaluation
 //
-// [Evaluate] reads results through the consumer-side [Source] and [Metrics]
+// [EvaluateBaseline] reads results through the consumer-side [Source] and [Metrics]
 // interfaces, which the engine's result implements, and returns one
 // [Outcome] per threshold. Parsing and evaluation are pure functions with no
 // shared state, safe for concurrent use.

@@ -3,6 +3,8 @@ package threshold
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -33,6 +35,18 @@ type Source interface {
 	// Endpoint returns the metrics of the endpoint with that name, and
 	// false when no endpoint has that name.
 	Endpoint(name string) (Metrics, bool)
+	// Resources returns the metrics of each system under test the run
+	// measured, by name, for sut_cpu and sut_mem thresholds; it is empty
+	// when nothing was measured.
+	Resources() map[string]ResourceMetrics
+}
+
+// ResourceMetrics is one system under test's resource use over a run.
+type ResourceMetrics struct {
+	// CPU in cores, and as a fraction of the CPU limit.
+	CPUCoresMax, CPUCoresMean, CPUShareMax, CPUShareMean float64
+	// Memory working set in bytes, and its limit (0 when unknown).
+	MemBytesMax, MemBytesMean, MemLimitBytes float64
 }
 
 // Outcome is the result of evaluating one threshold.
@@ -47,27 +61,20 @@ type Outcome struct {
 	// Err says why the threshold could not be evaluated, for example an
 	// unknown endpoint or a run with no requests.
 	Err error
-}
-
-// Evaluate checks every threshold against src and returns one Outcome per
-// threshold, in order. A threshold that cannot be evaluated fails, with Err
-// set; it never panics on a nil Source or metrics.
-func Evaluate(ts []Threshold, src Source) []Outcome {
-	out := make([]Outcome, 0, len(ts))
-	for _, t := range ts {
-		o := Outcome{Threshold: t}
-		o.Actual, o.Err = measure(t, src)
-		if o.Err == nil {
-			o.Passed = compare(o.Actual, t.Op, t.Value)
-		}
-		out = append(out, o)
-	}
-	return out
+	// Bound is the value Actual was compared with: the threshold's Value,
+	// or BaselineValue times its Factor.
+	Bound, BaselineValue float64
+	// Skipped is set, with Passed, for a baseline threshold evaluated
+	// without a baseline.
+	Skipped bool
 }
 
 func measure(t Threshold, src Source) (float64, error) {
 	if src == nil {
 		return 0, fmt.Errorf("evaluate threshold %q: no results to evaluate", t.Source)
+	}
+	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
+		return measureSUT(t, src)
 	}
 	var m Metrics
 	if t.Endpoint == "" {
@@ -128,6 +135,56 @@ func measure(t Threshold, src Source) (float64, error) {
 	return 0, fmt.Errorf("evaluate threshold %q: unknown metric %s:%s; build thresholds with Parse", t.Source, t.Metric, t.Aggregate)
 }
 
+func measureSUT(t Threshold, src Source) (float64, error) {
+	all := src.Resources()
+	if len(all) == 0 {
+		return 0, fmt.Errorf("evaluate threshold %q: the system under test was not measured: %s needs services: in the job (their containers are sampled during the load step)", t.Source, t.Metric)
+	}
+	value := func(m ResourceMetrics) (float64, error) {
+		switch {
+		case t.Metric == MetricSUTCPU && t.Unit == "%":
+			return pick(t, m.CPUShareMax, m.CPUShareMean), nil
+		case t.Metric == MetricSUTCPU:
+			return pick(t, m.CPUCoresMax, m.CPUCoresMean), nil
+		case t.Unit == "%":
+			if m.MemLimitBytes <= 0 {
+				return 0, fmt.Errorf("evaluate threshold %q: the memory limit is unknown; write the bound as a size such as 512MB", t.Source)
+			}
+			return pick(t, m.MemBytesMax, m.MemBytesMean) / m.MemLimitBytes, nil
+		default:
+			return pick(t, m.MemBytesMax, m.MemBytesMean), nil
+		}
+	}
+	if t.Service != "" {
+		m, ok := all[t.Service]
+		if !ok {
+			names := make([]string, 0, len(all))
+			for k := range all {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return 0, fmt.Errorf("evaluate threshold %q: no service named %q was measured; measured: %s", t.Source, t.Service, strings.Join(names, ", "))
+		}
+		return value(m)
+	}
+	worst := math.Inf(-1)
+	for _, m := range all {
+		v, err := value(m)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, v)
+	}
+	return worst, nil
+}
+
+func pick(t Threshold, maxV, meanV float64) float64 {
+	if t.Aggregate == "max" {
+		return maxV
+	}
+	return meanV
+}
+
 // compare applies op with a small relative tolerance for equality, so that
 // values which differ only by float rounding compare equal.
 func compare(actual float64, op string, want float64) bool {
@@ -149,20 +206,6 @@ func compare(actual float64, op string, want float64) bool {
 	return false
 }
 
-// String formats the outcome as one summary line, for example
-// "http_req_duration:p99 < 300ms: 212.4ms ✓", or with the error and ✗ when
-// the threshold could not be evaluated.
-func (o Outcome) String() string {
-	if o.Err != nil {
-		return fmt.Sprintf("%s: %v ✗", o.Threshold.Source, o.Err)
-	}
-	mark := "✓"
-	if !o.Passed {
-		mark = "✗"
-	}
-	return fmt.Sprintf("%s: %s %s", o.Threshold.Source, FormatValue(o.Threshold, o.Actual), mark)
-}
-
 // FormatValue formats v, in t's canonical unit, for people: durations as
 // µs, ms or s; failure rates as a percentage; request rates as "N/s";
 // counts as whole numbers.
@@ -181,6 +224,12 @@ func FormatValue(t Threshold, v float64) string {
 		return fmt.Sprintf("%.2f%%", v*100)
 	case kindCount:
 		return fmt.Sprintf("%.0f", v)
+	case kindShare:
+		return fmt.Sprintf("%.1f%%", v*100)
+	case kindCores:
+		return fmt.Sprintf("%.2f cores", v)
+	case kindBytes:
+		return fmt.Sprintf("%.1fMiB", v/(1<<20))
 	default:
 		return fmt.Sprintf("%.1f/s", v)
 	}

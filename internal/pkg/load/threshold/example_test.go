@@ -21,8 +21,9 @@ func (r result) Overall() threshold.Metrics            { return r }
 func (result) Endpoint(string) (threshold.Metrics, bool) {
 	return nil, false
 }
+func (result) Resources() map[string]threshold.ResourceMetrics { return nil }
 
-func ExampleEvaluate() {
+func ExampleEvaluateBaseline() {
 	ts, err := threshold.ParseAll([]string{`
 http_req_duration:p99 < 300ms
 http_req_failed:rate < 0.1%
@@ -32,11 +33,11 @@ http_requests:rate >= 100
 		fmt.Println(err)
 		return
 	}
-	for _, o := range threshold.Evaluate(ts, result{}) {
-		fmt.Println(o)
+	for _, o := range threshold.EvaluateBaseline(ts, result{}, nil) {
+		fmt.Println(o.Threshold.Source, threshold.FormatValue(o.Threshold, o.Actual), o.Passed)
 	}
 	// Output:
-	// http_req_duration:p99 < 300ms: 212.4ms ✓
-	// http_req_failed:rate < 0.1%: 0.40% ✗
-	// http_requests:rate >= 100: 100.0/s ✓
+	// http_req_duration:p99 < 300ms 212.4ms true
+	// http_req_failed:rate < 0.1% 0.40% false
+	// http_requests:rate >= 100 100.0/s true
 }

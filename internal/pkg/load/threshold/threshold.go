@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/forgeload/forgeload/internal/pkg/number"
 )
 
 // Metric names understood by [Parse]. They are Crankfire's names.
@@ -14,6 +16,8 @@ const (
 	MetricDuration = "http_req_duration" // request latency
 	MetricFailed   = "http_req_failed"   // failed requests
 	MetricRequests = "http_requests"     // all requests
+	MetricSUTCPU   = "sut_cpu"           // CPU of the system under test
+	MetricSUTMem   = "sut_mem"           // memory of the system under test
 )
 
 // Operators understood by [Parse].
@@ -40,12 +44,24 @@ type Threshold struct {
 	// Endpoint names the endpoint whose results are checked, or is empty
 	// for the overall results.
 	Endpoint string
+	// Service names the system under test (the job's service id) that a
+	// sut_cpu or sut_mem threshold checks, or is empty for the one with
+	// the highest value.
+	Service string
+	// Unit is, for sut_cpu and sut_mem, "%" when Value is a fraction of the
+	// target's limit, else "cores" (sut_cpu) or "bytes" (sut_mem).
+	Unit string
 	// Op is one of the Op constants.
 	Op string
 	// Value is the bound in the canonical unit: seconds for durations, a
 	// fraction in [0,1] for failure rates, requests per second for
-	// http_requests:rate, and a count for counts.
+	// http_requests:rate, a count for counts, and for sut_cpu and sut_mem
+	// a fraction of the limit (Unit "%"), cores or bytes.
 	Value float64
+	// Baseline is set when the bound is the same metric measured in a
+	// baseline run, times Factor ("< baseline * 1.10"); Value is then 0.
+	Baseline bool
+	Factor   float64
 }
 
 // String returns the threshold as written.
@@ -65,10 +81,19 @@ const (
 	kindRatio                // fraction of requests
 	kindCount                // plain count
 	kindRPS                  // requests per second
+	kindShare                // fraction of a resource limit
+	kindCores                // CPU cores
+	kindBytes                // bytes of memory
 )
 
 func (t Threshold) kind() kind {
 	switch {
+	case t.Unit == "%":
+		return kindShare
+	case t.Metric == MetricSUTCPU:
+		return kindCores
+	case t.Metric == MetricSUTMem:
+		return kindBytes
 	case t.Metric == MetricDuration:
 		return kindDuration
 	case t.Aggregate == "count":
@@ -84,9 +109,11 @@ var metricAggregates = map[string]string{
 	MetricDuration: "p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max",
 	MetricFailed:   "rate, count",
 	MetricRequests: "rate, count",
+	MetricSUTCPU:   "max, avg",
+	MetricSUTMem:   "max, avg",
 }
 
-const metricList = "http_req_duration, http_req_failed or http_requests"
+const metricList = "http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem"
 
 // parser walks one threshold text and reports errors with a column.
 type parser struct {
@@ -137,6 +164,9 @@ func (p *parser) describe() string {
 // The error names the threshold text, the column where parsing failed, and
 // what was expected there.
 func Parse(s string) (Threshold, error) {
+	if t, ok, err := parseRPSAlias(s); ok {
+		return t, err
+	}
 	p := &parser{src: strings.TrimSpace(s)}
 	if p.src == "" {
 		return Threshold{}, errors.New("threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms")
@@ -153,13 +183,22 @@ func Parse(s string) (Threshold, error) {
 		return Threshold{}, p.errorf(at, "unknown metric %q: want %s", t.Metric, metricList)
 	}
 
-	// Optional endpoint selector.
+	// Optional endpoint (or, for sut_*, service) selector.
+	sut := t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem
 	if strings.HasPrefix(p.rest(), "{") {
-		ep, err := p.endpoint()
+		key := "endpoint"
+		if sut {
+			key = "service"
+		}
+		sel, err := p.selector(key)
 		if err != nil {
 			return Threshold{}, err
 		}
-		t.Endpoint = ep
+		if sut {
+			t.Service = sel
+		} else {
+			t.Endpoint = sel
+		}
 	}
 
 	// ':' and aggregate.
@@ -195,8 +234,20 @@ func Parse(s string) (Threshold, error) {
 		return Threshold{}, p.errorf(at, "want a comparison operator (<, <=, >, >=, == or !=), got %s", p.describe())
 	}
 
-	// Value and unit.
+	// Value and unit, or a baseline.
 	p.skipSpace()
+	if ok, err := p.baseline(&t); ok || err != nil {
+		if err != nil {
+			return Threshold{}, err
+		}
+		return t, nil
+	}
+	if sut {
+		if err := p.sutValue(&t); err != nil {
+			return Threshold{}, err
+		}
+		return t, nil
+	}
 	v, err := p.value(t.kind())
 	if err != nil {
 		return Threshold{}, err
@@ -205,12 +256,13 @@ func Parse(s string) (Threshold, error) {
 	return t, nil
 }
 
-// endpoint parses `{endpoint:name}` (also `{endpoint="name"}`).
-func (p *parser) endpoint() (string, error) {
+// selector parses `{key:name}` (also `{key="name"}`), where key is
+// endpoint, or service for the sut_* metrics.
+func (p *parser) selector(want string) (string, error) {
 	open := p.pos
 	end := strings.IndexByte(p.rest(), '}')
 	if end < 0 {
-		return "", p.errorf(open, "endpoint selector is not closed: want {endpoint:NAME}")
+		return "", p.errorf(open, "%s selector is not closed: want {%s:NAME}", want, want)
 	}
 	inner := p.src[open+1 : open+end]
 	p.pos = open + end + 1
@@ -218,14 +270,17 @@ func (p *parser) endpoint() (string, error) {
 	if !ok {
 		key, val, ok = strings.Cut(inner, "=")
 	}
-	if !ok || strings.TrimSpace(key) != "endpoint" {
-		return "", p.errorf(open, "want {endpoint:NAME} to select an endpoint, got %q", "{"+inner+"}")
+	if !ok || strings.TrimSpace(key) != want {
+		return "", p.errorf(open, "want {%s:NAME} to select %s, got %q", want, map[string]string{"endpoint": "an endpoint", "service": "a service"}[want], "{"+inner+"}")
 	}
 	val = strings.TrimSpace(val)
 	if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
 		val = val[1 : len(val)-1]
 	}
 	if val == "" {
+		if want == "service" {
+			return "", p.errorf(open, "service name is empty: want {service:NAME} with an id from the job's services:")
+		}
 		return "", p.errorf(open, "endpoint name is empty: want {endpoint:NAME} with the name from endpoints[].name")
 	}
 	return val, nil
@@ -233,6 +288,14 @@ func (p *parser) endpoint() (string, error) {
 
 func normaliseAggregate(metric, agg string) (string, bool) {
 	switch metric {
+	case MetricSUTCPU, MetricSUTMem:
+		switch agg {
+		case "max":
+			return agg, true
+		case "avg", "mean":
+			return "avg", true
+		}
+		return "", false
 	case MetricDuration:
 		switch agg {
 		case "avg", "mean":
@@ -272,44 +335,12 @@ func parsePercentile(agg string) (float64, bool) {
 	return v, true
 }
 
-// number scans a decimal number with optional sign, fraction and exponent.
+// number scans the decimal number at the cursor ([number.Scan]) and moves
+// past it; "" when there is none.
 func (p *parser) number() string {
-	start := p.pos
-	s := p.src
-	i := p.pos
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		i++
-	}
-	digits := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-		digits++
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			digits++
-		}
-	}
-	if digits == 0 {
-		return ""
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		j := i + 1
-		if j < len(s) && (s[j] == '+' || s[j] == '-') {
-			j++
-		}
-		k := j
-		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
-			k++
-		}
-		if k > j {
-			i = k
-		}
-	}
-	p.pos = i
-	return s[start:i]
+	n := number.Scan(p.src[p.pos:])
+	p.pos += n
+	return p.src[p.pos-n : p.pos]
 }
 
 var wantValue = map[kind]string{
@@ -375,6 +406,55 @@ func (p *parser) value(k kind) (float64, error) {
 			return 0, p.errorf(unitAt, "unknown unit %q for a request rate: want a plain number of requests per second (or /s, rps)", unit)
 		}
 	}
+}
+
+// sutValue reads the value of a sut_cpu or sut_mem threshold: a
+// percentage of the target's limit, or cores (sut_cpu) or a size
+// (sut_mem), and sets t.Value and t.Unit.
+func (p *parser) sutValue(t *Threshold) error {
+	want := "a percentage of the CPU limit such as 80%, or cores such as 1.5 or 1.5cores"
+	if t.Metric == MetricSUTMem {
+		want = "a size such as 512MB or 1GiB, or a percentage of the memory limit such as 90%"
+	}
+	at := p.pos
+	num := p.number()
+	if num == "" {
+		return p.errorf(at, "want %s, got %s", want, p.describe())
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+		return p.errorf(at, "value %q is out of range: want %s", num, want)
+	}
+	p.skipSpace()
+	unitAt := p.pos
+	unit := strings.TrimSpace(p.rest())
+	p.pos = len(p.src)
+	if unit == "%" {
+		t.Unit, t.Value = "%", v/100
+		return nil
+	}
+	if t.Metric == MetricSUTCPU {
+		switch strings.ToLower(unit) {
+		case "", "core", "cores":
+			t.Unit, t.Value = "cores", v
+			return nil
+		}
+		return p.errorf(unitAt, "unknown unit %q for CPU: want %%, cores, or a plain number of cores", unit)
+	}
+	scale, ok := byteUnits[strings.ToLower(unit)]
+	if !ok {
+		return p.errorf(unitAt, "unknown unit %q for memory: want B, KB, MB, GB (powers of 1024, as docker's --memory; KiB, MiB, GiB too) or %%", unit)
+	}
+	t.Unit, t.Value = "bytes", v*scale
+	return nil
+}
+
+// byteUnits are powers of 1024 whether written MB or MiB, as docker reads
+// --memory, so that a limit and a threshold written alike agree.
+var byteUnits = map[string]float64{
+	"b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
 }
 
 var durationUnits = map[string]float64{

@@ -66,8 +66,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
 		{"   ", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
-		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed or http_requests), got ":p99 < 1"`},
-		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric "latency": want http_req_duration, http_req_failed or http_requests`},
+		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem), got ":p99 < 1"`},
+		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric "latency": want http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem`},
 		{"http_req_duration p99 < 1", `threshold "http_req_duration p99 < 1": column 18: want ':' and an aggregate after the metric (e.g. http_req_duration:p99), got " p99 < 1"`},
 		{"http_req_duration: < 1", `threshold "http_req_duration: < 1": column 19: want an aggregate of http_req_duration (p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max), got " < 1"`},
 		{"http_req_duration:rate < 1", `threshold "http_req_duration:rate < 1": column 19: aggregate "rate" is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
@@ -170,6 +170,7 @@ func (s fakeSource) Endpoint(name string) (Metrics, bool) {
 	m, ok := s.endpoints[name]
 	return m, ok
 }
+func (s fakeSource) Resources() map[string]ResourceMetrics { return nil }
 
 var _ Source = fakeSource{}
 
@@ -194,26 +195,26 @@ func TestEvaluate(t *testing.T) {
 		in     string
 		actual float64
 		passed bool
-		line   string // Outcome.String()
+		shown  string // FormatValue of the actual value
 		err    string // substring of Outcome.Err
 	}{
-		{in: "http_req_duration:p99 < 300ms", actual: 0.2124, passed: true, line: "http_req_duration:p99 < 300ms: 212.4ms ✓"},
-		{in: "http_req_duration:p99 < 200", actual: 0.2124, passed: false, line: "http_req_duration:p99 < 200: 212.4ms ✗"},
+		{in: "http_req_duration:p99 < 300ms", actual: 0.2124, passed: true, shown: "212.4ms"},
+		{in: "http_req_duration:p99 < 200", actual: 0.2124, passed: false, shown: "212.4ms"},
 		{in: "http_req_duration:p50 <= 20ms", actual: 0.02, passed: true},
 		{in: "http_req_duration:p50 < 20ms", actual: 0.02, passed: false},
 		{in: "http_req_duration:p90 == 80ms", actual: 0.08, passed: true},
 		{in: "http_req_duration:p95 != 120ms", actual: 0.12, passed: false},
-		{in: "http_req_duration:p99.9 >= 1.5s", actual: 1.5, passed: true, line: "http_req_duration:p99.9 >= 1.5s: 1.50s ✓"},
-		{in: "http_req_duration:min > 400us", actual: 0.0005, passed: true, line: "http_req_duration:min > 400us: 500µs ✓"},
+		{in: "http_req_duration:p99.9 >= 1.5s", actual: 1.5, passed: true, shown: "1.50s"},
+		{in: "http_req_duration:min > 400us", actual: 0.0005, passed: true, shown: "500µs"},
 		{in: "http_req_duration:max < 1s", actual: 2, passed: false},
 		{in: "http_req_duration:avg < 50ms", actual: 0.031, passed: true},
-		{in: "http_req_failed:rate < 1%", actual: 0.004, passed: true, line: "http_req_failed:rate < 1%: 0.40% ✓"},
+		{in: "http_req_failed:rate < 1%", actual: 0.004, passed: true, shown: "0.40%"},
 		{in: "http_req_failed:rate < 0.003", actual: 0.004, passed: false},
-		{in: "http_req_failed:count <= 4", actual: 4, passed: true, line: "http_req_failed:count <= 4: 4 ✓"},
+		{in: "http_req_failed:count <= 4", actual: 4, passed: true, shown: "4"},
 		{in: "http_requests:count > 999", actual: 1000, passed: true},
-		{in: "http_requests:rate >= 100", actual: 100, passed: true, line: "http_requests:rate >= 100: 100.0/s ✓"},
+		{in: "http_requests:rate >= 100", actual: 100, passed: true, shown: "100.0/s"},
 		{in: "http_requests:rate > 100", actual: 100, passed: false},
-		{in: "http_req_duration{endpoint:login}:p99 < 300ms", actual: 0.45, passed: false, line: "http_req_duration{endpoint:login}:p99 < 300ms: 450.0ms ✗"},
+		{in: "http_req_duration{endpoint:login}:p99 < 300ms", actual: 0.45, passed: false, shown: "450.0ms"},
 		{in: "http_req_failed{endpoint:login}:rate < 10%", actual: 0.05, passed: true},
 		{in: "http_req_duration{endpoint:nope}:p99 < 1s", err: `no endpoint named "nope" in the results`},
 		{in: "http_req_duration{endpoint:idle}:p99 < 1s", err: "no requests were recorded, so p99 is undefined"},
@@ -226,7 +227,7 @@ func TestEvaluate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := Evaluate([]Threshold{th}, src)
+			got := EvaluateBaseline([]Threshold{th}, src, nil)
 			if len(got) != 1 {
 				t.Fatalf("Evaluate returned %d outcomes, want 1", len(got))
 			}
@@ -237,9 +238,6 @@ func TestEvaluate(t *testing.T) {
 				}
 				if o.Passed {
 					t.Errorf("Evaluate(%q).Passed = true with an error, want false", tt.in)
-				}
-				if !strings.HasSuffix(o.String(), "✗") {
-					t.Errorf("Outcome.String() = %q, want a ✗ suffix", o.String())
 				}
 				return
 			}
@@ -252,8 +250,8 @@ func TestEvaluate(t *testing.T) {
 			if o.Passed != tt.passed {
 				t.Errorf("Evaluate(%q).Passed = %v, want %v", tt.in, o.Passed, tt.passed)
 			}
-			if tt.line != "" && o.String() != tt.line {
-				t.Errorf("Outcome.String() = %q, want %q", o.String(), tt.line)
+			if got := FormatValue(th, o.Actual); tt.shown != "" && got != tt.shown {
+				t.Errorf("FormatValue(%q, %v) = %q, want %q", tt.in, o.Actual, got, tt.shown)
 			}
 		})
 	}
@@ -266,21 +264,21 @@ func TestEvaluateEdgeCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A run with no elapsed time has no rate; a nil source has no results.
-	got := Evaluate(th, fakeSource{overall: fakeMetrics{requests: 5}})
+	got := EvaluateBaseline(th, fakeSource{overall: fakeMetrics{requests: 5}}, nil)
 	if got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "no elapsed time") {
 		t.Errorf("rate with zero elapsed: Err = %v, want a no-elapsed-time error", got[0].Err)
 	}
-	for _, o := range Evaluate(th, nil) {
+	for _, o := range EvaluateBaseline(th, nil, nil) {
 		if o.Err == nil || o.Passed {
 			t.Errorf("Evaluate(nil source) = %+v, want a failed outcome with Err", o)
 		}
 	}
-	for _, o := range Evaluate(th, fakeSource{}) {
+	for _, o := range EvaluateBaseline(th, fakeSource{}, nil) {
 		if o.Err == nil || o.Passed {
 			t.Errorf("Evaluate(nil overall) = %+v, want a failed outcome with Err", o)
 		}
 	}
-	if got := Evaluate(nil, fakeSource{}); len(got) != 0 {
+	if got := EvaluateBaseline(nil, fakeSource{}, nil); len(got) != 0 {
 		t.Errorf("Evaluate(nil) = %v, want no outcomes", got)
 	}
 }
@@ -295,6 +293,12 @@ func FuzzParse(f *testing.F) {
 		"http_req_duration:p99 < µs",
 		"http_req_duration{",
 		"http_requests:count != 1e3",
+		"sut_cpu{service:api}:max < 80%",
+		"sut_mem:avg <= 1.5GiB",
+		"http_req_duration:p99 < baseline * 1.10",
+		"rps > baseline * 0.95",
+		"rps>=baseline",
+		"http_req_failed:rate < baseline*",
 	} {
 		f.Add(s)
 	}
@@ -305,6 +309,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q) returned %+v with error %v, want the zero Threshold", s, th, err)
 			}
 			return
+		}
+		if th.Baseline && (th.Value != 0 || !(th.Factor > 0) || math.IsInf(th.Factor, 0)) {
+			t.Fatalf("Parse(%q) = %+v, a baseline threshold wants Value 0 and a finite positive Factor", s, th)
 		}
 		if math.IsNaN(th.Value) || math.IsInf(th.Value, 0) || th.Value < 0 {
 			t.Fatalf("Parse(%q).Value = %v, want a finite non-negative number", s, th.Value)
@@ -317,6 +324,66 @@ func FuzzParse(f *testing.F) {
 		if err != nil || again != th {
 			t.Fatalf("Parse(Parse(%q).Source) = %+v, %v; want %+v", s, again, err, th)
 		}
-		_ = Evaluate([]Threshold{th}, fakeSource{overall: fakeMetrics{requests: 1, elapsed: time.Second}})
+		_ = EvaluateBaseline([]Threshold{th}, fakeSource{overall: fakeMetrics{requests: 1, elapsed: time.Second}}, nil)
 	})
+}
+
+type sutSource struct {
+	fakeSource
+	res map[string]ResourceMetrics
+}
+
+func (s sutSource) Resources() map[string]ResourceMetrics { return s.res }
+
+var _ Source = sutSource{}
+
+// sut_cpu and sut_mem parse into their canonical units, check the worst
+// service without a selector, and fail clearly with no measurements.
+func TestSUTThresholds(t *testing.T) {
+	t.Parallel()
+	src := sutSource{res: map[string]ResourceMetrics{
+		"api": {CPUCoresMax: 0.9, CPUCoresMean: 0.5, CPUShareMax: 0.9, CPUShareMean: 0.5, MemBytesMax: 300 << 20, MemBytesMean: 200 << 20, MemLimitBytes: 512 << 20},
+		"db":  {CPUCoresMax: 0.2, CPUCoresMean: 0.1, CPUShareMax: 0.1, CPUShareMean: 0.05, MemBytesMax: 600 << 20, MemBytesMean: 500 << 20},
+	}}
+	for _, tc := range []struct {
+		in     string
+		pass   bool
+		actual string
+	}{
+		{"sut_cpu:max < 80%", false, "90.0%"},
+		{"sut_cpu{service:db}:max < 80%", true, "10.0%"},
+		{"sut_cpu:mean < 0.6cores", true, "0.50 cores"},
+		{"sut_cpu:avg < 1", true, "0.50 cores"},
+		{"sut_mem:max < 512MB", false, "600.0MiB"},
+		{"sut_mem{service:api}:max < 512MB", true, "300.0MiB"},
+		{"sut_mem{service:api}:max < 50%", false, "58.6%"},
+	} {
+		th, err := Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v", tc.in, err)
+		}
+		o := EvaluateBaseline([]Threshold{th}, src, nil)[0]
+		if o.Err != nil || o.Passed != tc.pass || FormatValue(th, o.Actual) != tc.actual {
+			t.Errorf("Evaluate(%q) = passed %v, %s, err %v; want passed %v, %s", tc.in, o.Passed, FormatValue(th, o.Actual), o.Err, tc.pass, tc.actual)
+		}
+	}
+	th, _ := Parse("sut_cpu:max < 80%")
+	if o := EvaluateBaseline([]Threshold{th}, fakeSource{}, nil); o[0].Passed || o[0].Err == nil || !strings.Contains(o[0].Err.Error(), "needs services: in the job") {
+		t.Errorf("Evaluate without measurements = %+v, want an error naming services:", o[0])
+	}
+	th, _ = Parse("sut_mem{service:web}:max < 1GB")
+	if o := EvaluateBaseline([]Threshold{th}, src, nil); o[0].Err == nil || !strings.Contains(o[0].Err.Error(), `no service named "web" was measured; measured: api, db`) {
+		t.Errorf("Evaluate with an unknown service = %+v", o[0])
+	}
+	for in, want := range map[string]string{
+		"sut_cpu:p99 < 80%":                    `aggregate "p99" is not valid for sut_cpu: want max, avg`,
+		"sut_cpu:max < 80 parsecs":             `unknown unit "parsecs" for CPU`,
+		"sut_mem:max < 512 furlongs":           `unknown unit "furlongs" for memory`,
+		"sut_cpu{endpoint:a}:max < 1":          `want {service:NAME} to select a service`,
+		"http_req_duration{service:a}:p99 < 1": `want {endpoint:NAME} to select an endpoint`,
+	} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want it to contain %q", in, err, want)
+		}
+	}
 }

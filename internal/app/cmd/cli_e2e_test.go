@@ -1,0 +1,117 @@
+package cmd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestE2ECLIBadInputExits2 runs the binary with the bad input a new user
+// types: every flag error exits 2 with a message naming the flag, a
+// non-number given to a numeric flag is an error (it was ignored), a flag
+// taken as a file name is refused (it wrote a file named -q), and an
+// output path that cannot be written is reported before anything is sent.
+func TestE2ECLIBadInputExits2(t *testing.T) {
+	t.Parallel()
+	srv, hits := loadTarget(t)
+	n := newNode(t, "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "-c", "abc"}, `concurrency: "abc" is not a whole number`},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "-c", "50.5"}, `concurrency: "50.5" is not a whole number`},
+		{[]string{"load", "--target", srv.URL, "--total", "1.5"}, `total: "1.5" is not a whole number`},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "--progress-interval", "soon"}, `"soon" for "--progress-interval"`},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "--json-output", "-q"}, `--json-output "-q": that is a flag`},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "-q", "--json-output", filepath.Join(n.dir, "no", "such", "dir.json")}, "--json-output: open"},
+		{[]string{"load", "extra"}, `unknown command "extra"`},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"config", "nope"}, `unknown command "nope" for "forgeload config"`},
+		{[]string{"daemon", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"register", "--wait", "forever"}, `"forever" for "--wait"`},
+	} {
+		code, out := n.forgeload(tc.args...)
+		if code != ExitBadInput || !strings.Contains(out, tc.want) {
+			t.Errorf("forgeload %v: exit %d, want 2 and %q; output:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "-q")); err == nil {
+		t.Error("--json-output -q wrote a file named -q")
+	}
+	if got := hits.Load(); got != 0 {
+		t.Errorf("the target saw %d requests, want none: bad input is refused before the run", got)
+	}
+}
+
+// TestE2ECLIValidate checks `config validate FILE` (daemon config) and
+// `load validate FILE` (load config): 0 and a line saying so for a good
+// file, 2 and the key and line for a bad one. `config validate` printed
+// help and exited 0.
+func TestE2ECLIValidate(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "")
+	write := func(name, text string) string {
+		p := filepath.Join(n.dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	goodLoad := write("good.yaml", "target: http://127.0.0.1:1/\nrate: 10\nduration: 1s\nthresholds:\n  - 'http_req_duration:p99 < 1s'\n")
+	badLoad := write("bad.yaml", "target: http://127.0.0.1:1/\nratee: 10\n")
+	badCfg := write("bad-config.yaml", "runner:\n  capacity: 1\nload:\n  max_rat: 5\n")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"config", "validate", n.cfg}, ExitOK, "valid daemon config"},
+		{[]string{"config", "validate"}, ExitOK, "valid daemon config"}, // the -c file
+		{[]string{"config", "validate", badCfg}, ExitBadInput, "max_rat"},
+		{[]string{"config", "validate", filepath.Join(n.dir, "missing.yaml")}, ExitBadInput, "missing.yaml"},
+		{[]string{"load", "validate", goodLoad}, ExitOK, "valid load config"},
+		{[]string{"load", "validate", badLoad}, ExitBadInput, "ratee"},
+		{[]string{"load", "validate"}, ExitBadInput, "accepts 1 arg"},
+	} {
+		code, out := n.forgeload(tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("forgeload %v: exit %d, want %d and %q; output:\n%s", tc.args, code, tc.code, tc.want, out)
+		}
+	}
+}
+
+// TestE2ECLIVersion checks that `forgeload version` and `--version` give the
+// version, commit, build date, Go version and forge protocol.
+func TestE2ECLIVersion(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "")
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out := n.forgeload(args...)
+		if code != ExitOK {
+			t.Errorf("forgeload %v: exit %d; output:\n%s", args, code, out)
+		}
+		for _, want := range []string{"forgeload dev", "commit:", "built:", "go:       go1.", "protocol: runner.v1 (actions-proto-go "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("forgeload %v lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+}
+
+// TestInstallPathIsForgeload checks that `go install ./cmd/forgeload`
+// installs a binary named forgeload (./cmd/runner installs "runner").
+func TestInstallPathIsForgeload(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", "{{.Name}} {{.Target}}", "github.com/forgeload/forgeload/cmd/forgeload").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list ./cmd/forgeload: %v\n%s", err, out)
+	}
+	name, target, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if name != "main" || strings.TrimSuffix(filepath.Base(target), ".exe") != "forgeload" {
+		t.Errorf("./cmd/forgeload is package %q installed as %q; want main installed as forgeload", name, target)
+	}
+}

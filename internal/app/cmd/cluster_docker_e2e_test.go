@@ -1,0 +1,429 @@
+package cmd
+
+// The cluster's promises on a real network: three forgeload daemons and a
+// Redis run as containers on a private Docker network the test creates;
+// the faults are `docker network disconnect` and `docker kill`. The target
+// is a container too (containertest's sut, which records every tagged
+// request's arrival), so its clock is not the test process's. The fake
+// forge runs in the test process, on 127.0.0.1, reached from the network
+// through a relay on its gateway address: the containers talk only to each
+// other and to this host.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
+	"github.com/forgeload/forgeload/internal/pkg/redistest"
+)
+
+// dockerLabel marks every container, network and image these tests create.
+const dockerLabel = "forgeload-test=cluster-net"
+
+// docker runs the docker CLI and returns its trimmed combined output,
+// failing the test on error.
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := dockerErr(args...)
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func dockerErr(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+var (
+	clusterImageOnce sync.Once
+	clusterImageRef  string
+	clusterImageErr  error
+)
+
+// clusterImage builds, once per test binary, a FROM-scratch image holding
+// the statically built forgeload (/forgeload) and Debian's redis-server
+// with the shared libraries ldd names (no registry, no pull). TestMain
+// removes the tag when the tests end.
+func clusterImage(t *testing.T) string {
+	t.Helper()
+	clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() })
+	if clusterImageErr != nil {
+		t.Fatalf("build the cluster image: %v", clusterImageErr)
+	}
+	return clusterImageRef
+}
+
+func buildClusterImage() (string, error) {
+	dir, err := os.MkdirTemp("", "forgeload-cluster-img-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(root, "forgeload"), "github.com/forgeload/forgeload/cmd/runner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build forgeload: %v\n%s", err, out)
+	}
+	const redis = "/usr/bin/redis-server"
+	files := []string{redis}
+	ldd, err := exec.Command("ldd", redis).Output()
+	if err != nil {
+		return "", fmt.Errorf("ldd %s: %w (install Debian's redis-server)", redis, err)
+	}
+	for _, line := range strings.Split(string(ldd), "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "/") {
+				files = append(files, f)
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f) // follows symlinks: the image gets the real file under the linked name
+		if err != nil {
+			return "", err
+		}
+		dst := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o1777); err != nil {
+		return "", err
+	}
+	df := "FROM scratch\nCOPY root/ /\nENV HOME=/tmp TMPDIR=/tmp\nLABEL " + dockerLabel + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		return "", err
+	}
+	ref := "forgeload-test-cluster:" + randHex()
+	if out, err := dockerErr("build", "-q", "-t", ref, dir); err != nil {
+		return "", fmt.Errorf("docker build: %v\n%s", err, out)
+	}
+	return ref, nil
+}
+
+func randHex() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// dockerRig is clusterRig on a Docker network: daemons w1 (coordinator,
+// label coord), w2 and w3 and a Redis in containers.
+type dockerRig struct {
+	f      *forgetest.Forge
+	tg     *segTarget // filled from the target container by pull
+	hits   string     // the target's /hits URL, from this host
+	target string     // the target's URL as the containers see it
+	net    string
+	name   map[string]string // worker → container name
+}
+
+func newDockerRig(t *testing.T, image string) *dockerRig {
+	t.Helper()
+	if loadrun.SegmentHeader != "X-Forgeload-Segment" {
+		t.Fatalf("the target container records %q; the workers now send %q", "X-Forgeload-Segment", loadrun.SegmentHeader)
+	}
+	id := randHex()
+	rg := &dockerRig{tg: &segTarget{hits: map[string][]time.Time{}}, net: "forgeload-test-" + id, name: map[string]string{}}
+	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	docker(t, "network", "create", "--label", dockerLabel, rg.net)
+	t.Cleanup(func() { _, _ = dockerErr("network", "rm", rg.net) })
+	gw := docker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", rg.net)
+	if gw == "" {
+		t.Fatalf("network %s has no gateway address", rg.net)
+	}
+	forge := redistest.StartProxyOn(t, gw+":0", strings.TrimPrefix(rg.f.URL(), "http://"))
+
+	run := func(name string, args ...string) {
+		t.Helper()
+		t.Cleanup(func() { _, _ = dockerErr("rm", "-f", "-v", name) })
+		docker(t, append([]string{"run", "-d", "--name", name, "--label", dockerLabel, "--network", rg.net}, args...)...)
+	}
+	tgt := "target-" + id
+	run(tgt, containertest.Image(t))
+	rg.target = "http://" + tgt + ":8080"
+	ip := docker(t, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", tgt)
+	rg.hits = "http://" + ip + ":8080/hits"
+	redis := "redis-" + id
+	run(redis, image, "/usr/bin/redis-server", "--port", "6379", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+	for _, w := range []string{"w1", "w2", "w3"} {
+		label := "spare"
+		if w == "w1" {
+			label = "coord"
+		}
+		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\ncluster:\n  redis_url: redis://%s:6379/0\n  name: %s\n  max_segments: 2\n", label, redis, w))
+		code, out := n.forgeload("register", "--no-interactive", "--instance", "http://"+forge.Addr(), "--token", "reg-token", "--name", "dnet-"+w, "--wait", "20s")
+		if code != 0 {
+			t.Fatalf("register %s exit %d:\n%s", w, code, out)
+		}
+		rg.name[w] = w + "-" + id
+		// The node's directory is mounted at the same path, so the config's
+		// runner.file is valid inside the container; the daemon runs as this
+		// test's user, so what it writes there (the lock, the outbox) is
+		// removed with the test's temporary directory.
+		user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+		run(rg.name[w], "--hostname", w, "--user", user, "-v", n.dir+":"+n.dir, "-w", n.dir, image, "/forgeload", "-c", n.cfg, "daemon")
+	}
+	for _, w := range []string{"w1", "w2", "w3"} {
+		waitFor(t, w+" to join the cluster pool", 60*time.Second, func() bool {
+			return strings.Contains(rg.logsOf(w), "joined the pool")
+		})
+	}
+	return rg
+}
+
+func (rg *dockerRig) logsOf(w string) string {
+	out, _ := dockerErr("logs", rg.name[w])
+	return out
+}
+
+func (rg *dockerRig) logs() string {
+	var b strings.Builder
+	for _, w := range []string{"w1", "w2", "w3"} {
+		fmt.Fprintf(&b, "--- container %s ---\n%s\n", w, rg.logsOf(w))
+	}
+	return b.String()
+}
+
+func (rg *dockerRig) job(with string) int64 {
+	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " +
+		rg.target + "/\n" + with
+	return rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})
+}
+
+func (rg *dockerRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	v, err := rg.f.WaitTask(ctx, id, func(v forgetest.TaskView) bool { return v.Done && v.Archived })
+	if err != nil {
+		t.Fatalf("task %d not done: %v\n%s", id, err, rg.logs())
+	}
+	return v
+}
+
+// pull replaces the target's record with what the target container got.
+func (rg *dockerRig) pull() error {
+	resp, err := http.Get(rg.hits)
+	if err != nil {
+		return fmt.Errorf("read the target's record: %w", err)
+	}
+	defer resp.Body.Close()
+	var raw map[string][]int64
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return fmt.Errorf("decode the target's record: %w", err)
+	}
+	hits, n := map[string][]time.Time{}, 0
+	for tag, ts := range raw {
+		for _, at := range ts {
+			hits[tag] = append(hits[tag], time.Unix(0, at))
+		}
+		n += len(ts)
+	}
+	rg.tg.mu.Lock()
+	rg.tg.hits = hits
+	rg.tg.mu.Unlock()
+	rg.tg.n.Store(int64(n))
+	return nil
+}
+
+// mirror pulls the target's record every 50 ms until the test ends, so
+// clusterRig's helpers (startedLoad, takeover) work on it unchanged.
+func (rg *dockerRig) mirror(t *testing.T) *clusterRig {
+	t.Helper()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_ = rg.pull() // a failed read is retried; the final pull reports it
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return &clusterRig{tg: rg.tg}
+}
+
+// final pulls the target's record once more after the run, failing the
+// test if the target cannot be read.
+func (rg *dockerRig) final(t *testing.T) {
+	t.Helper()
+	if err := rg.pull(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestE2EClusterDockerNetwork runs the cluster's fault promises on a real
+// network: three daemons and Redis in containers on a private Docker
+// network.
+func TestE2EClusterDockerNetwork(t *testing.T) {
+	t.Parallel()
+	image := clusterImage(t) // TestMain removes it
+
+	// docker network disconnect of a worker: it loses Redis (and
+	// everything else). It stops its own load within its 3.5 s fence; its
+	// share moves to another worker only after that; the target never sees
+	// the share driven twice, nor more than the asked rate.
+	t.Run("disconnect", func(t *testing.T) {
+		t.Parallel()
+		rg := newDockerRig(t, image)
+		cr := rg.mirror(t)
+		id := rg.job(lossJob)
+		seg := cr.startedLoad(t, "w3", 600)
+		cut := time.Now()
+		t.Logf("disconnecting w3 at %s", cut.Format("15:04:05.000"))
+		docker(t, "network", "disconnect", rg.net, rg.name["w3"])
+		own := "w3/" + strconv.Itoa(seg)
+		waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
+		_, last, _ := rg.tg.span(own)
+		if d := last.Sub(cut); d > fenceBound {
+			t.Errorf("disconnected w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
+		} else {
+			t.Logf("disconnected w3 stopped %s after the cut", d.Round(time.Millisecond))
+		}
+		tag, first := cr.takeover(t, seg, "w3", 15*time.Second)
+		if first.Before(last) {
+			t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
+		}
+		t.Logf("segment %d resumed by %s %s after the cut, at %s", seg, tag, first.Sub(cut).Round(time.Millisecond), first.Format("15:04:05.000"))
+		v := rg.waitDone(t, id)
+		rg.final(t)
+		log := strings.Join(v.Log, "\n")
+		if !strings.Contains(log, "worker w3 lost") || !strings.Contains(log, fmt.Sprintf("segment %d reassigned w3 →", seg)) || !strings.Contains(log, "Load test summary") {
+			t.Errorf("job result %v, want a summary with w3 lost and its segment reassigned:\n%s", v.Result, log)
+		}
+		// The fence itself (the load stopping) is checked above; the line
+		// saying so comes from w3's membership loop, which a partitioned
+		// host may reach some seconds later (seen 6 s and more after the
+		// fence on a busy machine), so it is waited for, not sampled.
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(rg.logsOf("w3"), "self-fenced") {
+			if time.Now().After(deadline) {
+				t.Errorf("w3 does not say it fenced itself, %s after the cut:\n%s", time.Since(cut).Round(time.Second), rg.logsOf("w3"))
+				break
+			}
+			time.Sleep(200 * time.Millisecond) // polling interval
+		}
+		for _, l := range strings.Split(rg.logsOf("w3"), "\n") {
+			if strings.Contains(l, "self-fenced") {
+				t.Logf("cut at %s; w3: %s", cut.UTC().Format("15:04:05.000"), l)
+			}
+		}
+		rg.tg.checkNoDoubleDrive(t, 3)
+		checkLoad(t, rg.tg, seg)
+	})
+
+	// docker kill of a worker: its lease expires and its share moves to a
+	// survivor within about 7 s (takeoverBound); the share is never driven
+	// twice.
+	t.Run("kill", func(t *testing.T) {
+		t.Parallel()
+		rg := newDockerRig(t, image)
+		cr := rg.mirror(t)
+		id := rg.job(lossJob)
+		seg := cr.startedLoad(t, "w2", 600)
+		killed := time.Now()
+		docker(t, "kill", rg.name["w2"])
+		tag, first := cr.takeover(t, seg, "w2", 15*time.Second)
+		t.Logf("killed w2 at %s; %s took segment %d over at %s", killed.Format("15:04:05.000"), tag, seg, first.Format("15:04:05.000"))
+		if d := first.Sub(killed); d > takeoverBound {
+			t.Errorf("segment %d resumed by %s %s after docker kill, want within %s", seg, tag, d, takeoverBound)
+		} else {
+			t.Logf("segment %d resumed by %s %s after docker kill", seg, tag, d.Round(time.Millisecond))
+		}
+		v := rg.waitDone(t, id)
+		rg.final(t)
+		log := strings.Join(v.Log, "\n")
+		if v.Result != runnerv1.Result_RESULT_FAILURE {
+			t.Errorf("job result %v, want failure: the run lost about a sixth of its plan", v.Result)
+		}
+		for _, want := range []string{"worker w2 lost (lease expired)", fmt.Sprintf("segment %d reassigned w2 →", seg), "Load test summary", "below the 90% a distributed run must deliver to pass"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("step log lacks %q:\n%s", want, log)
+			}
+		}
+		rg.tg.checkNoDoubleDrive(t, 3)
+		checkLoad(t, rg.tg, seg)
+	})
+}
+
+// checkLoad judges the load by the target's own record: never more
+// requests than the 3,600 lossJob plans; no 100 ms window holding requests
+// of the moved segment from two hosts (a handover leaves a gap of at least
+// the 1.5 s between fence and lease expiry); and the arrivals of that gap
+// are skipped, not sent late: the moved segment got at least 100 fewer
+// requests than its 1,200 (its heir starts at the plan's current offset;
+// one that sent the arrivals it missed, at once, would bring it back to
+// 1,200 and overload the target). The busiest 100 ms windows are only
+// logged: on a loaded 2-core machine the generators and the target stall
+// and catch up in bursts (50-70 against 30 asked, 19 against 10 for one
+// segment) even before any fault.
+func checkLoad(t *testing.T, tg *segTarget, seg int) {
+	t.Helper()
+	if n := tg.n.Load(); n > 3600 {
+		t.Errorf("the target got %d requests, more than the 3600 planned", n)
+	}
+	type hit struct {
+		tag string
+		at  time.Time
+	}
+	var hits []hit
+	tg.mu.Lock()
+	for tag, ts := range tg.hits {
+		if strings.HasSuffix(tag, "/"+strconv.Itoa(seg)) {
+			for _, at := range ts {
+				hits = append(hits, hit{tag, at})
+			}
+		}
+	}
+	tg.mu.Unlock()
+	slices.SortFunc(hits, func(a, b hit) int { return a.at.Compare(b.at) })
+	for i := 1; i < len(hits); i++ {
+		if a, b := hits[i-1], hits[i]; a.tag != b.tag && b.at.Sub(a.at) < 100*time.Millisecond {
+			t.Errorf("segment %d sent by two hosts within 100 ms: %s at %s, %s at %s", seg, a.tag, a.at.Format("15:04:05.000"), b.tag, b.at.Format("15:04:05.000"))
+			break
+		}
+	}
+	if n := len(hits); n > 1100 {
+		t.Errorf("segment %d got %d requests, want at most 1100 of its 1200: the arrivals between its loss and its takeover must be skipped, not sent late", seg, n)
+	}
+	best, bestAt := 0, time.Time{}
+	for i, j := 0, 0; j < len(hits); j++ {
+		for hits[j].at.Sub(hits[i].at) >= 100*time.Millisecond {
+			i++
+		}
+		if n := j - i + 1; n > best {
+			best, bestAt = n, hits[i].at
+		}
+	}
+	b, at := tg.busiest(100 * time.Millisecond)
+	t.Logf("target: %d requests; busiest 100 ms window %d at %s (30 asked); of segment %d: %d requests, busiest 100 ms %d at %s (10 asked)", tg.n.Load(), b, at.Format("15:04:05.000"), seg, len(hits), best, bestAt.Format("15:04:05.000"))
+}

@@ -1,0 +1,131 @@
+package cmd
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+)
+
+// TestE2ELoadStepUploadsArtifacts runs load jobs through the real daemon:
+// the step uploads its HTML report and JSON result as one run artifact,
+// whole and named after the step; a forge that refuses uploads fails only
+// the upload, loudly, and the step keeps its measured result.
+func TestE2ELoadStepUploadsArtifacts(t *testing.T) {
+	t.Parallel()
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-artifacts")
+	d := n.startDaemon()
+	payload := []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          total: 20\n          thresholds: http_req_failed:rate < 1%\n")
+
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload})
+	v := waitDone(t, f, id, d)
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("job: %v\n%s", v.Result, log)
+	}
+	arts := f.Artifacts()
+	if len(arts) != 1 || arts[0].Name != "forgeload-api" || arts[0].TaskID != id || !arts[0].Confirmed || arts[0].Size != int64(len(arts[0].Data)) {
+		t.Fatalf("artifacts = %+v, want forgeload-api, whole and confirmed", arts)
+	}
+	if !strings.Contains(log, `uploaded as run artifact "forgeload-api"`) {
+		t.Errorf("log does not say where the report went:\n%s", log)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(arts[0].Data), int64(len(arts[0].Data)))
+	if err != nil {
+		t.Fatalf("artifact is not a zip: %v", err)
+	}
+	files := map[string]string{}
+	for _, zf := range zr.File {
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[zf.Name] = string(b)
+	}
+	var res struct {
+		SchemaVersion int   `json:"schema_version"`
+		Requests      int64 `json:"requests"`
+		Run           struct {
+			Job, Step, Runner string
+		} `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(files["result.json"]), &res); err != nil || res.SchemaVersion != 2 || res.Requests != 20 || res.Run.Job != "perf" || res.Run.Step != "api" || res.Run.Runner != "e2e-artifacts" {
+		t.Errorf("result.json = %+v (%v), want schema 2, 20 requests, job perf, step api, runner e2e-artifacts", res, err)
+	}
+	if h := files["report.html"]; !strings.HasPrefix(h, "<!DOCTYPE html>") || !strings.Contains(h, `data-k="requests" data-v="20"`) {
+		t.Errorf("report.html is not the report of the run:\n%.500s", h)
+	}
+
+	f.RefuseArtifacts(http.StatusInternalServerError)
+	id = f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload})
+	v = waitDone(t, f, id, d)
+	log = strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Errorf("job with a refused upload: %v, want SUCCESS (the upload is not the result)\n%s", v.Result, log)
+	}
+	if !strings.Contains(log, "::error::forgeload/load: the report was not uploaded as a run artifact") || !strings.Contains(log, "CreateArtifact: 500") {
+		t.Errorf("log does not report the refused upload:\n%s", log)
+	}
+}
+
+// TestE2EBaselineAcrossRuns runs the same perf step twice through the
+// real daemon: the first run on main has no baseline yet and passes with a
+// notice; the second, on a branch against a slower target, fetches the
+// first run's result through the forge's API and fails on
+// "p99 < baseline * 1.10", with the deltas in its log and summary.
+func TestE2EBaselineAcrossRuns(t *testing.T) {
+	t.Parallel()
+	var slow atomic.Bool
+	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if slow.Load() {
+			// Far above what a stall of a loaded machine adds to the fast
+			// run's p99, so the slower run fails its threshold.
+			time.Sleep(500 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(tg.Close)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-baseline")
+	d := n.startDaemon()
+	payload := []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          total: 100\n          concurrency: 10\n          baseline: main\n          thresholds: |\n            http_req_duration:p99 < baseline * 1.10\n            http_req_failed:rate < 1%\n")
+
+	first := waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
+		Context: map[string]any{"run_id": "1", "ref": "refs/heads/main"}}), d)
+	log := strings.Join(first.Log, "\n")
+	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main" has the artifact "forgeload-api"`) || !strings.Contains(log, "SKIP") {
+		t.Fatalf("first run: %v, want success with a no-baseline notice and the baseline threshold skipped:\n%s", first.Result, log)
+	}
+
+	slow.Store(true)
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
+		Context: map[string]any{"run_id": "2", "ref": "refs/heads/feature"}})
+	second := waitDone(t, f, id, d)
+	log = strings.Join(second.Log, "\n")
+	if second.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Errorf("second run against a slower target: %v, want failure on the baseline threshold:\n%s", second.Result, log)
+	}
+	for _, want := range []string{`baseline: the forgeload-api result of run 1 on branch "main"`, "FAIL  http_req_duration:p99 < baseline * 1.10", "(baseline ", "Comparison: run 1 on main → this run", "p99"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("second run's log lacks %q:\n%s", want, log)
+		}
+	}
+	if s := f.Summaries()[id]; !strings.Contains(s, "#### Compared with run 1 on main") {
+		t.Errorf("job summary lacks the deltas:\n%s", s)
+	}
+}

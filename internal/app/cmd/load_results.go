@@ -1,0 +1,127 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/ver"
+)
+
+// localRunInfo describes a `forgeload load` run for its reports: the config
+// it came from, with credentials masked, and this binary's version.
+func localRunInfo(cfg *spec.Config) *load.RunInfo {
+	return &load.RunInfo{
+		Step:     cfg.Source(),
+		Version:  ver.Version(),
+		Protocol: string(cfg.Protocol),
+		Config:   build.Describe(cfg),
+	}
+}
+
+// readBaseline reads --baseline. Without one, it notes on stderr that
+// the thresholds against a baseline will be skipped.
+func readBaseline(path string, ths []threshold.Threshold, stderr io.Writer) (*compare.Result, error) {
+	if path == "" {
+		if threshold.HasBaseline(ths) {
+			fmt.Fprintln(stderr, "notice: no --baseline given: the thresholds that use baseline are skipped")
+		}
+		return nil, nil
+	}
+	base, err := compare.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--baseline: %w", err)
+	}
+	return base, nil
+}
+
+// againstBaseline evaluates the plan's thresholds again with the baseline,
+// when there is one.
+func againstBaseline(p *build.Engine, res *load.Result, checks []load.Check, base *compare.Result) []load.Check {
+	if base == nil {
+		return checks
+	}
+	return build.EvaluateBaseline(p.Thresholds, res, base)
+}
+
+// writeBaselineDeltas prints the comparison with the baseline, if any.
+func writeBaselineDeltas(w io.Writer, res *load.Result, base *compare.Result) error {
+	if base == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return compare.WriteText(w, base.Path, "this run", compare.Compare(base, compare.FromResult(res, "this run"), nil))
+}
+
+// dashboardDefaultAddr is where --dashboard without an address (or the
+// config's dashboard: true) serves: a free port on the loopback.
+const dashboardDefaultAddr = "127.0.0.1:0"
+
+// liveDashboard is the --dashboard server of one `forgeload load`. Its
+// methods do nothing on a nil receiver, so the command calls them
+// unconditionally.
+type liveDashboard struct {
+	d      *resultview.Dashboard
+	url    string
+	stderr io.Writer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startDashboard serves the live dashboard when --dashboard or the config's
+// dashboard key asks for it, and says where on stderr.
+func startDashboard(ctx context.Context, f *loadFlags, cfg *spec.Config, stderr io.Writer) (*liveDashboard, error) {
+	addr := f.dashboard
+	if addr == "" && cfg.Dashboard {
+		addr = dashboardDefaultAddr
+	}
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := resultview.ListenLoopback(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--dashboard: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ld := &liveDashboard{d: resultview.NewDashboard(localRunInfo(cfg)), url: "http://" + ln.Addr().String() + "/", stderr: stderr, cancel: cancel, done: make(chan error, 1)}
+	go func() { ld.done <- ld.d.Serve(sctx, ln) }()
+	fmt.Fprintf(stderr, "dashboard: %s\n", ld.url)
+	return ld, nil
+}
+
+// second is the run's OnSecond hook; nil without a dashboard.
+func (l *liveDashboard) second(s *load.Snapshot) {
+	if l != nil {
+		l.d.Second(s)
+	}
+}
+
+// finish shows the final result and keeps serving it until ctx ends
+// (Ctrl-C).
+func (l *liveDashboard) finish(ctx context.Context, res *load.Result, checks []load.Check) {
+	if l == nil {
+		return
+	}
+	l.d.Finish(res, checks)
+	if ctx.Err() == nil {
+		fmt.Fprintf(l.stderr, "dashboard: the final result is at %s; press Ctrl-C to stop\n", l.url)
+		<-ctx.Done()
+	}
+}
+
+// stop stops the server and waits for it.
+func (l *liveDashboard) stop() {
+	if l == nil {
+		return
+	}
+	l.cancel()
+	if err := <-l.done; err != nil {
+		fmt.Fprintf(l.stderr, "warning: %v\n", err)
+	}
+}

@@ -1,0 +1,189 @@
+package run
+
+import (
+	"archive/zip"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/client"
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
+)
+
+// runInfo describes the load step for its reports: the run's repository,
+// ref, commit, workflow, job and run, this runner and version, and the
+// load config with credentials masked, then masked again with the job's
+// secrets.
+func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
+	info := &load.RunInfo{
+		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
+		Workflow: j.ctxString("workflow"), Job: j.wf.JobID, RunID: j.ctxString("run_id"),
+		Runner: j.deps.name, Version: j.deps.version, Step: cmp.Or(st.ID, st.DisplayName()),
+		Protocol: string(cfg.Protocol), Config: build.Describe(cfg),
+	}
+	for k := range info.Config {
+		info.Config[k].Value = j.rep.Mask(info.Config[k].Value)
+	}
+	return info
+}
+
+var unsafeArtifactChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// artifactName is the run artifact of load step i: forgeload-<step id>,
+// or forgeload-step-<n> for a step without an id.
+func artifactName(st workflow.Step, i int) string {
+	name := unsafeArtifactChars.ReplaceAllString(st.ID, "-")
+	if name == "" {
+		name = "step-" + strconv.Itoa(i+1)
+	}
+	return "forgeload-" + name
+}
+
+// uploadResults uploads the step's HTML report and JSON result, in one zip,
+// as a run artifact, so that they can be downloaded from the run's page.
+// The content is masked like every log row. A failed upload is an error
+// line in the step log and nothing more: the measured result and the
+// step's verdict do not depend on it.
+func (j *job) uploadResults(i int, st workflow.Step, res *load.Result, checks []load.Check) {
+	up := j.deps.publisher
+	if up == nil || j.runtimeToken() == "" {
+		return
+	}
+	name := artifactName(st, i)
+	data, err := j.resultsZip(res, checks)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var id int64
+		if id, err = up.UploadArtifact(ctx, j.runtimeToken(), name, data); err == nil {
+			j.rep.Logf(i, "report and JSON result uploaded as run artifact %q (id %d, %d bytes): report.html, result.json", name, id, len(data))
+			return
+		}
+	}
+	j.rep.Logf(i, "::error::forgeload/load: the report was not uploaded as a run artifact (the step's result stands): %v", err)
+}
+
+// resultsZip zips report.html and result.json, each masked.
+func (j *job) resultsZip(res *load.Result, checks []load.Check) ([]byte, error) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, f := range []struct {
+		name  string
+		write load.SummaryWriter
+	}{{"report.html", resultview.WriteHTML}, {"result.json", load.WriteJSON}} {
+		var content bytes.Buffer
+		if err := f.write(&content, res, checks); err != nil {
+			return nil, err
+		}
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: res.Start})
+		if err != nil {
+			return nil, fmt.Errorf("zip %s: %w", f.name, err)
+		}
+		if _, err := w.Write([]byte(j.rep.Mask(content.String()))); err != nil {
+			return nil, fmt.Errorf("zip %s: %w", f.name, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("zip the results: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// defaultBranch is the repository's default branch from the event
+// payload, else "main".
+func (j *job) defaultBranch() string {
+	if ev, ok := j.github["event"].(map[string]any); ok {
+		if repo, ok := ev["repository"].(map[string]any); ok {
+			if b, ok := repo["default_branch"].(string); ok && b != "" {
+				return b
+			}
+		}
+	}
+	return "main"
+}
+
+// baseline fetches the JSON result of the same step (its run artifact)
+// from the latest successful run on the step's baseline: branch (true or
+// an empty branch name means the repository's default branch). Without a
+// baseline (none asked, none yet, or the forge cannot give one) it says
+// so in the log and returns nil: the baseline thresholds are then skipped.
+func (j *job) baseline(i int, st workflow.Step, branch string, ths []threshold.Threshold) *compare.Result {
+	skip := "the thresholds that use baseline are skipped"
+	if _, asked := st.With["baseline"]; !asked {
+		if threshold.HasBaseline(ths) {
+			j.rep.Logf(i, "::notice::forgeload/load: no baseline: key on this step, so %s", skip)
+		}
+		return nil
+	}
+	if branch == "" || branch == "true" {
+		branch = j.defaultBranch()
+	}
+	f := j.deps.publisher
+	token := j.task.GetContext().GetFields()["token"].GetStringValue()
+	if f == nil || token == "" {
+		j.rep.Logf(i, "::notice::forgeload/load: this runner cannot fetch a baseline from the forge here, so %s", skip)
+		return nil
+	}
+	name := artifactName(st, i)
+	exclude, _ := strconv.ParseInt(j.ctxString("run_id"), 10, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	zipped, runID, err := f.LatestArtifact(ctx, token, j.ctxString("repository"), branch, name, exclude)
+	if errors.Is(err, client.ErrNoArtifact) {
+		j.rep.Logf(i, "::notice::forgeload/load: no baseline yet: no successful run on branch %q has the artifact %q; %s", branch, name, skip)
+		return nil
+	}
+	var base *compare.Result
+	if err == nil {
+		base, err = resultFromZip(zipped, fmt.Sprintf("run %d on %s", runID, branch))
+	}
+	if err != nil {
+		j.rep.Logf(i, "::warning::forgeload/load: baseline not read: %v; %s", err, skip)
+		return nil
+	}
+	j.rep.Logf(i, "baseline: the %s result of run %d on branch %q", name, runID, branch)
+	return base
+}
+
+// resultFromZip reads result.json out of a results artifact.
+func resultFromZip(b []byte, name string) (*compare.Result, error) {
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("baseline artifact of %s is not a zip: %w", name, err)
+	}
+	for _, f := range zr.File {
+		if f.Name != "result.json" {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, fmt.Errorf("baseline artifact of %s: %w", name, err)
+		}
+		defer rc.Close()
+		return compare.Read(rc, name)
+	}
+	return nil, fmt.Errorf("baseline artifact of %s has no result.json", name)
+}
+
+// writeBaseline logs the comparison with the baseline and returns it as
+// Markdown for the job summary.
+func (j *job) writeBaseline(i int, base *compare.Result, res *load.Result) []byte {
+	ds := compare.Compare(base, compare.FromResult(res, "this run"), nil)
+	if err := compare.WriteText(j.rep.Writer(i), base.Path, "this run", ds); err != nil {
+		j.rep.Logf(i, "::warning::comparison not written: %v", err)
+	}
+	var md bytes.Buffer
+	_ = compare.WriteMarkdown(&md, base.Path, "this run", ds)
+	return md.Bytes()
+}

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lineLog collects Logf lines.
+type lineLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lineLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestCoordinatorLosesRedis: a coordinator that cannot reach Redis ends
+// the run within its lease plus one bounded round of calls and the abort,
+// with ErrRedisUnreachable, and says so in its log before that; it never
+// waits for Redis to come back. Its workers leave by themselves once the
+// coordinator lease is gone, and the run shows as ABORTED.
+func TestCoordinatorLosesRedis(t *testing.T) {
+	t.Parallel()
+	const lease = 1400 * time.Millisecond
+	// lease, then one bounded round of calls, then the abort's 3 s.
+	const bound = lease + stepTimeout + 3*time.Second + time.Second
+	for _, fault := range []string{"redis stopped", "coordinator partitioned"} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			srv, rdb := startRedis(t)
+			px := startProxy(t, srv.Addr())
+			log := newArrivalLog()
+			pools := map[string]*testPool{}
+			for _, id := range []string{"a", "b"} {
+				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), func(o *PoolOptions) { o.CoordLostAfter = 500 * time.Millisecond })
+			}
+			waitRunners(t, rdb, 2)
+			lines := &lineLog{}
+			res := coordinateAsync(t, newClient(t, px.Addr()), Run{Spec: []byte(`{"rate":20}`), Duration: time.Minute, Workers: 2},
+				CoordOptions{StartLead: 200 * time.Millisecond, Logf: lines.logf, Lease: lease})
+			waitFor(t, 30*time.Second, "both to send", func() bool { return sentBy(log, "a") > 2 && sentBy(log, "b") > 2 })
+			faultAt := time.Now()
+			if fault == "redis stopped" {
+				srv.Stop()
+			} else {
+				px.Cut()
+			}
+			var r coordResult
+			select {
+			case r = <-res:
+			case <-time.After(bound + 5*time.Second):
+				t.Fatalf("Coordinate still running %s after the fault, want it to end within %s:\n%s", time.Since(faultAt), bound, lines)
+			}
+			took := time.Since(faultAt)
+			if !errors.Is(r.err, ErrRedisUnreachable) {
+				t.Fatalf("Coordinate error %v, want ErrRedisUnreachable:\n%s", r.err, lines)
+			}
+			if took > bound {
+				t.Errorf("Coordinate ended %s after the fault, want within %s", took, bound)
+			}
+			if !strings.Contains(lines.String(), "redis unreachable") {
+				t.Errorf("log does not say Redis is unreachable before failing:\n%s", lines)
+			}
+			t.Logf("%s: the coordinator failed after %s: %v", fault, took.Round(time.Millisecond), r.err)
+			if fault == "redis stopped" {
+				return
+			}
+			// The workers still reach Redis: they see the coordinator lease
+			// gone and leave, and the run is marked ABORTED.
+			for id, p := range pools {
+				select {
+				case lv := <-p.leaves:
+					// The first to notice marks the run ABORTED; the other
+					// may see that first.
+					if !errors.Is(lv.err, ErrCoordinatorLost) && !strings.Contains(fmt.Sprint(lv.err), "coordinator was lost") {
+						t.Errorf("%s left with %v, want ErrCoordinatorLost or the run aborted because of it", id, lv.err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Errorf("%s did not leave the run after its coordinator was cut off", id)
+				}
+			}
+			px.Heal()
+			st, err := Status(context.Background(), rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Runs) != 1 || st.Runs[0].State != StateAborted || !strings.Contains(st.Runs[0].AbortReason, "coordinator was lost") {
+				t.Errorf("runs after the coordinator was lost: %+v, want one ABORTED run naming the lost coordinator", st.Runs)
+			}
+			if ttl := rdb.TTL(context.Background(), runKeys(st.Runs[0].ID).state()).Val(); ttl > time.Hour {
+				t.Errorf("state TTL %s after the run was abandoned, want at most an hour", ttl)
+			}
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package forgetest
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The part of Gitea's REST API (/api/v1) that reads a repository's action
+// runs and their artifacts, authenticated with a task token
+// ("Authorization: token <token>") of a task of that repository:
+//
+//	GET /api/v1/repos/{owner}/{repo}/actions/runs?branch=B&status=success
+//	GET /api/v1/repos/{owner}/{repo}/actions/runs/{run}/artifacts?name=N
+//	GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip
+//
+// Runs are the tasks grouped by their run_id context; a run's branch is
+// its ref without refs/heads/, and it succeeded when every task of it is
+// done with success. The zip answers with a redirect to a signed raw URL,
+// as Gitea does for v4 artifacts.
+func (f *Forge) apiRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/runs", f.apiRuns)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/runs/{run}/artifacts", f.apiRunArtifacts)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip", f.apiArtifactZip)
+	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip/raw", f.apiArtifactRaw)
+}
+
+// apiAuth checks the task token of a task of the path's repository; it
+// answers the error itself. The caller holds no lock.
+func (f *Forge) apiAuth(w http.ResponseWriter, req *http.Request) (repo string, ok bool) {
+	auth := req.Header.Get("Authorization")
+	tok, found := strings.CutPrefix(auth, "token ")
+	if !found {
+		tok, found = strings.CutPrefix(auth, "Bearer ")
+	}
+	repo = req.PathValue("owner") + "/" + req.PathValue("repo")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.tasks {
+		if found && tok != "" && subtle.ConstantTimeCompare([]byte(t.token), []byte(tok)) == 1 {
+			if taskRepo(t) != repo {
+				http.Error(w, `{"message":"token does not grant access to this repository"}`, http.StatusForbidden)
+				return "", false
+			}
+			return repo, true
+		}
+	}
+	http.Error(w, `{"message":"user does not exist"}`, http.StatusUnauthorized)
+	return "", false
+}
+
+func taskRepo(t *task) string {
+	return t.context.GetFields()["repository"].GetStringValue()
+}
+
+func taskBranch(t *task) string {
+	return strings.TrimPrefix(t.context.GetFields()["ref"].GetStringValue(), "refs/heads/")
+}
+
+type apiRun struct {
+	ID         int64  `json:"id"`
+	HeadBranch string `json:"head_branch"`
+	Status     string `json:"status"`
+	Conclusion string `json:"conclusion"`
+}
+
+func (f *Forge) apiRuns(w http.ResponseWriter, req *http.Request) {
+	repo, ok := f.apiAuth(w, req)
+	if !ok {
+		return
+	}
+	branch, status := req.URL.Query().Get("branch"), req.URL.Query().Get("status")
+	f.mu.Lock()
+	runs := map[int64]*apiRun{}
+	for _, t := range f.tasks {
+		id, err := strconv.ParseInt(t.runID, 10, 64)
+		if err != nil || taskRepo(t) != repo {
+			continue
+		}
+		r := runs[id]
+		if r == nil {
+			r = &apiRun{ID: id, HeadBranch: taskBranch(t), Status: "completed", Conclusion: "success"}
+			runs[id] = r
+		}
+		switch {
+		case !t.status.isDone():
+			r.Status, r.Conclusion = "in_progress", ""
+		case t.status != statusSuccess && r.Conclusion != "":
+			r.Conclusion = "failure"
+		}
+	}
+	f.mu.Unlock()
+	list := []apiRun{}
+	for _, r := range runs {
+		if branch != "" && r.HeadBranch != branch || status != "" && r.Conclusion != status && r.Status != status {
+			continue
+		}
+		list = append(list, *r)
+	}
+	slices.SortFunc(list, func(a, b apiRun) int { return int(b.ID - a.ID) }) // newest first
+	writeJSON(w, map[string]any{"total_count": len(list), "workflow_runs": list})
+}
+
+func (f *Forge) apiRunArtifacts(w http.ResponseWriter, req *http.Request) {
+	repo, ok := f.apiAuth(w, req)
+	if !ok {
+		return
+	}
+	name := req.URL.Query().Get("name")
+	f.mu.Lock()
+	list := []map[string]any{}
+	for _, a := range f.artifacts {
+		t := f.tasks[a.TaskID]
+		if t == nil || taskRepo(t) != repo || a.RunID != req.PathValue("run") || !a.Confirmed || name != "" && a.Name != name {
+			continue
+		}
+		list = append(list, map[string]any{
+			"id": a.ID, "name": a.Name, "size_in_bytes": a.Size, "expired": false,
+			"archive_download_url": "http://" + req.Host + "/api/v1/repos/" + repo + "/actions/artifacts/" + strconv.FormatInt(a.ID, 10) + "/zip",
+		})
+	}
+	f.mu.Unlock()
+	writeJSON(w, map[string]any{"total_count": len(list), "artifacts": list})
+}
+
+// apiArtifact finds a confirmed artifact of repo by the path's id.
+func (f *Forge) apiArtifact(repo, rawID string) *Artifact {
+	id, err := strconv.ParseInt(rawID, 10, 64)
+	if err != nil {
+		return nil
+	}
+	for _, a := range f.artifacts {
+		if t := f.tasks[a.TaskID]; a.ID == id && a.Confirmed && t != nil && taskRepo(t) == repo {
+			return a
+		}
+	}
+	return nil
+}
+
+func (f *Forge) rawSig(repo string, id string) string {
+	mac := hmac.New(sha256.New, f.jwtKey)
+	mac.Write([]byte("raw:" + repo + ":" + id))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (f *Forge) apiArtifactZip(w http.ResponseWriter, req *http.Request) {
+	repo, ok := f.apiAuth(w, req)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	a := f.apiArtifact(repo, req.PathValue("id"))
+	f.mu.Unlock()
+	if a == nil {
+		http.Error(w, `{"message":"artifact not found"}`, http.StatusNotFound)
+		return
+	}
+	http.Redirect(w, req, req.URL.Path+"/raw?sig="+f.rawSig(repo, req.PathValue("id")), http.StatusFound)
+}
+
+func (f *Forge) apiArtifactRaw(w http.ResponseWriter, req *http.Request) {
+	repo := req.PathValue("owner") + "/" + req.PathValue("repo")
+	if !hmac.Equal([]byte(req.URL.Query().Get("sig")), []byte(f.rawSig(repo, req.PathValue("id")))) {
+		http.Error(w, "Error unauthorized", http.StatusUnauthorized)
+		return
+	}
+	f.mu.Lock()
+	a := f.apiArtifact(repo, req.PathValue("id"))
+	var data []byte
+	if a != nil {
+		data = append(data, a.Data...)
+	}
+	f.mu.Unlock()
+	if a == nil {
+		http.Error(w, "artifact not found", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/zip")
+	_, _ = w.Write(data)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	_ = json.NewEncoder(w).Encode(v)
+}

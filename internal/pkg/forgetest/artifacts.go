@@ -1,0 +1,282 @@
+package forgetest
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ArtifactRoute is where Gitea serves the artifact protocol of
+// actions/upload-artifact@v4 (a Twirp JSON service).
+const ArtifactRoute = "/twirp/github.actions.results.api.v1.ArtifactService/"
+
+// expiresLayout is how Gitea writes the expiry of a signed artifact URL.
+const expiresLayout = "2006-01-02 15:04:05.999999999 -0700 MST"
+
+// Artifact is one artifact a task uploaded, as the forge stores it.
+type Artifact struct {
+	ID     int64
+	TaskID int64
+	RunID  string
+	Name   string
+	// Data is the uploaded content (a zip for upload-artifact@v4); Size
+	// its length as finalized.
+	Data []byte
+	Size int64
+	// Confirmed is set by a successful FinalizeArtifact: the size and
+	// the sha256 matched.
+	Confirmed bool
+
+	blocks map[string][]byte
+	order  []string
+}
+
+// Artifacts returns copies of every artifact created so far, in creation
+// order.
+func (f *Forge) Artifacts() []Artifact {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Artifact, 0, len(f.artifacts))
+	for _, a := range f.artifacts {
+		c := *a
+		c.Data = append([]byte(nil), a.Data...)
+		c.blocks, c.order = nil, nil
+		out = append(out, c)
+	}
+	return out
+}
+
+// RefuseArtifacts makes CreateArtifact answer with HTTP status code (for
+// example 500, or 403 as for a repository without artifact storage); 0
+// accepts uploads again.
+func (f *Forge) RefuseArtifacts(code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.artifactRefusal = code
+}
+
+// handleArtifacts serves Gitea's v4 artifact endpoints: CreateArtifact and
+// FinalizeArtifact with the task's runtime token (the task must be
+// running, and workflow_run_backend_id its run), and UploadArtifact at the
+// HMAC-signed URL CreateArtifact returns: comp=block or appendBlock without
+// a blockid appends, with one stores a block, and comp=blocklist orders the
+// blocks. Finalize checks the size and, when given, the sha256.
+func (f *Forge) handleArtifacts(w http.ResponseWriter, req *http.Request) {
+	switch method := strings.TrimPrefix(req.URL.Path, ArtifactRoute); {
+	case method == "UploadArtifact" && req.Method == http.MethodPut:
+		f.uploadArtifact(w, req)
+	case (method == "CreateArtifact" || method == "FinalizeArtifact") && req.Method == http.MethodPost:
+		f.artifactRPC(w, req, method)
+	default:
+		http.NotFound(w, req)
+	}
+}
+
+// artifactRequest holds the fields of CreateArtifactRequest and
+// FinalizeArtifactRequest; protojson accepts both field-name spellings.
+type artifactRequest struct {
+	RunID  string
+	Name   string
+	Size   int64
+	Hash   string
+	HasRun bool
+}
+
+func decodeArtifactRequest(b []byte) (artifactRequest, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return artifactRequest{}, err
+	}
+	get := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := m[k]; ok {
+				var s string
+				if json.Unmarshal(v, &s) == nil {
+					return s
+				}
+				return strings.Trim(string(v), `"`)
+			}
+		}
+		return ""
+	}
+	r := artifactRequest{RunID: get("workflow_run_backend_id", "workflowRunBackendId"), Name: get("name"), Hash: get("hash")}
+	r.HasRun = r.RunID != ""
+	if s := get("size"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return artifactRequest{}, fmt.Errorf("size %q: %w", s, err)
+		}
+		r.Size = n
+	}
+	return r, nil
+}
+
+func (f *Forge) artifactRPC(w http.ResponseWriter, req *http.Request, method string) {
+	tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if !ok || tok == "" || err != nil {
+		http.Error(w, "missing bearer runtime token", http.StatusUnauthorized)
+		return
+	}
+	ar, err := decodeArtifactRequest(body)
+	if err != nil {
+		http.Error(w, "Error decode request body", http.StatusInternalServerError)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var t *task
+	for _, c := range f.tasks {
+		if subtle.ConstantTimeCompare([]byte(c.runtimeToken), []byte(tok)) == 1 {
+			t = c
+		}
+	}
+	switch {
+	case t == nil:
+		http.Error(w, "Bad authorization header", http.StatusUnauthorized)
+		return
+	case t.status != statusRunning:
+		http.Error(w, "Error runner api getting task: task is not running", http.StatusInternalServerError)
+		return
+	case !ar.HasRun || ar.RunID != t.runID:
+		http.Error(w, "Error runID not match", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	if method == "CreateArtifact" {
+		if f.artifactRefusal != 0 {
+			http.Error(w, "Error create or get artifact", f.artifactRefusal)
+			return
+		}
+		a := f.artifactByName(t.id, ar.Name)
+		if a == nil {
+			a = &Artifact{ID: int64(len(f.artifacts) + 1), TaskID: t.id, RunID: t.runID, Name: ar.Name}
+			f.artifacts = append(f.artifacts, a)
+		}
+		a.Data, a.Size, a.Confirmed, a.blocks, a.order = nil, 0, false, nil, nil
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signedUploadUrl": f.signedArtifactURL(req, "UploadArtifact", a)})
+		return
+	}
+	a := f.artifactByName(t.id, ar.Name)
+	if a == nil {
+		http.Error(w, "Error artifact not found", http.StatusNotFound)
+		return
+	}
+	if len(a.order) > 0 {
+		a.Data = nil
+		for _, id := range a.order {
+			a.Data = append(a.Data, a.blocks[id]...)
+		}
+	}
+	if ar.Size != int64(len(a.Data)) {
+		http.Error(w, "Error merge chunks size mismatch", http.StatusInternalServerError)
+		return
+	}
+	if sum, ok := strings.CutPrefix(ar.Hash, "sha256:"); ok {
+		got := sha256.Sum256(a.Data)
+		if hex.EncodeToString(got[:]) != sum {
+			http.Error(w, "Error merge chunks: checksum mismatch", http.StatusInternalServerError)
+			return
+		}
+	}
+	a.Size, a.Confirmed = ar.Size, true
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "artifactId": strconv.FormatInt(a.ID, 10)})
+}
+
+func (f *Forge) artifactByName(taskID int64, name string) *Artifact {
+	for _, a := range f.artifacts {
+		if a.TaskID == taskID && a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+func (f *Forge) artifactSig(endpoint, expires, name string, taskID, artifactID int64) []byte {
+	mac := hmac.New(sha256.New, f.jwtKey)
+	fmt.Fprint(mac, endpoint, expires, name, taskID, artifactID)
+	return mac.Sum(nil)
+}
+
+// signedArtifactURL builds the upload URL as Gitea does: the endpoint with
+// sig, expires (an hour), artifactName, taskID and artifactID.
+func (f *Forge) signedArtifactURL(req *http.Request, endpoint string, a *Artifact) string {
+	expires := f.now().Add(time.Hour).Format(expiresLayout)
+	q := "sig=" + base64.RawURLEncoding.EncodeToString(f.artifactSig(endpoint, expires, a.Name, a.TaskID, a.ID)) +
+		"&expires=" + url.QueryEscape(expires) + "&artifactName=" + url.QueryEscape(a.Name) +
+		"&taskID=" + strconv.FormatInt(a.TaskID, 10) + "&artifactID=" + strconv.FormatInt(a.ID, 10)
+	return "http://" + req.Host + ArtifactRoute + endpoint + "?" + q
+}
+
+func (f *Forge) uploadArtifact(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	sig, err1 := base64.RawURLEncoding.DecodeString(q.Get("sig"))
+	taskID, err2 := strconv.ParseInt(q.Get("taskID"), 10, 64)
+	artifactID, err3 := strconv.ParseInt(q.Get("artifactID"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		http.Error(w, "Error decoding signature values", http.StatusBadRequest)
+		return
+	}
+	if !hmac.Equal(sig, f.artifactSig("UploadArtifact", q.Get("expires"), q.Get("artifactName"), taskID, artifactID)) {
+		http.Error(w, "Error unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if exp, err := time.Parse(expiresLayout, q.Get("expires")); err != nil || exp.Before(f.now()) {
+		http.Error(w, "Error link expired", http.StatusUnauthorized)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "Error uploading block blob", http.StatusInternalServerError)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tasks[taskID]
+	a := f.artifactByName(taskID, q.Get("artifactName"))
+	if t == nil || t.status != statusRunning {
+		http.Error(w, "Error runner api getting task: task is not running", http.StatusInternalServerError)
+		return
+	}
+	if a == nil || a.ID != artifactID {
+		http.Error(w, "Error artifact not found", http.StatusNotFound)
+		return
+	}
+	switch q.Get("comp") {
+	case "block", "appendBlock":
+		if id := q.Get("blockid"); id != "" {
+			if a.blocks == nil {
+				a.blocks = map[string][]byte{}
+			}
+			a.blocks[id] = body
+		} else {
+			a.Data = append(a.Data, body...)
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `"appended"`)
+	case "blocklist":
+		var bl struct {
+			Latest []string `xml:"Latest"`
+		}
+		if err := xml.Unmarshal(body, &bl); err != nil {
+			http.Error(w, "Error uploading blocklist", http.StatusInternalServerError)
+			return
+		}
+		a.order = bl.Latest
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `"created"`)
+	default:
+		http.Error(w, "unknown comp", http.StatusBadRequest)
+	}
+}

@@ -1,0 +1,15 @@
+// Package build turns a validated load config (package spec) into a runnable
+// load test, an [Engine]: engine options (package load), the protocol driver
+// and the parsed thresholds; and after the run it evaluates the thresholds
+// on the merged result and turns them into the summary's checks. It also
+// sets up the feeder (shared with the other hosts of a multi-host run
+// through Settings.ShareRows), auth, and the tracing block's OpenTelemetry
+// exporter, flushed when Run ends. [EngineOptions] gives the engine options
+// alone and [LoadFeeder] the feeder's rows, opening nothing, for a
+// coordinator that only ships the run to other hosts. [Limits] is the one
+// place the runner admin's caps are checked: on a whole run ([Limits.Check])
+// and on one host's share of a multi-host run ([Limits.CheckShare]). The
+// load executor (package loadrun) builds every run here, so the
+// `forgeload/load@v1` step, `forgeload load` and a cluster segment behave
+// the same.
+package build

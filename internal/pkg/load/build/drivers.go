@@ -1,0 +1,112 @@
+package build
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/extract"
+	"github.com/forgeload/forgeload/internal/pkg/load/grpcload"
+	"github.com/forgeload/forgeload/internal/pkg/load/httpload"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/sseload"
+	"github.com/forgeload/forgeload/internal/pkg/load/wsload"
+)
+
+// driver builds the requester of cfg's protocol, sets p.Options.Endpoints,
+// and records how to close it and read its protocol measurements.
+func (p *Engine) driver(cfg *spec.Config, s Settings, workers int) (load.Requester, error) {
+	conns := max(workers, 1)
+	target := cfg.Mix()[0].URL
+	switch cfg.Protocol {
+	case spec.ProtocolWebSocket:
+		w := cfg.WebSocket
+		if w == nil {
+			w = &spec.WebSocket{}
+		}
+		d, err := wsload.New(wsload.Options{
+			URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
+			ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
+			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+		})
+		if err != nil {
+			return nil, err
+		}
+		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+		return d, nil
+	case spec.ProtocolSSE:
+		e := cfg.SSE
+		if e == nil {
+			e = &spec.SSE{}
+		}
+		d, err := sseload.New(sseload.Options{
+			URL: target, Headers: cfg.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
+			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+		})
+		if err != nil {
+			return nil, err
+		}
+		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+		return d, nil
+	case spec.ProtocolGRPC:
+		g := cfg.GRPC
+		// Through the config, so a job's proto files stay inside its
+		// workspace and bounded.
+		read := func(path string) ([]byte, error) { return cfg.ReadFile("grpc.proto_file", path) }
+		md, err := grpcload.LoadMethodFrom(context.Background(), g.ProtoFile, read, g.Service, g.Method)
+		if err != nil {
+			return nil, err
+		}
+		timeout := g.Timeout
+		if timeout == 0 {
+			timeout = cfg.Timeout
+		}
+		d, err := grpcload.New(grpcload.Options{
+			Target: target, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
+			TLS: g.TLS, Insecure: g.Insecure, Concurrency: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+		})
+		if err != nil {
+			return nil, err
+		}
+		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+		return d, nil
+	}
+	var eps []httpload.Endpoint
+	bodies := map[string][]byte{} // one read per file, however many endpoints share it
+	for i, e := range cfg.Mix() {
+		body := []byte(e.Body)
+		if e.BodyFile != "" {
+			b, ok := bodies[e.BodyFile]
+			if !ok {
+				var err error
+				if b, err = cfg.ReadFile("body_file", e.BodyFile); err != nil {
+					return nil, fmt.Errorf("endpoint %d: read %w: check the path (relative paths are relative to the config file)", i+1, err)
+				}
+				bodies[e.BodyFile] = b
+			}
+			body = b
+		}
+		var exs []*extract.Extractor
+		for j, x := range e.Extractors {
+			ex, err := extract.New(x.JSONPath, x.Regex, x.Var, x.OnError)
+			if err != nil {
+				return nil, fmt.Errorf("endpoints[%d].extractors[%d]: %w", i, j, err)
+			}
+			exs = append(exs, ex)
+		}
+		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs})
+	}
+	d, err := httpload.New(httpload.Options{
+		Endpoints:   eps,
+		Timeout:     cfg.Timeout,
+		Connections: conns,
+		DialControl: s.DialControl,
+		Resolver:    s.Resolver,
+		Vars:        p.vars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.Driver, p.closer, p.Options.Endpoints = d, d.Close, d.Names()
+	return d, nil
+}

@@ -1,0 +1,109 @@
+package build
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// Limits are the runner admin's caps (the daemon config's `load` section). A
+// zero field means no limit.
+type Limits struct {
+	// MaxRate caps the peak arrival rate (load.max_rate).
+	MaxRate float64
+	// MaxConcurrency caps concurrency and vus (load.max_concurrency).
+	MaxConcurrency int
+	// MaxDuration caps the duration (load.max_duration); a config without a
+	// duration gets this one.
+	MaxDuration time.Duration
+}
+
+// Check fails options that ask for more than the runner allows, and gives
+// an open-ended run the maximum duration. Errors name the daemon config key
+// and how to fix the load config.
+func (l Limits) Check(o *load.Options) error {
+	var errs []error
+	if l.MaxRate > 0 {
+		if peak := PeakRate(o); peak > l.MaxRate {
+			errs = append(errs, fmt.Errorf("rate %s req/s is above this runner's limit of %s (load.max_rate in the runner config): lower rate or load_patterns",
+				formatRate(peak), formatRate(l.MaxRate)))
+		}
+	}
+	if l.MaxConcurrency > 0 {
+		if c := max(o.Concurrency, PeakVUs(o)); c > l.MaxConcurrency {
+			errs = append(errs, fmt.Errorf("concurrency/vus %d is above this runner's limit of %d (load.max_concurrency in the runner config): lower concurrency or vus", c, l.MaxConcurrency))
+		}
+	}
+	if l.MaxDuration > 0 {
+		switch {
+		case o.Duration > l.MaxDuration:
+			errs = append(errs, fmt.Errorf("duration %s is above this runner's limit of %s (load.max_duration in the runner config): lower duration", o.Duration, l.MaxDuration))
+		case o.Duration == 0:
+			o.Duration = l.MaxDuration
+		}
+	}
+	return joinLimits(errs)
+}
+
+// CheckShare applies the limits to one host's share of a multi-host run:
+// share of the peak rate, its scaled VUs (scale, nil for none), the whole
+// concurrency (open model: in flight on this host) and the duration.
+func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) error {
+	var errs []error
+	if l.MaxRate > 0 {
+		if mine := PeakRate(o) * share; mine > l.MaxRate {
+			errs = append(errs, fmt.Errorf("this worker's share of the rate, %s req/s, is above its limit of %s (load.max_rate in this runner's config): add workers or lower rate",
+				formatRate(mine), formatRate(l.MaxRate)))
+		}
+	}
+	if l.MaxConcurrency > 0 {
+		c := o.Concurrency
+		if !open(o) {
+			c = max(o.Concurrency, PeakVUs(o))
+			if scale != nil {
+				c = scale(c)
+			}
+		}
+		if c > l.MaxConcurrency {
+			errs = append(errs, fmt.Errorf("this worker's concurrency/vus %d is above its limit of %d (load.max_concurrency in this runner's config): lower concurrency or vus", c, l.MaxConcurrency))
+		}
+	}
+	if l.MaxDuration > 0 && o.Duration > l.MaxDuration {
+		errs = append(errs, fmt.Errorf("duration %s is above this worker's limit of %s (load.max_duration in this runner's config): lower duration", o.Duration, l.MaxDuration))
+	}
+	return joinLimits(errs)
+}
+
+// PeakRate is the highest arrival rate o asks for: its rate or the peak of
+// its stages; 0 in the closed model.
+func PeakRate(o *load.Options) float64 {
+	peak := o.Rate
+	for _, s := range o.Stages {
+		peak = max(peak, s.From, s.To)
+	}
+	return peak
+}
+
+// PeakVUs is the most virtual users o asks for at once: vus or the peak of
+// its VU stages.
+func PeakVUs(o *load.Options) int {
+	v := o.VUs
+	for _, s := range o.VUStages {
+		v = max(v, s.Target)
+	}
+	return v
+}
+
+func open(o *load.Options) bool { return o.Rate > 0 || len(o.Stages) > 0 }
+
+func formatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
+
+func joinLimits(errs []error) error {
+	if len(errs) > 0 {
+		return fmt.Errorf("load limits: %w", errors.Join(errs...))
+	}
+	return nil
+}

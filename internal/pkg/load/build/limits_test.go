@@ -1,0 +1,40 @@
+package build
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// TestCheckShare: a worker checks its share of a multi-host run against its
+// own limits: share of the peak rate, scaled VUs, its whole concurrency in
+// the open model, the duration.
+func TestCheckShare(t *testing.T) {
+	t.Parallel()
+	third := func(v int) int { return v / 3 }
+	for _, tc := range []struct {
+		name  string
+		o     load.Options
+		share float64
+		l     Limits
+		want  string
+	}{
+		{"share under max_rate", load.Options{Rate: 300, Concurrency: 10}, 1.0 / 3, Limits{MaxRate: 150}, ""},
+		{"share over max_rate", load.Options{Rate: 300, Concurrency: 10}, 2.0 / 3, Limits{MaxRate: 150}, "load.max_rate"},
+		{"ramp peak", load.Options{Stages: []load.Stage{load.Ramp(10, 900, time.Second)}}, 1.0 / 3, Limits{MaxRate: 250}, "300 req/s"},
+		{"open concurrency is per host", load.Options{Rate: 10, Concurrency: 50}, 0.5, Limits{MaxConcurrency: 40}, "load.max_concurrency"},
+		{"closed vus scale", load.Options{VUs: 90}, 1.0 / 3, Limits{MaxConcurrency: 30}, ""},
+		{"closed vus over", load.Options{VUs: 99}, 1.0 / 3, Limits{MaxConcurrency: 30}, "concurrency/vus 33"},
+		{"duration", load.Options{Rate: 1, Duration: time.Hour}, 0.5, Limits{MaxDuration: time.Minute}, "load.max_duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.l.CheckShare(&tc.o, tc.share, third)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("CheckShare = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,358 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+)
+
+// Noise rules; see the package documentation.
+const (
+	// MinChange is the smallest relative change reported as beyond noise,
+	// whatever the statistics say: runs on shared machines differ by this
+	// much without any change in the code.
+	MinChange = 0.02
+	// FallbackChange is the relative change counted as beyond noise when
+	// a result has no histogram or per-second series to measure its noise
+	// (schema 1 results).
+	FallbackChange = 0.05
+	// z95 is the two-sided 95% normal quantile.
+	z95 = 1.96
+)
+
+// Result is a JSON result read back, of any schema version. It is a
+// [threshold.Source], so it can serve as a baseline.
+type Result struct {
+	load.Summary
+	// Path names where it was read from, for messages.
+	Path string
+	// Hist is the overall latency histogram; nil for schema 1 results.
+	Hist *load.Histogram
+}
+
+// Read decodes a JSON result written by `forgeload load --json-output` (or
+// a job's load step) of any schema version up to
+// [load.SummarySchemaVersion]. name is used in errors.
+func Read(r io.Reader, name string) (*Result, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read result %s: %w", name, err)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("read result %s: %w: want the JSON written by forgeload load --json-output", name, err)
+	}
+	if _, ok := probe["requests"]; !ok {
+		return nil, fmt.Errorf("read result %s: no \"requests\" field: this is not a forgeload JSON result (write one with forgeload load --json-output)", name)
+	}
+	res := &Result{Path: name}
+	if err := json.Unmarshal(b, &res.Summary); err != nil {
+		return nil, fmt.Errorf("read result %s: %w", name, err)
+	}
+	switch v := res.SchemaVersion; {
+	case v == 0:
+		res.SchemaVersion = 1 // written before the field existed
+	case v > load.SummarySchemaVersion:
+		return nil, fmt.Errorf("read result %s: schema version %d is newer than this forgeload understands (%d): upgrade forgeload", name, v, load.SummarySchemaVersion)
+	}
+	if len(res.LatencyHist) > 0 {
+		h, err := load.DecodeHistogram(res.LatencyHist)
+		if err != nil {
+			return nil, fmt.Errorf("read result %s: latency_hist: %w", name, err)
+		}
+		res.Hist = h
+	}
+	return res, nil
+}
+
+// Load reads the JSON result in the file at path.
+func Load(path string) (*Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open result: %w", err)
+	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// Delta is one compared metric.
+type Delta struct {
+	// Metric names it: rps, p50 … p99.9, error_rate, or sut_cpu:NAME and
+	// sut_mem:NAME.
+	Metric string
+	// Old and New are the values, in Unit.
+	Old, New float64
+	Unit     string
+	// Change is New-Old; Rel is Change/Old (0 when Old is 0).
+	Change, Rel float64
+	// HigherIsBetter is true for rates.
+	HigherIsBetter bool
+	// Significant is set when the change exceeds the run-to-run noise;
+	// Noise says how that was decided.
+	Significant bool
+	Noise       string
+	// Limit is the allowed worsening (relative, or percentage points for
+	// error_rate); Regressed is set when the change is significant, worse,
+	// and beyond Limit.
+	Limit     float64
+	HasLimit  bool
+	Regressed bool
+}
+
+// Worse reports whether the change goes the wrong way.
+func (d Delta) Worse() bool {
+	if d.HigherIsBetter {
+		return d.Change < 0
+	}
+	return d.Change > 0
+}
+
+// Limits are the allowed worsening per metric: a relative change (0.10 is
+// 10% worse) for rates, latencies and resources, and percentage points as
+// a fraction (0.01 is one point) for error_rate.
+type Limits map[string]float64
+
+// ParseLimit parses "METRIC=VALUE" such as "p99=10%" or "error_rate=0.5%".
+func ParseLimit(s string) (metric string, v float64, err error) {
+	k, val, ok := strings.Cut(s, "=")
+	k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+	if !ok || k == "" || val == "" {
+		return "", 0, fmt.Errorf("limit %q: want METRIC=PERCENT, e.g. p99=10%% or error_rate=0.5%%", s)
+	}
+	if !slices.Contains(limitMetrics, k) && !strings.HasPrefix(k, "sut_cpu") && !strings.HasPrefix(k, "sut_mem") {
+		return "", 0, fmt.Errorf("limit %q: unknown metric %q: want one of %s", s, k, strings.Join(limitMetrics, ", "))
+	}
+	pct := strings.HasSuffix(val, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", 0, fmt.Errorf("limit %q: %q is not a non-negative number: want e.g. 10%%", s, val)
+	}
+	if pct {
+		f /= 100
+	}
+	return k, f, nil
+}
+
+var limitMetrics = []string{"rps", "p50", "p90", "p95", "p99", "p99.9", "error_rate", "sut_cpu", "sut_mem"}
+
+// Compare returns the deltas from old to new, with limits applied.
+func Compare(old, new *Result, limits Limits) []Delta {
+	var ds []Delta
+	rate := Delta{Metric: "rps", Old: old.RPS, New: new.RPS, Unit: "req/s", HigherIsBetter: true}
+	rateNoise(&rate, old, new)
+	ds = append(ds, rate)
+	for _, p := range []struct {
+		name string
+		q    float64
+		get  func(load.Latency) float64
+	}{
+		{"p50", 0.50, func(l load.Latency) float64 { return l.P50 }},
+		{"p90", 0.90, func(l load.Latency) float64 { return l.P90 }},
+		{"p95", 0.95, func(l load.Latency) float64 { return l.P95 }},
+		{"p99", 0.99, func(l load.Latency) float64 { return l.P99 }},
+		{"p99.9", 0.999, func(l load.Latency) float64 { return l.P999 }},
+	} {
+		d := Delta{Metric: p.name, Old: p.get(old.Latency), New: p.get(new.Latency), Unit: "ms"}
+		percentileNoise(&d, p.q, old, new)
+		ds = append(ds, d)
+	}
+	er := Delta{Metric: "error_rate", Old: old.ErrorRate, New: new.ErrorRate, Unit: "%"}
+	errorNoise(&er, old, new)
+	ds = append(ds, er)
+	ds = append(ds, resourceDeltas(old, new)...)
+	for i := range ds {
+		d := &ds[i]
+		d.Change = d.New - d.Old
+		if d.Old != 0 {
+			d.Rel = d.Change / d.Old
+		}
+		lim, ok := limits[d.Metric]
+		if !ok {
+			lim, ok = limits[strings.SplitN(d.Metric, ":", 2)[0]]
+		}
+		if !ok {
+			continue
+		}
+		d.Limit, d.HasLimit = lim, true
+		worse := d.Rel
+		if d.Metric == "error_rate" {
+			worse = d.Change
+		}
+		if d.HigherIsBetter {
+			worse = -worse
+		}
+		if d.Old == 0 && d.Metric != "error_rate" && d.Change != 0 {
+			worse = math.Inf(1)
+			if d.HigherIsBetter {
+				worse = math.Inf(-1)
+			}
+		}
+		d.Regressed = d.Significant && d.Worse() && worse > lim
+	}
+	return ds
+}
+
+// Regressed reports whether any delta regressed beyond its limit.
+func Regressed(ds []Delta) bool {
+	return slices.ContainsFunc(ds, func(d Delta) bool { return d.Regressed })
+}
+
+// relativeFloor decides on the relative change alone.
+func relativeFloor(d *Delta, floor float64, why string) {
+	rel := math.Abs(d.New - d.Old)
+	if d.Old != 0 {
+		rel /= math.Abs(d.Old)
+	} else if rel > 0 {
+		rel = math.Inf(1)
+	}
+	d.Significant = rel > floor
+	d.Noise = why
+}
+
+// rateNoise compares the per-second achieved rates: the change is beyond
+// noise when it exceeds 1.96 standard errors of the difference of the
+// means of the two series (first and last, partial, seconds left out).
+func rateNoise(d *Delta, old, new *Result) {
+	mo, so, no := meanSE(old.Seconds)
+	mn, sn, nn := meanSE(new.Seconds)
+	if no < 3 || nn < 3 {
+		relativeFloor(d, FallbackChange, "fewer than 5 seconds of series: beyond noise when over 5%")
+		return
+	}
+	se := math.Hypot(so, sn)
+	d.Significant = math.Abs(mn-mo) > z95*se && math.Abs(d.New-d.Old) > MinChange*math.Abs(d.Old)
+	d.Noise = fmt.Sprintf("±%.1f req/s (95%%, per-second rates)", z95*se)
+}
+
+func meanSE(secs []load.SecondSummary) (mean, se float64, n int) {
+	if len(secs) <= 2 {
+		return 0, 0, 0
+	}
+	secs = secs[1 : len(secs)-1]
+	n = len(secs)
+	for _, s := range secs {
+		mean += float64(s.Requests)
+	}
+	mean /= float64(n)
+	var ss float64
+	for _, s := range secs {
+		ss += (float64(s.Requests) - mean) * (float64(s.Requests) - mean)
+	}
+	if n > 1 {
+		se = math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+	}
+	return mean, se, n
+}
+
+// percentileNoise compares two percentiles by their 95% confidence
+// intervals, read from each run's histogram at the ranks q·n ± 1.96·√(n·q·(1-q))
+// (the order-statistic interval of a quantile). The change is beyond noise
+// when the intervals do not overlap and it exceeds MinChange.
+func percentileNoise(d *Delta, q float64, old, new *Result) {
+	if old.Hist == nil || new.Hist == nil || old.Hist.Count() == 0 || new.Hist.Count() == 0 {
+		relativeFloor(d, FallbackChange, "no histogram (older result): beyond noise when over 5%")
+		return
+	}
+	lo1, hi1 := interval(old.Hist, q)
+	lo2, hi2 := interval(new.Hist, q)
+	d.Significant = (hi1 < lo2 || hi2 < lo1) && math.Abs(d.New-d.Old) > MinChange*math.Abs(d.Old)
+	d.Noise = fmt.Sprintf("95%% CI %s–%s vs %s–%s", load.FormatMS(ms(lo1)), load.FormatMS(ms(hi1)), load.FormatMS(ms(lo2)), load.FormatMS(ms(hi2)))
+}
+
+func interval(h *load.Histogram, q float64) (lo, hi time.Duration) {
+	n := float64(h.Count())
+	w := z95 * math.Sqrt(q*(1-q)/n)
+	return h.Quantile(math.Max(0, q-w)), h.Quantile(math.Min(1, q+w))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// errorNoise is a two-proportion z-test on the error counts.
+func errorNoise(d *Delta, old, new *Result) {
+	d.Old, d.New = 100*d.Old, 100*d.New // shown in percent
+	n1, n2 := float64(old.Requests), float64(new.Requests)
+	if n1 == 0 || n2 == 0 {
+		relativeFloor(d, FallbackChange, "a run without requests")
+		return
+	}
+	p := float64(old.Errors+new.Errors) / (n1 + n2)
+	se := math.Sqrt(p * (1 - p) * (1/n1 + 1/n2))
+	diff := float64(new.Errors)/n2 - float64(old.Errors)/n1
+	d.Significant = se > 0 && math.Abs(diff) > z95*se || se == 0 && diff != 0
+	d.Noise = fmt.Sprintf("±%.3f points (95%%, error counts)", 100*z95*se)
+}
+
+var _ threshold.Source = (*Result)(nil)
+
+// Overall returns the result's totals, for baseline thresholds.
+func (r *Result) Overall() threshold.Metrics {
+	return metrics{requests: r.Requests, failures: r.Errors, elapsed: r.ElapsedSeconds, lat: r.Latency, hist: r.Hist}
+}
+
+// Endpoint returns one endpoint's totals, for baseline thresholds.
+func (r *Result) Endpoint(name string) (threshold.Metrics, bool) {
+	for _, e := range r.Endpoints {
+		if e.Name == name {
+			return metrics{requests: e.Requests, failures: e.Errors, elapsed: r.ElapsedSeconds, lat: e.Latency}, true
+		}
+	}
+	return nil, false
+}
+
+// metrics serves a result's numbers; percentiles come from the histogram
+// when there is one, else only the summary's fixed ones are known.
+type metrics struct {
+	requests, failures int64
+	elapsed            float64
+	lat                load.Latency
+	hist               *load.Histogram
+}
+
+func dur(msv float64) time.Duration { return time.Duration(msv * float64(time.Millisecond)) }
+
+func (m metrics) Requests() int64           { return m.requests }
+func (m metrics) Failures() int64           { return m.failures }
+func (m metrics) Elapsed() time.Duration    { return time.Duration(m.elapsed * float64(time.Second)) }
+func (m metrics) LatencyMin() time.Duration { return dur(m.lat.Min) }
+func (m metrics) LatencyMax() time.Duration { return dur(m.lat.Max) }
+func (m metrics) LatencyMean() time.Duration {
+	return dur(m.lat.Mean)
+}
+
+func (m metrics) LatencyPercentile(p float64) time.Duration {
+	if m.hist != nil {
+		return m.hist.Quantile(p / 100)
+	}
+	switch p {
+	case 50:
+		return dur(m.lat.P50)
+	case 90:
+		return dur(m.lat.P90)
+	case 95:
+		return dur(m.lat.P95)
+	case 99:
+		return dur(m.lat.P99)
+	case 99.9:
+		return dur(m.lat.P999)
+	}
+	return 0
+}
+
+// FromResult is the read-back view of a run in memory, as if its JSON
+// result had been written and read.
+func FromResult(r *load.Result, name string) *Result {
+	res := &Result{Summary: load.Summarize(r, nil), Path: name}
+	if r.Latency != nil && r.Latency.Count() > 0 {
+		res.Hist = r.Latency
+	}
+	return res
+}

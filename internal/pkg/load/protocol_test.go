@@ -1,0 +1,78 @@
+package load
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProtocolStatsMergeAndReport(t *testing.T) {
+	t.Parallel()
+	a, b := NewProtocolRecorder("websocket"), NewProtocolRecorder("websocket")
+	a.Add("messages_sent", 2)
+	a.Time("connect", 3*time.Millisecond)
+	b.Add("messages_sent", 3)
+	b.Add("close_4001", 1)
+	b.Time("connect", 5*time.Millisecond)
+	r1 := &Result{Protocol: a.Stats()}
+	r1.Merge(&Result{Protocol: b.Stats()})
+	p := r1.Protocol
+	if p.Counters["messages_sent"] != 5 || p.Counters["close_4001"] != 1 || p.Timings["connect"].Count() != 2 {
+		t.Fatalf("merged = %+v", p)
+	}
+	var txt, js, md bytes.Buffer
+	if err := WriteText(&txt, r1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "\nwebsocket\n") || !strings.Contains(txt.String(), "close_4001: 1, messages_sent: 5") ||
+		!strings.Contains(txt.String(), "connect p50 / p99 / max") {
+		t.Errorf("text summary lacks the protocol section:\n%s", txt.String())
+	}
+	if err := WriteMarkdown(&md, r1, nil); err != nil || !strings.Contains(md.String(), "| websocket Counters |") {
+		t.Errorf("markdown summary lacks the protocol rows (err %v):\n%s", err, md.String())
+	}
+	if err := WriteJSON(&js, r1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Protocol struct {
+			Counters map[string]int64 `json:"counters"`
+			Timings  map[string]struct {
+				Max float64 `json:"max_ms"`
+			} `json:"timings"`
+		} `json:"protocol"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &s); err != nil || s.Protocol.Counters["messages_sent"] != 5 || s.Protocol.Timings["connect"].Max < 4.9 {
+		t.Errorf("json protocol = %+v (err %v)", s.Protocol, err)
+	}
+}
+
+func TestGRPCClass(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[uint32]string{0: "ok", 1: "grpc_canceled", 5: "grpc_not_found", 14: "grpc_unavailable", 16: "grpc_unauthenticated", 17: "other"} {
+		if got := GRPCClass(code).String(); got != want {
+			t.Errorf("GRPCClass(%d) = %s, want %s", code, got, want)
+		}
+	}
+	if !(RetryPolicy{Retries: 1}).ShouldRetry(t.Context(), &Sample{Class: GRPCClass(14)}, StatusError{Code: 0}) {
+		t.Error("grpc_unavailable is not retried")
+	}
+}
+
+// TestAddCounts: a session's tally lands in one step, and a zero count
+// adds no counter that was never seen.
+func TestAddCounts(t *testing.T) {
+	t.Parallel()
+	r := NewProtocolRecorder("websocket")
+	r.Add("messages_sent", 1)
+	r.AddCounts(Count{"messages_sent", 10}, Count{"bytes_sent", 150}, Count{"messages_received", 0})
+	c := r.Stats().Counters
+	if c["messages_sent"] != 11 || c["bytes_sent"] != 150 {
+		t.Errorf("counters %v, want 11 messages and 150 bytes sent", c)
+	}
+	if _, ok := c["messages_received"]; ok {
+		t.Errorf("a zero count added the counter messages_received: %v", c)
+	}
+}

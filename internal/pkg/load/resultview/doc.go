@@ -1,0 +1,26 @@
+// Package resultview turns a load test's result into the page people look
+// at: one self-contained HTML file ([WriteHTML], a [load.SummaryWriter])
+// with the asked and achieved rate, latency percentiles and errors over
+// time, the HDR percentile spectrum, per-endpoint and per-protocol tables,
+// thresholds, generator health, per-host rows and the run's metadata; and
+// the same page served live while a test runs ([Dashboard], updated through
+// Server-Sent Events), alone or, on a daemon, under the list of its running
+// load steps ([Jobs]).
+//
+// # The page
+//
+// Charts are inline SVG drawn here, in Go; the page needs no network access,
+// no fonts and no script (the live dashboard adds a dozen lines of script
+// that swap in each update). Every string from the run (endpoint names,
+// URLs, threshold text, error classes, metadata) goes through html/template
+// and stays text. Numbers come from [load.Summarize], the same view the
+// JSON result is written from, so the page and the JSON agree.
+//
+// # Size
+//
+// A series longer than [MaxPoints] seconds is shown in buckets of several
+// seconds: rates are averaged over the bucket, counts per second likewise,
+// and each bucket's percentiles are read from the merge of its seconds'
+// histograms (never averaged). The totals and the spectrum always come from
+// the run's full histogram. A one-hour run's page stays well under 1 MB.
+package resultview

@@ -1,0 +1,251 @@
+package resultview
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// xssName is an endpoint name that would run script if the page did not
+// escape it.
+const xssName = `<script>document.title="pwned"</script><img src=x onerror=alert(1)>`
+
+// sampleResult builds a result of n seconds at 100 req/s over two
+// endpoints, with latencies that grow over the run, a few 503s and
+// timeouts, and late arrivals, as the engine would.
+func sampleResult(t testing.TB, n int, names ...string) *load.Result {
+	t.Helper()
+	if len(names) == 0 {
+		names = []string{"home", "api"}
+	}
+	r := &load.Result{Start: time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC), Open: true, TargetRPS: 100}
+	for sec := range n {
+		r.AddSnapshot(sampleSnapshot(sec, names))
+	}
+	r.Elapsed = time.Duration(n) * time.Second
+	r.Finish()
+	return r
+}
+
+func render(t testing.TB, r *load.Result, checks []load.Check) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r, checks); err != nil {
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	return b.String()
+}
+
+func TestWriteHTMLEscapesRunStrings(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 5, xssName, "ok")
+	r.Info = &load.RunInfo{Repository: `o/<b>r</b>`, Config: []load.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}}}
+	r.Classes = map[string]int64{`<svg onload=alert(3)>`: 1}
+	page := render(t, r, []load.Check{{Name: `http_req_duration{endpoint:<script>x</script>}:p99 < 1s`, Actual: "<i>1ms</i>", Passed: true}})
+	for _, bad := range []string{"<script>document", "<img src=x", "<script>alert", "<svg onload", "<b>r</b>", "<script>x</script>", "<i>1ms"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;document.title=") {
+		t.Errorf("page does not show the endpoint name as text")
+	}
+	if strings.Contains(page, "<script") {
+		t.Errorf("a static report carries a <script> element; it should need none")
+	}
+}
+
+func TestOneHourReportUnder1MB(t *testing.T) {
+	t.Parallel()
+	// An hour of seconds without their histograms: what matters here is
+	// the number of rows drawn, and decoding 3600 histograms is slow under
+	// -race (TestBucketPercentilesComeFromMergedHistograms covers them).
+	base := sampleResult(t, 1)
+	base.Seconds[0].Hist = nil
+	r := &load.Result{Start: base.Start, Open: true, TargetRPS: 100, Elapsed: time.Hour, Endpoints: base.Endpoints, Stats: base.Stats}
+	for sec := range 3600 {
+		row := base.Seconds[0]
+		row.Second = sec
+		r.Seconds = append(r.Seconds, row)
+	}
+	page := render(t, r, nil)
+	if len(page) >= 1<<20 {
+		t.Errorf("one-hour report is %d bytes, want under 1 MiB", len(page))
+	}
+	v := Build(r, nil)
+	if v.Bucket != 6 {
+		t.Errorf("bucket = %d s, want 6 (3600 s in at most %d points)", v.Bucket, MaxPoints)
+	}
+	for _, c := range v.Charts {
+		for _, l := range c.Lines {
+			if l.N > MaxPoints {
+				t.Errorf("chart %s series %s has %d points, want at most %d", c.ID, l.Name, l.N, MaxPoints)
+			}
+		}
+	}
+	// The totals are the run's, never downsampled.
+	want := load.Summarize(r, nil).Latency.P99
+	for _, c := range v.Cards {
+		if c.Key == "p99_ms" && c.Raw != raw(want) {
+			t.Errorf("p99 card = %s, want %v from the full histogram", c.Raw, want)
+		}
+	}
+}
+
+func TestBucketPercentilesComeFromMergedHistograms(t *testing.T) {
+	t.Parallel()
+	// Two seconds: one with 99 fast requests, one with 1 slow one. The
+	// bucket's p50 must be the fast latency; averaging the seconds' p50s
+	// would give about half the slow one.
+	mk := func(sec int, d time.Duration, n int) load.Second {
+		h := load.NewHistogram()
+		for range n {
+			h.Record(d)
+		}
+		b, err := h.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return load.Second{Second: sec, Requests: int64(n), Hist: b, P50: d}
+	}
+	const points = 4
+	var secs []load.Second
+	for i := range points {
+		secs = append(secs, mk(2*i, time.Millisecond, 99), mk(2*i+1, time.Second, 1))
+	}
+	rows, size := buckets(secs, points)
+	if size != 2 || len(rows) != points {
+		t.Fatalf("buckets = %d rows of %d s, want %d of 2", len(rows), size, points)
+	}
+	if got := rows[0].p50; got != 1 {
+		t.Errorf("bucket p50 = %v ms, want 1 (from the merged histogram)", got)
+	}
+	if got := rows[0].requests; got != 50 {
+		t.Errorf("bucket rate = %v req/s, want 50 (the mean over its seconds)", got)
+	}
+}
+
+func TestEveryChartHasData(t *testing.T) {
+	t.Parallel()
+	v := Build(sampleResult(t, 30), nil)
+	ids := map[string]bool{}
+	for _, c := range v.Charts {
+		ids[c.ID] = true
+		if len(c.Lines) == 0 {
+			t.Errorf("chart %s has no series", c.ID)
+		}
+		for _, l := range c.Lines {
+			if l.N < 2 {
+				t.Errorf("chart %s series %s has %d points, want at least 2", c.ID, l.Name, l.N)
+			}
+		}
+	}
+	for _, id := range []string{"rate", "latency", "errors", "status", "spectrum", "generator"} {
+		if !ids[id] {
+			t.Errorf("no %s chart", id)
+		}
+	}
+}
+
+func TestNiceMax(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, top, step float64 }{
+		{0, 1, 0.25},
+		{97, 100, 20},
+		{1000, 1000, 200},
+		{3.2, 4, 1},
+	} {
+		top, step := niceMax(tc.in)
+		if top != tc.top || step != tc.step {
+			t.Errorf("niceMax(%v) = %v, %v, want %v, %v", tc.in, top, step, tc.top, tc.step)
+		}
+	}
+}
+
+func TestProtocolDetail(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 3)
+	h := load.NewHistogram()
+	h.Record(3 * time.Millisecond)
+	r.Protocol = &load.ProtocolStats{Protocol: "websocket", Counters: map[string]int64{"<b>msgs": 7}, Timings: map[string]*load.Histogram{"connect": h}}
+	page := render(t, r, nil)
+	for _, want := range []string{"<td>websocket</td>", "websocket timing", "<td>connect</td>", "&lt;b&gt;msgs: 7"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestSystemUnderTest(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 3)
+	r.SUT = []load.ResourceSummary{{Target: "<api>", Samples: 3, CPUCoresMax: 1.5, CPUCoresMean: 1.2, CPULimitCores: 2, CPUPctMax: 75, CPUPctMean: 60, MemBytesMax: 64 << 20, MemBytesMean: 60 << 20, MemLimitBytes: 512 << 20}}
+	page := render(t, r, nil)
+	for _, want := range []string{`<table id="sut">`, "<td>&lt;api&gt;</td>", "1.50 cores (75.0%)", "64.0 MiB", "512.0 MiB"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(render(t, sampleResult(t, 3), nil), `id="sut"`) {
+		t.Errorf("a run without services shows a system-under-test table")
+	}
+}
+
+// sampleSnapshot is second sec of sampleResult.
+func sampleSnapshot(sec int, names []string) *load.Snapshot {
+	s := &load.Snapshot{Second: sec, TargetRPS: 100, InFlight: 3}
+	for i, name := range names {
+		es := load.EndpointStats{Name: name}
+		es.Latency = load.NewHistogram()
+		for k := range 100 / len(names) {
+			d := time.Duration(1000+sec*10+k*50+i*300) * time.Microsecond
+			es.Latency.Record(d)
+			es.Requests++
+			status := 200
+			if k == 0 && sec%3 == 0 {
+				status, es.Errors = 503, es.Errors+1
+				es.Classes = map[string]int64{"http_5xx": es.Classes["http_5xx"] + 1}
+			}
+			if es.Status == nil {
+				es.Status = map[int]int64{}
+			}
+			es.Status[status]++
+		}
+		if sec%5 == 0 && i == 0 {
+			es.Errors++
+			es.Requests++
+			es.Latency.Record(2 * time.Second)
+			if es.Classes == nil {
+				es.Classes = map[string]int64{}
+			}
+			es.Classes["timeout"]++
+		}
+		s.Endpoints = append(s.Endpoints, es)
+		s.Stats.Merge(&es.Stats)
+	}
+	if sec == 2 {
+		s.Late, s.Dropped = 4, 1
+	}
+	return s
+}
+
+func TestHostsOfAMultiHostRun(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 3)
+	r.Info = &load.RunInfo{Hosts: []load.HostRow{
+		{ID: "w1", Host: "gen-a", Segments: "0,2", Requests: 3000, RPS: 1000, CPUPct: 80, ClockOffset: "1ms", Status: "ok"},
+		{ID: "w2", Host: "<gen-b>", Segments: "1", Requests: 1200, RPS: 400, Dropped: 3, ClockOffset: "-2ms", Status: "lost: lease expired"},
+	}}
+	page := render(t, r, nil)
+	for _, want := range []string{`<table id="hosts">`, "<td>gen-a</td>", "<td>&lt;gen-b&gt;</td>", `data-v="3000"`, `<td class="bad">lost: lease expired</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(render(t, sampleResult(t, 3), nil), `id="hosts"`) {
+		t.Errorf("a one-host run shows a host table")
+	}
+}

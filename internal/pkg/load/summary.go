@@ -1,0 +1,503 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Check is the outcome of one threshold, as shown in a summary: the
+// threshold's text (for example "http_req_duration:p99 < 300ms"), the value
+// it was compared with, formatted, and whether it passed.
+type Check struct {
+	Name   string `json:"name"`
+	Actual string `json:"actual"`
+	Passed bool   `json:"passed"`
+	// Skipped marks a baseline threshold checked without a baseline; it
+	// counts as passed.
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// SummaryWriter writes a summary of r and its threshold checks to w.
+// WriteText, WriteJSON and WriteMarkdown are SummaryWriters over the same
+// [Summary].
+type SummaryWriter func(w io.Writer, r *Result, checks []Check) error
+
+var (
+	_ SummaryWriter = WriteText
+	_ SummaryWriter = WriteJSON
+	_ SummaryWriter = WriteMarkdown
+)
+
+// Latency is a latency summary in milliseconds.
+type Latency struct {
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P95  float64 `json:"p95_ms"`
+	P99  float64 `json:"p99_ms"`
+	P999 float64 `json:"p99_9_ms"`
+	Max  float64 `json:"max_ms"`
+	Min  float64 `json:"min_ms"`
+	Mean float64 `json:"mean_ms"`
+}
+
+func latencyOf(s *Stats) Latency {
+	if s.Latency == nil || s.Latency.Count() == 0 {
+		return Latency{}
+	}
+	h := s.Latency
+	return Latency{
+		P50: ms(h.Quantile(0.50)), P90: ms(h.Quantile(0.90)), P95: ms(h.Quantile(0.95)),
+		P99: ms(h.Quantile(0.99)), P999: ms(h.Quantile(0.999)),
+		Max: ms(h.Max()), Min: ms(h.Min()), Mean: ms(h.Mean()),
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// EndpointSummary is one endpoint's row of a [Summary].
+type EndpointSummary struct {
+	Name      string           `json:"name"`
+	Requests  int64            `json:"requests"`
+	Errors    int64            `json:"errors"`
+	ErrorRate float64          `json:"error_rate"`
+	RPS       float64          `json:"rps"`
+	Latency   Latency          `json:"latency"`
+	Status    map[string]int64 `json:"status,omitempty"`
+}
+
+// SecondSummary is one row of the per-second series of a [Summary].
+type SecondSummary struct {
+	Second       int              `json:"second"`
+	Requests     int64            `json:"requests"`
+	Errors       int64            `json:"errors"`
+	Dropped      int64            `json:"dropped"`
+	Late         int64            `json:"late"`
+	InFlight     int              `json:"in_flight"`
+	TargetRPS    float64          `json:"target_rps,omitempty"`
+	P50          float64          `json:"p50_ms"`
+	P90          float64          `json:"p90_ms"`
+	P95          float64          `json:"p95_ms"`
+	P99          float64          `json:"p99_ms"`
+	P999         float64          `json:"p99_9_ms"`
+	Status       map[string]int64 `json:"status,omitempty"`
+	ErrorClasses map[string]int64 `json:"error_classes,omitempty"`
+}
+
+// SummarySchemaVersion is the version of the [Summary] JSON layout, written
+// as schema_version. Version 1 (no schema_version field) had no per-second
+// p99.9, late, status or error classes, no latency_hist and no run info.
+const SummarySchemaVersion = 2
+
+// Summary is the reported view of a [Result]: what the text, JSON and
+// Markdown summaries show, and what the forge step outputs are read from.
+type Summary struct {
+	SchemaVersion    int               `json:"schema_version"`
+	ElapsedSeconds   float64           `json:"elapsed_s"`
+	Model            string            `json:"model"`
+	Requests         int64             `json:"requests"`
+	Errors           int64             `json:"errors"`
+	ErrorRate        float64           `json:"error_rate"`
+	RPS              float64           `json:"rps"`
+	TargetRPS        float64           `json:"target_rps,omitempty"`
+	Latency          Latency           `json:"latency"`
+	Status           map[string]int64  `json:"status,omitempty"`
+	ErrorClasses     map[string]int64  `json:"error_classes,omitempty"`
+	BytesIn          int64             `json:"bytes_in"`
+	BytesOut         int64             `json:"bytes_out"`
+	Retries          int64             `json:"retries"`
+	Dropped          int64             `json:"dropped"`
+	Late             int64             `json:"late"`
+	Queued           int64             `json:"queued"`
+	GeneratorBound   bool              `json:"generator_bound"`
+	WorkerBound      bool              `json:"worker_bound"`
+	Interrupted      bool              `json:"interrupted"`
+	Endpoints        []EndpointSummary `json:"endpoints"`
+	Seconds          []SecondSummary   `json:"seconds"`
+	Thresholds       []Check           `json:"thresholds,omitempty"`
+	ThresholdsPassed bool              `json:"thresholds_passed"`
+	Protocol         *ProtocolSummary  `json:"protocol,omitempty"`
+	// CrankfireFields repeat the totals under Crankfire's JSON names.
+	CrankfireFields
+	// LatencyHist is the overall latency histogram in HDR V2 compressed
+	// encoding (base64 in JSON), so that any percentile and its noise can
+	// be computed later, for example by `forgeload compare`.
+	LatencyHist []byte `json:"latency_hist,omitempty"`
+	// Run says where the run came from.
+	Run *RunInfo `json:"run,omitempty"`
+	// SUT is the resource use of each system under test (the job's
+	// service containers) during the run; absent when none was measured.
+	SUT []ResourceSummary `json:"sut,omitempty"`
+}
+
+// Summarize builds the reported view of r and checks.
+func Summarize(r *Result, checks []Check) Summary {
+	s := Summary{
+		SchemaVersion:  SummarySchemaVersion,
+		Run:            r.Info,
+		ElapsedSeconds: r.Elapsed.Seconds(),
+		Model:          "closed",
+		Requests:       r.Requests,
+		Errors:         r.Errors,
+		ErrorRate:      r.ErrorRate(),
+		RPS:            r.RPS(),
+		TargetRPS:      r.TargetRPS,
+		Latency:        latencyOf(&r.Stats),
+		Status:         statusNames(r.Status),
+		ErrorClasses:   r.Classes,
+		BytesIn:        r.BytesIn,
+		BytesOut:       r.BytesOut,
+		Retries:        r.Retries,
+		Dropped:        r.Dropped,
+		Late:           r.Late,
+		Queued:         r.Queued,
+		GeneratorBound: r.GeneratorBound,
+		WorkerBound:    r.WorkerBound,
+		Interrupted:    r.Interrupted,
+		Endpoints:      []EndpointSummary{},
+		Thresholds:     checks,
+		Protocol:       summarizeProtocol(r.Protocol),
+		SUT:            r.SUT,
+
+		ThresholdsPassed: true,
+	}
+	if r.Open {
+		s.Model = "open"
+	}
+	for i := range r.Endpoints {
+		e := &r.Endpoints[i]
+		es := EndpointSummary{Name: e.Name, Requests: e.Requests, Errors: e.Errors, ErrorRate: e.ErrorRate(), Latency: latencyOf(&e.Stats), Status: statusNames(e.Status)}
+		if r.Elapsed > 0 {
+			es.RPS = float64(e.Requests) / r.Elapsed.Seconds()
+		}
+		s.Endpoints = append(s.Endpoints, es)
+	}
+	s.Seconds = make([]SecondSummary, 0, len(r.Seconds))
+	for _, x := range r.Seconds {
+		s.Seconds = append(s.Seconds, SecondSummary{
+			Second: x.Second, Requests: x.Requests, Errors: x.Errors, Dropped: x.Dropped, Late: x.Late,
+			InFlight: x.InFlight, TargetRPS: x.TargetRPS,
+			P50: ms(x.P50), P90: ms(x.P90), P95: ms(x.P95), P99: ms(x.P99), P999: ms(x.P999),
+			Status: statusNames(x.Status), ErrorClasses: x.Classes,
+		})
+	}
+	if r.Latency != nil && r.Latency.Count() > 0 {
+		s.LatencyHist, _ = r.Latency.Encode() // encoding an in-range histogram does not fail
+	}
+	for _, c := range checks {
+		s.ThresholdsPassed = s.ThresholdsPassed && c.Passed
+	}
+	s.CrankfireFields = crankfireOf(&s)
+	return s
+}
+
+func statusNames(m map[int]int64) map[string]int64 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[strconv.Itoa(k)] = v
+	}
+	return out
+}
+
+// WriteJSON writes the [Summary] of r as indented JSON.
+func WriteJSON(w io.Writer, r *Result, checks []Check) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(Summarize(r, checks)); err != nil {
+		return fmt.Errorf("write json summary: %w", err)
+	}
+	return nil
+}
+
+// fmtMS formats milliseconds for a summary.
+func fmtMS(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return strconv.FormatFloat(v*1000, 'f', 0, 64) + "µs"
+	case v < 1000:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(v/1000, 'f', 2, 64) + "s"
+}
+
+// fmtDur formats a duration with the same rules as fmtMS.
+func fmtDur(d time.Duration) string { return fmtMS(ms(d)) }
+
+func fmtBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + "KMGT"[i:i+1] + "iB"
+}
+
+func fmtPct(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func fmtCounts(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", k, m[k])
+	}
+	return b.String()
+}
+
+// summaryRows returns the label/value rows shared by the text and Markdown
+// summaries.
+func summaryRows(s *Summary) [][2]string {
+	rate := strconv.FormatFloat(s.RPS, 'f', 1, 64) + " req/s"
+	if s.TargetRPS > 0 {
+		rate += " (target " + strconv.FormatFloat(s.TargetRPS, 'f', 1, 64) + ", " +
+			strconv.FormatFloat(100*s.RPS/s.TargetRPS, 'f', 1, 64) + "%)"
+	}
+	duration := strconv.FormatFloat(s.ElapsedSeconds, 'f', 2, 64) + "s, " + s.Model + " model"
+	if s.Interrupted {
+		duration += ", interrupted"
+	}
+	l := s.Latency
+	late := strconv.FormatInt(s.Dropped, 10) + " / " + strconv.FormatInt(s.Late, 10)
+	if s.Queued > 0 {
+		late += " (" + strconv.FormatInt(s.Queued, 10) + " of them waited for a free worker)"
+	}
+	rows := [][2]string{
+		{"Duration", duration},
+		{"Requests", strconv.FormatInt(s.Requests, 10)},
+		{"Rate", rate},
+		{"Errors", strconv.FormatInt(s.Errors, 10) + " (" + fmtPct(s.ErrorRate) + ")"},
+		{"Latency p50 / p90 / p95", fmtMS(l.P50) + " / " + fmtMS(l.P90) + " / " + fmtMS(l.P95)},
+		{"Latency p99 / p99.9", fmtMS(l.P99) + " / " + fmtMS(l.P999)},
+		{"Latency min / mean / max", fmtMS(l.Min) + " / " + fmtMS(l.Mean) + " / " + fmtMS(l.Max)},
+		{"Status codes", fmtCounts(s.Status)},
+		{"Error classes", fmtCounts(s.ErrorClasses)},
+		{"Bytes in / out", fmtBytes(s.BytesIn) + " / " + fmtBytes(s.BytesOut)},
+		{"Retries", strconv.FormatInt(s.Retries, 10)},
+		{"Dropped / late arrivals", late},
+		{"Generator-bound", GeneratorVerdict(s)},
+		{"Worker-bound", WorkerVerdict(s)},
+	}
+	for _, u := range s.SUT {
+		rows = append(rows,
+			[2]string{"SUT " + u.Target + " CPU peak / mean", fmtCores(u.CPUCoresMax) + " / " + fmtCores(u.CPUCoresMean) + " cores (" +
+				fmtPct(u.CPUPctMax/100) + " / " + fmtPct(u.CPUPctMean/100) + " of " + fmtCores(u.CPULimitCores) + ")"},
+			[2]string{"SUT " + u.Target + " memory peak / mean", fmtBytes(int64(u.MemBytesMax)) + " / " + fmtBytes(int64(u.MemBytesMean)) +
+				" (limit " + fmtBytes(int64(u.MemLimitBytes)) + ")"},
+			[2]string{"SUT " + u.Target + " net in / out, disk read / write", fmtBytes(int64(u.NetRxBytes)) + " / " + fmtBytes(int64(u.NetTxBytes)) + ", " +
+				fmtBytes(int64(u.BlockReadBytes)) + " / " + fmtBytes(int64(u.BlockWriteBytes))})
+	}
+	return rows
+}
+
+// GeneratorVerdict says whether the generator itself fell behind, and what
+// to do about it: "no", or a sentence starting with "YES".
+func GeneratorVerdict(s *Summary) string {
+	if !s.GeneratorBound {
+		return "no"
+	}
+	return "YES: " + strconv.FormatInt(s.Late-s.Queued, 10) + " requests were sent late by the generator itself (its timers or CPU fell behind), " +
+		"so latencies include its delay. Lower the rate, or give the runner more CPU (or split the test over more hosts)"
+}
+
+// WorkerVerdict says whether every worker was busy, so that the target or
+// concurrency limited the test, and what to do about it: "no", or a
+// sentence starting with "YES".
+func WorkerVerdict(s *Summary) string {
+	if !s.WorkerBound {
+		return "no"
+	}
+	return "YES: every worker was busy: " + strconv.FormatInt(s.Queued, 10) + " arrivals waited for a free worker and " +
+		strconv.FormatInt(s.Dropped, 10) + " were dropped. The target's latency or concurrency limited this test " +
+		"(latencies are still measured from the intended send time). Raise concurrency if the target should take more requests in flight"
+}
+
+func fmtCores(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func endpointCells(e *EndpointSummary) []string {
+	return []string{
+		e.Name, strconv.FormatInt(e.Requests, 10), strconv.FormatFloat(e.RPS, 'f', 1, 64),
+		fmtPct(e.ErrorRate), fmtMS(e.Latency.P50), fmtMS(e.Latency.P95), fmtMS(e.Latency.P99), fmtMS(e.Latency.Max),
+	}
+}
+
+var endpointHeader = []string{"Endpoint", "Requests", "RPS", "Errors", "p50", "p95", "p99", "Max"}
+
+// checkResult is PASS, FAIL or SKIP for one check.
+func checkResult(c Check) string {
+	if c.Skipped {
+		return "SKIP"
+	}
+	return passFail(c.Passed)
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// WriteText writes the summary of r as an aligned plain-text table, as
+// printed at the end of `forgeload load` and in the job log.
+func WriteText(w io.Writer, r *Result, checks []Check) error {
+	s := Summarize(r, checks)
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Load test summary")
+	for _, row := range summaryRows(&s) {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	_ = tw.Flush()
+	if s.Protocol != nil {
+		fmt.Fprintf(ew, "\n%s\n", s.Protocol.Protocol)
+		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+		for _, row := range protocolRows(s.Protocol) {
+			fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+		}
+		_ = tw.Flush()
+	}
+	if len(s.Endpoints) > 1 {
+		fmt.Fprintln(ew, "\nEndpoints")
+		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(endpointHeader, "\t")+"\t")
+		for i := range s.Endpoints {
+			fmt.Fprintln(tw, strings.Join(endpointCells(&s.Endpoints[i]), "\t")+"\t")
+		}
+		_ = tw.Flush()
+	}
+	if len(checks) > 0 {
+		fmt.Fprintf(ew, "\nThresholds: %s\n", passFail(s.ThresholdsPassed))
+		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+		for _, c := range checks {
+			fmt.Fprintf(tw, "  %s\t%s\tactual %s\n", checkResult(c), c.Name, c.Actual)
+		}
+		_ = tw.Flush()
+	}
+	if ew.err != nil {
+		return fmt.Errorf("write text summary: %w", ew.err)
+	}
+	return nil
+}
+
+// mdEscape escapes text for a Markdown table cell.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// WriteMarkdown writes the summary of r as GitHub-flavoured Markdown, for
+// GITHUB_STEP_SUMMARY and the forge's job summary.
+func WriteMarkdown(w io.Writer, r *Result, checks []Check) error {
+	s := Summarize(r, checks)
+	ew := &errWriter{w: w}
+	fmt.Fprintln(ew, "### Load test summary")
+	fmt.Fprintln(ew)
+	if len(checks) > 0 {
+		icon := "✅"
+		if !s.ThresholdsPassed {
+			icon = "❌"
+		}
+		fmt.Fprintf(ew, "%s Thresholds: **%s**\n\n", icon, passFail(s.ThresholdsPassed))
+	}
+	fmt.Fprintln(ew, "| Metric | Value |")
+	fmt.Fprintln(ew, "|---|---|")
+	for _, row := range summaryRows(&s) {
+		fmt.Fprintf(ew, "| %s | %s |\n", mdEscape(row[0]), mdEscape(row[1]))
+	}
+	if s.Protocol != nil {
+		for _, row := range protocolRows(s.Protocol) {
+			fmt.Fprintf(ew, "| %s %s | %s |\n", mdEscape(s.Protocol.Protocol), mdEscape(row[0]), mdEscape(row[1]))
+		}
+	}
+	if len(s.Endpoints) > 1 {
+		fmt.Fprintln(ew, "\n#### Endpoints")
+		fmt.Fprintln(ew)
+		fmt.Fprintln(ew, "| "+strings.Join(endpointHeader, " | ")+" |")
+		fmt.Fprintln(ew, "|---"+strings.Repeat("|--:", len(endpointHeader)-1)+"|")
+		for i := range s.Endpoints {
+			cells := endpointCells(&s.Endpoints[i])
+			for j := range cells {
+				cells[j] = mdEscape(cells[j])
+			}
+			fmt.Fprintln(ew, "| "+strings.Join(cells, " | ")+" |")
+		}
+	}
+	if len(checks) > 0 {
+		fmt.Fprintln(ew, "\n#### Thresholds")
+		fmt.Fprintln(ew)
+		fmt.Fprintln(ew, "| Result | Threshold | Actual |")
+		fmt.Fprintln(ew, "|---|---|---|")
+		for _, c := range checks {
+			fmt.Fprintf(ew, "| %s | `%s` | %s |\n", checkResult(c), strings.ReplaceAll(c.Name, "`", "'"), mdEscape(c.Actual))
+		}
+	}
+	if ew.err != nil {
+		return fmt.Errorf("write markdown summary: %w", ew.err)
+	}
+	return nil
+}
+
+// errWriter remembers the first write error so the report code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	_, e.err = e.w.Write(p)
+	return len(p), nil
+}
+
+// FormatProgress returns the one-line live view of p, for example
+//
+//	[  10s] 998.0/1000.0 req/s  p50 1.20ms  p95 3.40ms  p99 5.60ms  errors 0 (0.00%)  in-flight 3  dropped 0
+//
+// followed, for each measured system under test, by its latest CPU and
+// memory, such as "  sut api cpu 0.42 cores (42.00%) mem 12.3 MiB".
+func FormatProgress(p Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%4ds] ", int(p.Elapsed/time.Second))
+	b.WriteString(strconv.FormatFloat(p.RPS, 'f', 1, 64))
+	if p.TargetRPS > 0 {
+		b.WriteString("/" + strconv.FormatFloat(p.TargetRPS, 'f', 1, 64))
+	}
+	b.WriteString(" req/s  p50 " + fmtDur(p.P50) + "  p95 " + fmtDur(p.P95) + "  p99 " + fmtDur(p.P99))
+	rate := 0.0
+	if p.Requests > 0 {
+		rate = float64(p.Errors) / float64(p.Requests)
+	}
+	fmt.Fprintf(&b, "  errors %d (%s)  in-flight %d  dropped %d", p.Errors, fmtPct(rate), p.InFlight, p.Dropped)
+	for _, s := range p.SUT {
+		fmt.Fprintf(&b, "  sut %s cpu %s cores (%s) mem %s", s.Target, fmtCores(s.CPUCores), fmtPct(s.CPUShare()), fmtBytes(int64(s.MemBytes)))
+	}
+	return b.String()
+}

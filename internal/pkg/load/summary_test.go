@@ -1,0 +1,147 @@
+package load
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// goldenResult builds a fixed two-endpoint result from snapshots, the way
+// the engine and the cluster coordinator do.
+func goldenResult() *Result {
+	r := &Result{Open: true, TargetRPS: 100, Elapsed: 10 * time.Second}
+	for sec := range 10 {
+		s := &Snapshot{Second: sec, TargetRPS: 100, Dropped: int64(sec % 2), InFlight: 2}
+		for j, name := range []string{"GET /users", "POST /orders"} {
+			e := EndpointStats{Name: name}
+			e.Latency = NewHistogram()
+			for i := range 50 {
+				d := time.Duration(1000+i*100*(j+1)) * time.Microsecond
+				e.Latency.Record(d)
+			}
+			e.Requests, e.BytesIn, e.BytesOut = 50, 50*512, 50*64
+			e.Status = map[int]int64{200: 48}
+			if j == 1 {
+				e.Errors, e.Classes, e.Retries = 2, map[string]int64{"http_5xx": 2}, 3
+				e.Status[503] = 2
+			} else {
+				e.Status[200] = 49
+				e.Errors, e.Classes = 1, map[string]int64{"timeout": 1}
+				e.Late, e.Queued = 4, 1
+			}
+			s.Endpoints = append(s.Endpoints, e)
+			s.Stats.Merge(&e.Stats)
+		}
+		r.AddSnapshot(s)
+	}
+	r.Finish()
+	return r
+}
+
+func TestSummaryGolden(t *testing.T) {
+	t.Parallel()
+	checks := []Check{
+		{Name: "http_req_duration:p99 < 300ms", Actual: "5.90ms", Passed: true},
+		{Name: "http_req_failed:rate < 0.1%", Actual: "0.30%", Passed: false},
+	}
+	for _, tc := range []struct {
+		file string
+		fn   SummaryWriter
+	}{
+		{"summary.txt.golden", WriteText},
+		{"summary.json.golden", WriteJSON},
+		{"summary.md.golden", WriteMarkdown},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			if err := tc.fn(&buf, goldenResult(), checks); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.file)
+			if *update {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got := buf.String(); got != string(want) {
+				t.Errorf("%s differs from the golden file (go test -update rewrites it):\ngot:\n%s\nwant:\n%s", tc.file, got, want)
+			}
+		})
+	}
+}
+
+// TestSummaryFlagsWhatBoundTheRun checks that arrivals that waited for a
+// free worker flag the run worker-bound (the target or concurrency), and
+// only arrivals the generator itself sent late flag it generator-bound.
+func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                string
+		late, queued, drops int64
+		gen, worker         bool
+	}{
+		{"on time", 5, 0, 0, false, false},
+		{"target stalls", 300, 290, 0, false, true},
+		{"dropped", 0, 0, 3, false, true},
+		{"generator CPU", 300, 0, 0, true, false},
+		{"both", 300, 150, 0, true, true},
+	} {
+		r := &Result{Open: true, Elapsed: time.Second, Stats: Stats{Requests: 1000, Late: tc.late, Queued: tc.queued}, Dropped: tc.drops}
+		r.Finish()
+		if r.GeneratorBound != tc.gen || r.WorkerBound != tc.worker {
+			t.Errorf("%s: generator-bound %v, worker-bound %v; want %v, %v", tc.name, r.GeneratorBound, r.WorkerBound, tc.gen, tc.worker)
+		}
+		var buf bytes.Buffer
+		if err := WriteText(&buf, r, nil); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if strings.Contains(out, "Generator-bound           YES") != tc.gen || strings.Contains(out, "Worker-bound              YES") != tc.worker {
+			t.Errorf("%s: summary flags do not match the result:\n%s", tc.name, out)
+		}
+		if tc.worker && !strings.Contains(out, "Raise concurrency") || tc.gen && !strings.Contains(out, "Lower the rate") {
+			t.Errorf("%s: summary does not say what to change:\n%s", tc.name, out)
+		}
+		if strings.Contains(out, "Thresholds") {
+			t.Error("text summary has a thresholds section without checks")
+		}
+	}
+}
+
+func TestFormatProgress(t *testing.T) {
+	t.Parallel()
+	got := FormatProgress(Progress{Elapsed: 10 * time.Second, Requests: 200, Errors: 2, RPS: 998, TargetRPS: 1000,
+		P50: 1200 * time.Microsecond, P95: 3400 * time.Microsecond, P99: 1500 * time.Millisecond, InFlight: 3, Dropped: 1})
+	want := "[  10s] 998.0/1000.0 req/s  p50 1.20ms  p95 3.40ms  p99 1.50s  errors 2 (1.00%)  in-flight 3  dropped 1"
+	if got != want {
+		t.Errorf("FormatProgress = %q, want %q", got, want)
+	}
+	got = FormatProgress(Progress{Elapsed: time.Second, RPS: 5, P50: 300 * time.Microsecond})
+	if !strings.Contains(got, "5.0 req/s  p50 300µs") {
+		t.Errorf("closed-model progress = %q, want no target and µs precision", got)
+	}
+}
+
+func TestRunDeliversProgress(t *testing.T) {
+	t.Parallel()
+	var got []Progress
+	res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 2, Rate: 100, Duration: 2500 * time.Millisecond,
+		ProgressInterval: time.Second, Progress: func(p Progress) { got = append(got, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 2 || got[len(got)-1].Requests != res.Requests || got[0].TargetRPS != 100 {
+		t.Errorf("progress = %+v, want one per second ending at %d requests", got, res.Requests)
+	}
+}

@@ -1,0 +1,446 @@
+package loadrun
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/cluster"
+	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+)
+
+// MaxDistributedFeeder bounds the feeder file of a distributed test
+// (4 MiB), which travels to every worker inside the spec.
+const MaxDistributedFeeder = 4 << 20
+
+// Coordinator runs one distributed load test as its coordinator. The daemon
+// implements it with [cluster.Coordinate] on its Redis client, filling in
+// CoordOptions.Coordinator (this runner's cluster name) and the Observer.
+// It must be safe for concurrent use.
+type Coordinator interface {
+	Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error)
+}
+
+// CoordSettings configure [Coordinate].
+type CoordSettings struct {
+	// Cluster coordinates the run; nil means this runner has no cluster
+	// and the test fails saying so.
+	Cluster Coordinator
+	// MaxDuration is this runner's load.max_duration: it caps the
+	// duration and fills a missing one. The other limits apply to each
+	// worker's share, on that worker.
+	MaxDuration time.Duration
+	// ProgressInterval is how often a merged progress line is logged.
+	ProgressInterval time.Duration
+	// Logf receives the run's log lines: what runs, the joins, the start,
+	// the merged progress.
+	Logf func(format string, args ...any)
+	// OnSecond, if set, receives each merged second as it closes (the
+	// jobs page's live view of the whole run).
+	OnSecond func(*load.Snapshot)
+	// Resources, if set, holds the samples of the job's services, taken on
+	// this host; the merged progress lines show the latest of them.
+	Resources *load.Resources
+}
+
+// Distributed is the merged outcome of a distributed test.
+type Distributed struct {
+	// Result is the merged result; Checks its thresholds, evaluated on
+	// the merged histograms.
+	Result *load.Result
+	Checks []load.Check
+	// Thresholds are the config's thresholds, for a caller that evaluates
+	// them again with more data (a baseline, the services' resource use).
+	Thresholds []threshold.Threshold
+	// Outcome is the cluster's account: workers, reassignments, degraded.
+	Outcome *cluster.Outcome
+	// Hosts are the per-worker rows for the result's RunInfo.
+	Hosts []load.HostRow
+	// Cancelled is set when ctx ended after the start: Result holds what
+	// the workers had shipped.
+	Cancelled bool
+	// Shortfall says why the run delivered materially less than planned
+	// (see [MinDelivered]); "" when it did not.
+	Shortfall string
+
+	end       time.Duration
+	plannedIn func(from, to time.Duration) float64
+}
+
+// WriteWorkers writes the per-worker table of d; see [WriteWorkers].
+func (d *Distributed) WriteWorkers(w io.Writer, markdown bool) error {
+	return WriteWorkers(w, d.Outcome, d.end, markdown, d.plannedIn)
+}
+
+// Coordinate runs cfg (validated, distributed.workers > 1, targets already
+// checked against this runner's policy) over the cluster: it ships the
+// spec, logs what runs and the merged progress, and merges the result. It
+// builds nothing that sends: this host's share runs through its own
+// [SegmentRunner]. The error is bad input or a failed run; when ctx ends
+// after the start the result so far comes back with Cancelled set.
+func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distributed, error) {
+	logf := s.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ds := cfg.Distributed
+	if s.Cluster == nil {
+		return nil, fmt.Errorf("distributed.workers is %d, but this runner has no cluster configured (cluster.redis_url in the daemon config); remove distributed: or ask the runner admin to join a cluster", ds.Workers)
+	}
+	for n, e := range cfg.Mix() {
+		if e.BodyFile != "" {
+			return nil, fmt.Errorf("endpoint %d: body_file is not supported in a distributed test (the other workers cannot read this workspace): put the body inline with the body key", n+1)
+		}
+	}
+	o, ths, err := build.EngineOptions(cfg, build.Limits{MaxDuration: s.MaxDuration})
+	if err != nil {
+		return nil, err
+	}
+	if f := cfg.Feeder; f != nil {
+		// Read here, inside the workspace, and shipped: the other hosts
+		// cannot read this workspace.
+		if err := build.LoadFeeder(cfg); err != nil {
+			return nil, err
+		}
+		if len(f.Data) > MaxDistributedFeeder {
+			return nil, fmt.Errorf("feeder.path %s is %d bytes: a distributed test ships its feeder to every worker through Redis, which allows at most %d; use a smaller file", f.Path, len(f.Data), MaxDistributedFeeder)
+		}
+	}
+	if o.Duration <= 0 {
+		return nil, fmt.Errorf("distributed.workers is %d but the test has no duration: set duration (a distributed test needs a fixed timeline)", ds.Workers)
+	}
+	// The workers get the timeline decided here: the duration (which the
+	// limit may have filled) and, for Poisson arrivals, one seed, or the
+	// striped shares would not add up to one schedule.
+	ship := *cfg
+	ship.Duration = o.Duration
+	if o.Arrival == load.Poisson && cfg.Seed == 0 {
+		ship.Seed = int64(o.Seed&(1<<62-1)) | 1
+		o.Seed = uint64(ship.Seed)
+	}
+	wire, err := EncodeSpec(&ship)
+	if err != nil {
+		return nil, err
+	}
+	logf("load test: %s", Describe(cfg, &o))
+	if o.Arrival == load.Poisson {
+		logf("poisson seed %d (set seed: to repeat this arrival sequence)", o.Seed)
+	}
+	logf("distributed over %d workers (min_workers %d, join_timeout %s, on_worker_loss %s); each worker checks its share against its own target policy and limits",
+		ds.Workers, ds.Min(), ds.JoinTimeout, ds.OnWorkerLoss)
+
+	// The daemon's load metrics count what this host sends: its own
+	// segment does that through its SegmentRunner, so the merged seconds
+	// are not fed to them here (OnSecond is for views of the whole run).
+	open := o.Rate > 0 || len(o.Stages) > 0
+	sched := load.NewSchedule(&o)
+	end := planEnd(&o)
+	planSecs := int((end + time.Second - 1) / time.Second)
+	targetAt := func(sec int) float64 {
+		if !open || sec >= planSecs {
+			return 0
+		}
+		return sched.PlannedCount(time.Duration(sec)*time.Second, time.Duration(sec+1)*time.Second)
+	}
+	prog := newProgress(s.ProgressInterval, planSecs, func(p load.Progress) {
+		if s.Resources != nil {
+			p.SUT = s.Resources.Latest()
+		}
+		logf("%s", load.FormatProgress(p))
+	})
+	grace := o.Grace
+	if grace == 0 {
+		grace = load.DefaultGrace
+	}
+	out, err := s.Cluster.Coordinate(ctx, cluster.Run{
+		Spec:         wire,
+		Duration:     end + max(grace, 0),
+		Workers:      ds.Workers,
+		MinWorkers:   ds.Min(),
+		JoinTimeout:  ds.JoinTimeout,
+		OnWorkerLoss: cluster.LossPolicy(ds.OnWorkerLoss),
+		// A closed-model total is over once every host has sent its share:
+		// the step ends then, as on one host, not at the duration.
+		EndsEarly: !open && o.Total > 0,
+		// Every worker stops once its requests in flight have ended; the
+		// run ends then, not when the graceful stop's bound runs out.
+		Grace: max(grace, 0),
+	}, cluster.CoordOptions{
+		Logf: logf,
+		OnSecond: func(cs *snapshot.Snapshot) {
+			snap := fromCluster(cs)
+			snap.TargetRPS = targetAt(snap.Second)
+			prog.add(snap)
+			if s.OnSecond != nil {
+				s.OnSecond(snap)
+			}
+		},
+	})
+	// Cancelled after the start, Coordinate returns what the workers had
+	// shipped: that partial result comes back, marked.
+	cancelled := err != nil && ctx.Err() != nil
+	if err != nil && (!cancelled || out == nil) {
+		return nil, fmt.Errorf("distributed load test: %w", err)
+	}
+
+	if !cancelled && out.Ended > 0 && out.Ended < end {
+		end = out.Ended // every host sent its share of a closed-model total
+		prog.finish(out.Seconds, end)
+	}
+	res := &load.Result{Open: open, Start: out.StartAt, Elapsed: end}
+	if cancelled {
+		res.Interrupted = true
+		res.Elapsed = min(max(time.Since(out.StartAt), time.Second), end)
+	}
+	for _, cs := range out.Seconds {
+		s := fromCluster(cs)
+		s.TargetRPS = targetAt(s.Second)
+		res.AddSnapshot(s)
+	}
+	if open {
+		res.TargetRPS = sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
+	}
+	res.Finish()
+	d := &Distributed{Result: res, Checks: build.Evaluate(ths, res), Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
+	if open {
+		d.plannedIn = sched.PlannedCount
+	}
+	d.Hosts = workerRows(out, end, d.plannedIn)
+	if !cancelled {
+		d.Shortfall = shortfall(&o, end, sched, res.Requests, out)
+	}
+	return d, nil
+}
+
+// MinDelivered is the share of the planned requests a distributed run must
+// deliver to pass, whatever its thresholds say: a run that lost a worker
+// for a good part of a short test measured a different load than asked.
+const MinDelivered = 0.9
+
+// shortfall says why a distributed run delivered materially less than it
+// planned, or "" when it did not. Planned is the open model's schedule
+// (capped by total) or a closed-model total; a closed model without total
+// has no planned count, so there a share left without an owner (degraded)
+// is the shortfall.
+func shortfall(o *load.Options, end time.Duration, sched *load.Schedule, delivered int64, out *cluster.Outcome) string {
+	var lost []string
+	for _, w := range out.Workers {
+		if w.Lost {
+			lost = append(lost, w.ID+" ("+w.Reason+")")
+		}
+	}
+	why := ""
+	if len(lost) > 0 {
+		why = "; lost workers: " + strings.Join(lost, ", ")
+	}
+	planned := 0.0
+	switch {
+	case o.Rate > 0 || len(o.Stages) > 0:
+		planned = plannedArrivals(o, end, sched)
+		if o.Total > 0 && (end < o.Duration || float64(o.Total) < planned) {
+			planned = float64(o.Total)
+		}
+	case o.Total > 0:
+		planned = float64(o.Total)
+	case out.Degraded:
+		return "the run was degraded (a lost worker's share of the virtual users found no new owner), so it did not apply the planned load" + why
+	}
+	if planned <= 0 || float64(delivered) >= MinDelivered*planned {
+		return ""
+	}
+	return fmt.Sprintf("the run delivered %d of %.0f planned requests (%.1f%%), below the %.0f%% a distributed run must deliver to pass%s",
+		delivered, planned, 100*float64(delivered)/planned, 100*MinDelivered, why)
+}
+
+// plannedArrivals is the open model's planned arrivals in [0, end): the
+// schedule's count, or for Poisson arrivals the seeded sequence's own
+// count, which the workers send exactly and which can lie several percent
+// from the mean (a short test's shortfall would otherwise depend on its
+// seed). Sequences too long to walk use the mean.
+func plannedArrivals(o *load.Options, end time.Duration, sched *load.Schedule) float64 {
+	mean := sched.PlannedCount(0, end)
+	if o.Arrival != load.Poisson || mean > maxWalk {
+		return mean
+	}
+	s := load.NewSchedule(&load.Options{Rate: o.Rate, Stages: o.Stages, Arrival: o.Arrival, Seed: o.Seed})
+	n := 0
+	for {
+		_, t, ok := s.Next()
+		if !ok || t >= end {
+			return float64(n)
+		}
+		n++
+	}
+}
+
+// WriteWorkers writes the per-worker rows of a distributed run: segments,
+// requests, rate, dropped arrivals, CPU and clock offset, and why a worker
+// was lost, with the part of its traffic that may be missing from the
+// result. plannedIn (nil in the closed model) gives the planned global
+// arrivals in a span of plan time, to bound that part in requests.
+// markdown selects a Markdown table instead of aligned text.
+func WriteWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, markdown bool, plannedIn func(from, to time.Duration) float64) error {
+	head := []string{"worker", "host", "segments", "requests", "rate/s", "dropped", "cpu %", "clock offset", "status"}
+	var rows [][]string
+	for _, r := range workerRows(out, planned, plannedIn) {
+		rows = append(rows, []string{r.ID, r.Host, r.Segments, strconv.FormatInt(r.Requests, 10),
+			strconv.FormatFloat(r.RPS, 'f', 1, 64), strconv.FormatInt(r.Dropped, 10),
+			strconv.FormatFloat(r.CPUPct, 'f', 0, 64), r.ClockOffset, r.Status})
+	}
+	var b bytes.Buffer
+	if markdown {
+		fmt.Fprintf(&b, "\n#### Workers (run %s, %d reassignments)\n\n", out.RunID, out.Reassignments)
+		fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
+		for _, r := range rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
+		}
+	} else {
+		fmt.Fprintf(&b, "Workers (run %s, start %s, %d reassignments", out.RunID, out.StartAt.UTC().Format(time.RFC3339Nano), out.Reassignments)
+		if out.Degraded {
+			b.WriteString(", degraded")
+		}
+		b.WriteString(")\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// workerRows are the per-worker rows of a distributed run; see
+// [WriteWorkers].
+func workerRows(out *cluster.Outcome, planned time.Duration, plannedIn func(from, to time.Duration) float64) []load.HostRow {
+	var rows []load.HostRow
+	for _, r := range out.Workers {
+		segs := make([]string, len(r.Segments))
+		for k, s := range r.Segments {
+			segs[k] = strconv.Itoa(s)
+		}
+		status := "ok"
+		if r.Lost {
+			status = "lost: " + r.Reason + unreported(r, plannedIn)
+		}
+		var reqs int64
+		if r.Total != nil {
+			reqs = r.Total.Requests
+		}
+		rate := 0.0
+		if planned > 0 {
+			rate = float64(reqs) / planned.Seconds()
+		}
+		rows = append(rows, load.HostRow{ID: r.ID, Host: r.Host, Segments: strings.Join(segs, ","), Requests: reqs, RPS: rate,
+			Dropped: r.Dropped, CPUPct: r.CPUPct, ClockOffset: r.ClockOffset.String(), Status: status})
+	}
+	return rows
+}
+
+// unreported says what of a lost worker's traffic may be missing from the
+// result: what it sent after the last second it shipped, until it was
+// found lost (it stopped sending by then: fenced, killed or partitioned).
+func unreported(r cluster.WorkerRow, plannedIn func(from, to time.Duration) float64) string {
+	from := time.Duration(r.LastSecond+1) * time.Second
+	if r.LostAt <= from {
+		return "; all of its metrics arrived"
+	}
+	msg := fmt.Sprintf("; no metrics from %s until it stopped sending (by %s)", from, r.LostAt.Round(100*time.Millisecond))
+	if plannedIn != nil && r.LostShare > 0 {
+		msg += fmt.Sprintf(": up to %.0f requests unreported", math.Ceil(plannedIn(from, r.LostAt)*r.LostShare))
+	}
+	return msg
+}
+
+// progress turns merged run seconds into the step's progress lines, through
+// the engine's own [load.ProgressWindow], so a multi-host step logs the
+// same lines as a single-host one. The seconds after last (the grace
+// period) are not shown; the last window may be short.
+type progress struct {
+	w    *load.ProgressWindow
+	last int
+	seen int
+	emit func(load.Progress)
+}
+
+func newProgress(interval time.Duration, last int, emit func(load.Progress)) *progress {
+	return &progress{w: load.NewProgressWindow(interval), last: last, emit: emit}
+}
+
+func (p *progress) add(s *load.Snapshot) {
+	p.seen++
+	if p.seen > p.last {
+		return
+	}
+	p.w.Add(s)
+	if p.w.Full() || p.seen == p.last {
+		p.emit(p.w.Take(time.Duration(s.Second+1)*time.Second, p.w.Span()))
+	}
+}
+
+// finish shows what is left of a run that ended at end, before its
+// planned last second: the seconds OnSecond did not see (from seconds, the
+// merged ones, empty where none), then the last, partial window, as one
+// host's run ends with a line at its end.
+func (p *progress) finish(seconds []*snapshot.Snapshot, end time.Duration) {
+	secs := min(int((end+time.Second-1)/time.Second), p.last)
+	if p.seen >= secs && p.w.Span() == 0 {
+		return
+	}
+	for sec := p.seen; sec < secs; sec++ {
+		s := &load.Snapshot{Second: sec}
+		for _, cs := range seconds {
+			if cs.Second == sec {
+				s = fromCluster(cs)
+			}
+		}
+		p.seen++
+		p.w.Add(s)
+		if p.w.Full() && sec < secs-1 {
+			p.emit(p.w.Take(time.Duration(sec+1)*time.Second, p.w.Span()))
+		}
+	}
+	if span := p.w.Span() - (time.Duration(secs)*time.Second - end); span > 0 {
+		p.emit(p.w.Take(end, span))
+	}
+	p.seen = p.last
+}
+
+// maxWalk bounds the arrivals walked to learn where a schedule ends or
+// how many arrivals it has.
+const maxWalk = 20_000_000
+
+// planEnd is when a distributed open-model plan with a total ends: at the
+// arrival after the last one (index total) when that comes before the
+// duration, so the step ends, and its rate is measured, with the last
+// arrival, as on one host. Otherwise, and for plans too long to walk, it is
+// the duration.
+func planEnd(o *load.Options) time.Duration {
+	if o.Total == 0 || o.Total > maxWalk || !(o.Rate > 0 || len(o.Stages) > 0) {
+		return o.Duration
+	}
+	s := load.NewSchedule(&load.Options{Rate: o.Rate, Stages: o.Stages, Arrival: o.Arrival, Seed: o.Seed})
+	for range o.Total {
+		if _, _, ok := s.Next(); !ok {
+			return o.Duration
+		}
+	}
+	_, t, ok := s.Next()
+	if !ok || t <= 0 || t >= o.Duration {
+		return o.Duration
+	}
+	return t
+}

@@ -1,0 +1,253 @@
+package loadrun
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+	"syscall"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/policy"
+)
+
+// Observer receives what a load test does, for the daemon's load metrics.
+// Second is called once per run-second with the engine's snapshot; it must
+// not keep the snapshot's histograms past the call.
+type Observer interface {
+	// LoadStarted is called before the run with its protocol (http,
+	// websocket, sse or grpc), planned rate and, for a job's load step, what
+	// it is (secrets masked); info is nil for a segment of a multi-host
+	// run.
+	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo)
+	Second(s *load.Snapshot)
+	LoadDone()
+}
+
+// Protocol returns cfg's protocol as the load metrics label it.
+func Protocol(cfg *spec.Config) string {
+	if cfg.Protocol == "" {
+		return string(spec.ProtocolHTTP)
+	}
+	return string(cfg.Protocol)
+}
+
+// Policy returns pol, or when it is nil the default target policy (only
+// the built-in denies) of a runner of the forge at forge.
+func Policy(ctx context.Context, pol *policy.Policy, forge string) (*policy.Policy, error) {
+	if pol != nil {
+		return pol, nil
+	}
+	return policy.New(ctx, policy.Options{Forge: forge})
+}
+
+// CheckTargets checks every target of cfg (its endpoints, the auth block's
+// token endpoint and the tracing endpoint) against pol before anything is sent, and returns
+// their host names for [policy.Policy.HostsAllowed]. mask, if not nil,
+// receives every secret the config holds (the auth block's, passwords in
+// target URLs) before any error can show them.
+func CheckTargets(ctx context.Context, pol *policy.Policy, cfg *spec.Config, mask func(string)) ([]string, error) {
+	if mask == nil {
+		mask = func(string) {}
+	}
+	targets := cfg.Mix()
+	if a := cfg.Auth; a != nil {
+		for _, sec := range []string{a.ClientSecret, a.Password, a.StaticToken} {
+			if sec != "" {
+				mask(sec)
+			}
+		}
+		if a.TokenURL != "" {
+			targets = append(targets, spec.Endpoint{URL: a.TokenURL})
+		}
+	}
+	if u, ok := traceExportURL(cfg); ok {
+		// Spans go to the tracing endpoint under the same policy.
+		targets = append(targets, spec.Endpoint{URL: u})
+	}
+	var hosts []string
+	for _, e := range targets {
+		u, perr := url.Parse(e.URL)
+		if perr == nil {
+			if pw, ok := u.User.Password(); ok {
+				mask(pw)
+			}
+		}
+		if err := pol.CheckURL(ctx, e.URL); err != nil {
+			return nil, err
+		}
+		if perr == nil {
+			hosts = append(hosts, u.Hostname())
+		}
+	}
+	return hosts, nil
+}
+
+// Settings configure [New].
+type Settings struct {
+	// Policy is the runner's target policy: every target is checked before
+	// anything is sent and every connection at dial time. nil checks
+	// nothing: the local CLI, whose user owns the machine.
+	Policy *policy.Policy
+	// Mask receives the config's secrets; see [CheckTargets].
+	Mask func(secret string)
+	// Engine are the plan settings (limits, resolver, progress, per-second
+	// hook, resources, failure log). Its DialControl is set by New when
+	// Policy is set.
+	Engine build.Settings
+}
+
+// Test is one load test ready to run: targets checked, engine built. Run
+// it once, then Close it.
+type Test struct {
+	// Config is the validated config it was built from.
+	Config *spec.Config
+	// Engine is the engine's run; callers may adjust Engine.Options (the
+	// multi-host hooks) before Run.
+	Engine *build.Engine
+	g      *dialGuard
+}
+
+// New checks cfg's targets against s.Policy and builds its run under
+// s.Engine.Limits. Errors mean bad input (or a denied target) and say how
+// to fix it.
+func New(ctx context.Context, cfg *spec.Config, s Settings) (*Test, error) {
+	t := &Test{Config: cfg}
+	es := s.Engine
+	if s.Policy != nil {
+		hosts, err := CheckTargets(ctx, s.Policy, cfg, s.Mask)
+		if err != nil {
+			return nil, err
+		}
+		t.g = &dialGuard{control: s.Policy.Control(s.Policy.HostsAllowed(hosts))}
+		es.DialControl = t.g.dial
+	}
+	p, err := build.New(cfg, es)
+	if err != nil {
+		return nil, err
+	}
+	t.Engine = p
+	return t, nil
+}
+
+// Outcome is what a [Test.Run] measured and why it stopped early, if it
+// did.
+type Outcome struct {
+	Result *load.Result
+	// Checks are the thresholds evaluated on Result.
+	Checks []load.Check
+	// Refused is the policy's refusal at dial time (the DNS answer changed
+	// to a denied address), which stopped the run; nil if none.
+	Refused error
+	// Stopped is why the engine stopped the run before its end (feeder
+	// rows ran out with recycle off, …); nil if it did not.
+	Stopped error
+}
+
+// Stop is why the run stopped before its end, refusal first; nil if it
+// did not.
+func (o *Outcome) Stop() error {
+	if o.Refused != nil {
+		return o.Refused
+	}
+	return o.Stopped
+}
+
+// Run runs the test and evaluates its thresholds. The error is non-nil only
+// when the run could not start (or panicked: see [load.Panic]). A refusal
+// at dial time cancels the run at once.
+func (t *Test) Run(ctx context.Context) (*Outcome, error) {
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if t.g != nil {
+		t.g.arm(stop)
+	}
+	res, checks, err := t.Engine.Run(runCtx)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Result: res, Checks: checks, Stopped: t.Engine.Stopped()}
+	if t.g != nil {
+		out.Refused = t.g.refusal()
+	}
+	return out, nil
+}
+
+// Close releases the test's connections and gives back the shared feeder
+// rows it claimed and did not use; its error is that of the give-back.
+func (t *Test) Close() error { return t.Engine.Close() }
+
+// dialGuard enforces the policy at dial time and stops the run at the
+// first refusal, keeping it for the result.
+type dialGuard struct {
+	control func(network, address string, c syscall.RawConn) error
+	mu      sync.Mutex
+	refused error
+	stop    context.CancelCauseFunc
+}
+
+func (g *dialGuard) dial(network, address string, c syscall.RawConn) error {
+	err := g.control(network, address, c)
+	if err == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refused == nil {
+		g.refused = err
+		if g.stop != nil {
+			g.stop(err)
+		}
+	}
+	return err
+}
+
+// arm makes the first refusal stop the run; a refusal before it (while
+// connections were prepared) stops it at once.
+func (g *dialGuard) arm(stop context.CancelCauseFunc) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stop = stop
+	if g.refused != nil {
+		stop(g.refused)
+	}
+}
+
+func (g *dialGuard) refusal() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refused
+}
+
+// Failed returns the checks that failed.
+func Failed(checks []load.Check) []load.Check {
+	var out []load.Check
+	for _, c := range checks {
+		if !c.Passed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ErrNothingMeasured is the failure of a run in which no request
+// succeeded; where qualifies the data, e.g. " on the merged result".
+func ErrNothingMeasured(res *load.Result, where string) error {
+	return fmt.Errorf("%s (%d of %d requests failed%s)", build.NothingMeasured, res.Errors, res.Requests, where)
+}
+
+// traceExportURL returns the URL cfg exports spans to, if it has a
+// tracing endpoint: it is a target like the others, checked against the
+// policy and allowed at dial time.
+func traceExportURL(cfg *spec.Config) (string, bool) {
+	if !cfg.Tracing.Exports() {
+		return "", false
+	}
+	u, err := cfg.Tracing.ExportURL()
+	if err != nil {
+		return "", false // Validate refused it already
+	}
+	return u.String(), true
+}
