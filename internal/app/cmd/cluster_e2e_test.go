@@ -249,10 +249,12 @@ func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *c
 		rg.n[w] = n
 		rg.d[w] = n.startDaemon()
 	}
+	started := time.Now()
 	for w, d := range rg.d {
-		waitFor(t, w+" to join the cluster pool", 60*time.Second, func() bool {
+		waitForOr(t, w+" to join the cluster pool", 60*time.Second, func() bool {
 			return strings.Contains(d.out.String(), "joined the pool")
-		})
+		}, rg.logs)
+		t.Logf("%s joined the pool %s after the daemons started", w, time.Since(started).Round(time.Millisecond))
 	}
 	return rg
 }

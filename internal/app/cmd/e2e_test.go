@@ -212,9 +212,19 @@ func (d *daemon) signal(t *testing.T, s syscall.Signal) {
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
+	waitForOr(t, what, within, cond, nil)
+}
+
+// waitForOr is waitFor that adds what(dump) says (the daemons' output,
+// say) to the failure, so that a timeout in CI can be understood.
+func waitForOr(t *testing.T, what string, within time.Duration, cond func() bool, dump func() string) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if dump != nil {
+				t.Fatalf("timed out after %s waiting for %s\n%s", within, what, dump())
+			}
 			t.Fatalf("timed out after %s waiting for %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
