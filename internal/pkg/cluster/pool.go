@@ -152,18 +152,16 @@ func (p *Pool) Runs() []string {
 // Run announces the runner, accepts offers and serves runs until ctx is
 // cancelled. Then it abandons every run it serves (stops the load, flushes
 // metrics, tells the coordinator so it reassigns at once), withdraws the
-// presence and returns nil. It returns an error only if it cannot start.
+// presence and returns nil. Until Redis first answers, it retries (see
+// [Pool.join]); it returns an error only if ctx ends before that.
 func (p *Pool) Run(ctx context.Context) error {
 	defer p.rdb.Close()
-	cl, err := measureClock(ctx, p.rdb)
+	cl, err := p.join(ctx)
 	if err != nil {
-		return fmt.Errorf("cluster pool %s: reach redis: %w", p.o.ID, err)
+		return err
 	}
 	// Offers made before we announced ourselves are stale.
 	cursor := strconv.FormatInt(cl.redisNow().UnixMilli()-1, 10) + "-0"
-	if err := p.announce(ctx); err != nil {
-		return fmt.Errorf("cluster pool %s: announce presence: %w", p.o.ID, err)
-	}
 	p.o.Logf("cluster: runner %s joined the pool (capacity %d)", p.o.ID, p.advertisedCapacity())
 
 	offers := make(chan map[string]any)
@@ -211,6 +209,31 @@ func (p *Pool) Run(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// join measures the clock offset to Redis and announces this runner. A
+// Redis that is slow or away for a moment when the daemon starts must not
+// leave the runner outside the pool for the rest of its life, so a failure
+// is logged and retried with back-off (at most [readRetryMax] apart) until
+// both work; it returns an error only when ctx ends first.
+func (p *Pool) join(ctx context.Context) (clock, error) {
+	var retry readRetry
+	for {
+		cl, err := measureClock(ctx, p.rdb)
+		if err == nil {
+			if err = p.announce(ctx); err != nil {
+				err = fmt.Errorf("announce presence: %w", err)
+			}
+		}
+		if err == nil {
+			return cl, nil
+		}
+		if ctx.Err() != nil {
+			return clock{}, fmt.Errorf("cluster pool %s: stopped before joining: %w", p.o.ID, err)
+		}
+		p.o.Logf("cluster: runner %s cannot join the pool yet, retrying: %v", p.o.ID, err)
+		retry.wait(ctx)
+	}
 }
 
 func (p *Pool) readerClient() *redis.Client {
