@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
@@ -29,22 +30,52 @@ import (
 // redisDialTimeout bounds the first contact with the cluster's Redis.
 const redisDialTimeout = 5 * time.Second
 
+// redisStartTries is how many times a starting daemon checks Redis before
+// it gives up: with the pauses between them (1, 2 and 4 s), a Redis that
+// answers within 7 s of the first check is waited for.
+const redisStartTries = 4
+
 // newRedis opens the client for cluster.redis_url and checks that Redis
 // answers. Errors never show the URL's password.
 func newRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
+	return newRedisTries(ctx, rawURL, 1, nil)
+}
+
+// newRedisTries is newRedis that checks Redis up to tries times, pausing
+// between them (1 s, then 2 s, …) and saying each failure to warn: a stall
+// of a busy machine or a Redis still starting must not stop a daemon,
+// while a wrong address still fails within seconds. A URL that does not
+// parse fails at once.
+func newRedisTries(ctx context.Context, rawURL string, tries int, warn func(error)) (*redis.Client, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("cluster.redis_url %s: %w: use redis://[user:password@]host:port[/db] or rediss:// for TLS", redact.URL(rawURL), redact.Error(err, rawURL))
 	}
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	rdb := redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, redisDialTimeout)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("cluster.redis_url %s: cannot reach redis: %w: check the address, the credentials and that redis-server is running", redact.URL(rawURL), redact.Error(err, rawURL))
+	b := backoff.Backoff{Min: time.Second, Max: 4 * time.Second}
+	for n := 1; ; n++ {
+		pctx, cancel := context.WithTimeout(ctx, redisDialTimeout)
+		err = rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return rdb, nil
+		}
+		err = fmt.Errorf("cluster.redis_url %s: cannot reach redis: %w: check the address, the credentials and that redis-server is running", redact.URL(rawURL), redact.Error(err, rawURL))
+		if n >= tries || ctx.Err() != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+		if warn != nil {
+			warn(err)
+		}
+		t := time.NewTimer(b.Next())
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	return rdb, nil
 }
 
 // redisLog routes the Redis client's own messages (dial failures while
@@ -94,7 +125,9 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 		id = h
 	}
 	redis.SetLogger(redisLog{log.WithField("cluster", id)})
-	rdb, err := newRedis(ctx, cfg.Cluster.RedisURL)
+	rdb, err := newRedisTries(ctx, cfg.Cluster.RedisURL, redisStartTries, func(err error) {
+		log.WithError(err).Warn("retrying Redis before starting the cluster link")
+	})
 	if err != nil {
 		return nil, err
 	}

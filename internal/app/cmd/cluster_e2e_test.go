@@ -252,6 +252,11 @@ func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *c
 	started := time.Now()
 	for w, d := range rg.d {
 		waitForOr(t, w+" to join the cluster pool", 60*time.Second, func() bool {
+			select {
+			case <-d.done:
+				t.Fatalf("daemon %s exited (code %d) before it joined the pool\n%s", w, d.code, rg.logs())
+			default:
+			}
 			return strings.Contains(d.out.String(), "joined the pool")
 		}, rg.logs)
 		t.Logf("%s joined the pool %s after the daemons started", w, time.Since(started).Round(time.Millisecond))
@@ -724,6 +729,32 @@ func (rg *clusterRig) coordinationLost(t *testing.T, what string, fault func()) 
 		t.Logf("the job failed %s after %s", took.Round(time.Millisecond), what)
 	}
 	return at
+}
+
+// TestE2EClusterRedisLateAtStart: a daemon that starts while its Redis
+// does not answer (a host still booting, a stalled network) warns, waits
+// and joins the pool once Redis answers, instead of exiting.
+func TestE2EClusterRedisLateAtStart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	px := redistest.StartProxy(t, srv.Addr())
+	px.Cut()
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "cluster:\n  redis_url: redis://"+px.Addr()+"/0\n  name: late\n")
+	registered(t, f, n, "e2e-late")
+	d := n.startDaemon()
+	waitForOr(t, "the daemon to warn that Redis does not answer yet", 30*time.Second, func() bool {
+		return strings.Contains(d.out.String(), "retrying Redis before starting the cluster link")
+	}, d.out.String)
+	px.Heal()
+	waitForOr(t, "the daemon to join the pool once Redis answers", 30*time.Second, func() bool {
+		return strings.Contains(d.out.String(), "joined the pool")
+	}, d.out.String)
+	select {
+	case <-d.done:
+		t.Fatalf("the daemon exited (code %d):\n%s", d.code, d.out.String())
+	default:
+	}
 }
 
 // rawRedisLine is a line the Redis client writes by itself to stderr.
