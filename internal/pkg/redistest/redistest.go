@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -136,7 +137,9 @@ func (s *Server) launch() error {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", s.Addr())
 		if err == nil {
-			ok := ping(c)
+			// The port was free when probed, but another test's server may
+			// have taken it before ours bound: only our process counts.
+			ok := ping(c) && servedBy(c, cmd.Process.Pid)
 			_ = c.Close()
 			if ok {
 				s.mu.Lock()
@@ -166,6 +169,34 @@ func ping(c net.Conn) bool {
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+// servedBy reports whether the Redis at the other end of c is process pid,
+// from the process_id line of INFO server.
+func servedBy(c net.Conn, pid int) bool {
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+		return false
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return false
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return v == strconv.Itoa(pid)
+		}
+	}
+	return false
 }
 
 func freePort() (int, error) {
