@@ -298,9 +298,13 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 		cr := rg.mirror(t)
 		id := rg.job(lossJob)
 		seg := cr.startedLoad(t, "w3", 600)
-		cut := time.Now()
-		t.Logf("disconnecting w3 at %s", cut.Format("15:04:05.000"))
+		t.Logf("disconnecting w3 at %s", time.Now().Format("15:04:05.000"))
 		docker(t, "network", "disconnect", rg.net, rg.name["w3"])
+		// The bounds count from when the command returned: the cut took
+		// effect at or before then, and the docker CLI can take seconds
+		// on a loaded machine. The strict check of the same promise is
+		// TestE2EClusterPartitionedWorkerFences, whose cut is instant.
+		cut := time.Now()
 		own := "w3/" + strconv.Itoa(seg)
 		waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
 		_, last, _ := rg.tg.span(own)
@@ -350,8 +354,8 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 		cr := rg.mirror(t)
 		id := rg.job(lossJob)
 		seg := cr.startedLoad(t, "w2", 600)
-		killed := time.Now()
 		docker(t, "kill", rg.name["w2"])
+		killed := time.Now() // as cut above: the kill took effect by now
 		tag, first := cr.takeover(t, seg, "w2", 15*time.Second)
 		t.Logf("killed w2 at %s; %s took segment %d over at %s", killed.Format("15:04:05.000"), tag, seg, first.Format("15:04:05.000"))
 		if d := first.Sub(killed); d > takeoverBound {

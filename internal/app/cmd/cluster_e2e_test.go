@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,7 @@ type segTarget struct {
 	held    map[string]int         // "worker/segment" → /hold requests held now
 	maxHeld map[string]int         // "worker/segment" → the most held at once
 	n       atomic.Int64
+	slow    atomic.Int64 // how long /slow takes (ns); 1 s unless set
 }
 
 // holdFor is how long the target holds a /hold request: the simulated
@@ -58,7 +60,7 @@ func newSegTarget(t *testing.T) *segTarget {
 		}
 		tg.mu.Unlock()
 		if r.URL.Path == "/slow" {
-			time.Sleep(time.Second) // far slower than "/" on any machine
+			time.Sleep(cmp.Or(time.Duration(tg.slow.Load()), time.Second)) // the target's service time
 		}
 		if r.URL.Path == "/hold" {
 			time.Sleep(holdFor) // the target's service time
@@ -224,6 +226,16 @@ type clusterRig struct {
 	n     map[string]*node
 	proxy *redistest.Proxy // between the proxied daemon and Redis, if any
 	last  atomic.Int64     // the id of the last job queued
+
+	mu      sync.Mutex
+	queued  map[int64]queuedJob // what each job was queued with
+	retried map[int64]int64     // a job startedLoad queued again → its new id
+}
+
+// queuedJob is what jobIn queued, so that startedLoad can queue it again.
+type queuedJob struct {
+	ctx        map[string]any
+	path, with string
 }
 
 // proxied names the daemon ("" for none) that reaches Redis through a
@@ -231,7 +243,8 @@ type clusterRig struct {
 // (each indented by two spaces).
 func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *clusterRig {
 	t.Helper()
-	rg := &clusterRig{redis: redistest.Start(t), tg: newSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{}}
+	rg := &clusterRig{redis: redistest.Start(t), tg: newSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{},
+		queued: map[int64]queuedJob{}, retried: map[int64]int64{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	for _, w := range []string{"w1", "w2", "w3"} {
 		url := rg.redis.URL()
@@ -275,8 +288,38 @@ func (rg *clusterRig) jobIn(ctx map[string]any, path, with string) int64 {
 	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    outputs:\n      requests: ${{ steps.api.outputs.requests }}\n      workers: ${{ steps.api.outputs.workers }}\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " +
 		rg.tg.URL + path + "\n" + with
 	id := rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload), Context: ctx})
+	rg.mu.Lock()
+	rg.queued[id] = queuedJob{ctx, path, with}
+	rg.mu.Unlock()
 	rg.last.Store(id)
 	return id
+}
+
+// requeue queues job id again, as the step's error advises when a worker
+// was lost before any segment started, and returns the new id; waitDone
+// follows it.
+func (rg *clusterRig) requeue(id int64) int64 {
+	rg.mu.Lock()
+	q := rg.queued[id]
+	rg.mu.Unlock()
+	nid := rg.jobIn(q.ctx, q.path, q.with)
+	rg.mu.Lock()
+	rg.retried[id] = nid
+	rg.mu.Unlock()
+	return nid
+}
+
+// current is the id job id goes on under after requeues.
+func (rg *clusterRig) current(id int64) int64 {
+	rg.mu.Lock()
+	defer rg.mu.Unlock()
+	for {
+		nid, ok := rg.retried[id]
+		if !ok {
+			return id
+		}
+		id = nid
+	}
 }
 
 func (rg *clusterRig) logs() string {
@@ -289,7 +332,7 @@ func (rg *clusterRig) logs() string {
 
 func (rg *clusterRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
 	t.Helper()
-	return waitDone(t, rg.f, id, rg.d["w1"])
+	return waitDone(t, rg.f, rg.current(id), rg.d["w1"])
 }
 
 // TestE2EClusterExactTotal: a job asking for 3 workers runs on all three
@@ -339,9 +382,9 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "workers joined") || rg.tg.n.Load()-before != 50 {
 		t.Errorf("workers: 1 job: result %v, %d requests, want a local run of 50:\n%s", v.Result, rg.tg.n.Load()-before, log)
 	}
-	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 2s}'\n"))
+	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 8s}'\n"))
 	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_FAILURE ||
-		!strings.Contains(log, "only 3 of 4 workers joined within 2s (min_workers 4); available runners: w1, w2, w3") {
+		!strings.Contains(log, "only 3 of 4 workers joined within 8s (min_workers 4); available runners: w1, w2, w3") {
 		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
 	}
 
@@ -368,7 +411,7 @@ func TestE2EClusterArrivalModels(t *testing.T) {
 	// Poisson arrivals without a seed: the coordinator picks one for all
 	// workers, so together they send exactly that seed's schedule.
 	before := rg.tg.n.Load()
-	v := rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	v := rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	log := strings.Join(v.Log, "\n")
 	m := regexp.MustCompile(`poisson seed (\d+)`).FindStringSubmatch(log)
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || m == nil {
@@ -428,7 +471,7 @@ func TestE2EClusterTotals(t *testing.T) {
 	// 100% of the plan, as one host does.
 	before = rg.tg.n.Load()
 	queued = time.Now()
-	v = rg.waitDone(t, rg.job("          rate: 300\n          total: 300\n          duration: 30s\n          concurrency: 20\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
+	v = rg.waitDone(t, rg.job("          rate: 300\n          total: 300\n          duration: 30s\n          concurrency: 20\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	took = time.Since(queued)
 	log := strings.Join(v.Log, "\n")
 	if got := rg.tg.n.Load() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 300 {
@@ -451,7 +494,7 @@ const lossJob = "          rate: 300\n          duration: 12s\n          concurr
 func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for retries := 0; ; {
 		if seg, ok := rg.tg.segOfWorker(w); ok && rg.tg.n.Load() >= n {
 			return seg
 		}
@@ -460,6 +503,17 @@ func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 		var v forgetest.TaskView
 		if rg.f != nil {
 			v = rg.f.Task(rg.last.Load())
+		}
+		// A worker starved past its lease by a loaded machine before the
+		// load began fails the job with nothing sent, and the advice to
+		// retry it: that is the product working, and the fault under
+		// test has not happened yet, so do as the advice says (twice).
+		if log := strings.Join(v.Log, "\n"); v.Done && retries < 2 && rg.tg.n.Load() == 0 && strings.Contains(log, "no segment was started, retry the job") {
+			retries++
+			t.Logf("the job failed before its load started; queuing it again as its log advises:\n%s\n%s", log, rg.logs())
+			rg.requeue(rg.last.Load())
+			deadline = time.Now().Add(30 * time.Second)
+			continue
 		}
 		if v.Done || time.Now().After(deadline) {
 			detail := "(the job and daemons are the Docker rig's)"
@@ -675,7 +729,10 @@ const fenceBound = 4500 * time.Millisecond
 func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 	t.Parallel()
 	rg := newClusterRig(t, "w3", nil)
-	id := rg.job(lossJob)
+	// Longer than lossJob: after the heal (some 6 s after the cut) w3
+	// still has to ship what it held before the coordinator finalises,
+	// retrying once a second, on a machine that may be loaded.
+	id := rg.job(strings.Replace(lossJob, "duration: 12s", "duration: 20s", 1))
 	seg := rg.startedLoad(t, "w3", 600)
 	cut := time.Now()
 	rg.proxy.Cut()
@@ -805,8 +862,11 @@ func TestE2EClusterCoordinatorPartitioned(t *testing.T) {
 		return strings.Count(out, "coordinator lost") >= 1 && strings.Count(out, "left run") >= 2
 	})
 	rg.proxy.Heal()
-	if ts := rg.f.Tasks(); len(ts) != 1 || ts[0].Result != runnerv1.Result_RESULT_FAILURE {
-		t.Errorf("after the heal the forge has %d tasks, want the one job, failed: %+v", len(ts), ts)
+	rg.mu.Lock()
+	queued := len(rg.queued)
+	rg.mu.Unlock()
+	if ts := rg.f.Tasks(); len(ts) == 0 || len(ts) != queued || ts[len(ts)-1].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Errorf("after the heal the forge has %d tasks, want the job (and any retries of it before its load began), failed: %+v", len(ts), ts)
 	}
 	for _, w := range []string{"w2", "w3"} {
 		s, _ := rg.tg.segOfWorker(w)
@@ -1080,6 +1140,7 @@ func TestE2EClusterBaseline(t *testing.T) {
 	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main"`) {
 		t.Fatalf("first run: %v, want success with a no-baseline notice:\n%s", first.Result, log)
 	}
+	rg.tg.slow.Store(int64(slowerThan(artifactP99(t, rg.f, first.ID), time.Second)))
 	id := rg.jobIn(map[string]any{"run_id": "2", "ref": "refs/heads/feature"}, "/slow", with)
 	second := rg.waitDone(t, id)
 	log = strings.Join(second.Log, "\n")

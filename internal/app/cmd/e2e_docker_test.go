@@ -385,7 +385,9 @@ func TestE2EExecServicesExample(t *testing.T) {
 }
 
 // A service that stops while the job runs is reported, with its log, at
-// the job's end; cmd: replaces the image's command.
+// the job's end; cmd: replaces the image's command. It lives 4 s, so that
+// a busy Docker Engine still sees it running when the job starts, and
+// dies well within the step's 10 s.
 func TestE2EServiceExitsDuringJob(t *testing.T) {
 	t.Parallel()
 	n := newDockerNode(t, "e2e-svc-exit", "")
@@ -397,9 +399,9 @@ jobs:
     services:
       api:
         image: %s
-        cmd: [sh, -c, "echo up; sleep 1; echo dying now; exit 5"]
+        cmd: [sh, -c, "echo up; sleep 4; echo dying now; exit 5"]
     steps:
-      - run: sleep 4
+      - run: sleep 10
 `, n.img)
 	v := waitDone(t, n.f, n.f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload)}), d)
 	log := strings.Join(v.Log, "\n")

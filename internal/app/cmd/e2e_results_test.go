@@ -90,13 +90,9 @@ func TestE2ELoadStepUploadsArtifacts(t *testing.T) {
 // "p99 < baseline * 1.10", with the deltas in its log and summary.
 func TestE2EBaselineAcrossRuns(t *testing.T) {
 	t.Parallel()
-	var slow atomic.Bool
+	var slow atomic.Int64 // the target's service time (ns)
 	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if slow.Load() {
-			// Far above what a stall of a loaded machine adds to the fast
-			// run's p99, so the slower run fails its threshold.
-			time.Sleep(500 * time.Millisecond)
-		}
+		time.Sleep(time.Duration(slow.Load()))
 	}))
 	t.Cleanup(tg.Close)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
@@ -112,7 +108,7 @@ func TestE2EBaselineAcrossRuns(t *testing.T) {
 		t.Fatalf("first run: %v, want success with a no-baseline notice and the baseline threshold skipped:\n%s", first.Result, log)
 	}
 
-	slow.Store(true)
+	slow.Store(int64(slowerThan(artifactP99(t, f, first.ID), 500*time.Millisecond)))
 	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
 		Context: map[string]any{"run_id": "2", "ref": "refs/heads/feature"}})
 	second := waitDone(t, f, id, d)
@@ -128,4 +124,49 @@ func TestE2EBaselineAcrossRuns(t *testing.T) {
 	if s := f.Summaries()[id]; !strings.Contains(s, "#### Compared with run 1 on main") {
 		t.Errorf("job summary lacks the deltas:\n%s", s)
 	}
+}
+
+// artifactP99 is the p99 latency in the result.json of the run artifact
+// that task id uploaded.
+func artifactP99(t *testing.T, f *forgetest.Forge, id int64) time.Duration {
+	t.Helper()
+	for _, a := range f.Artifacts() {
+		if a.TaskID != id {
+			continue
+		}
+		zr, err := zip.NewReader(bytes.NewReader(a.Data), int64(len(a.Data)))
+		if err != nil {
+			t.Fatalf("artifact %s of task %d is not a zip: %v", a.Name, id, err)
+		}
+		for _, zf := range zr.File {
+			if zf.Name != "result.json" {
+				continue
+			}
+			rc, err := zf.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res struct {
+				Latency struct {
+					P99 float64 `json:"p99_ms"`
+				} `json:"latency"`
+			}
+			err = json.NewDecoder(rc).Decode(&res)
+			rc.Close()
+			if err != nil || res.Latency.P99 <= 0 {
+				t.Fatalf("result.json of task %d: p99 %v (%v)", id, res.Latency.P99, err)
+			}
+			return time.Duration(res.Latency.P99 * float64(time.Millisecond))
+		}
+	}
+	t.Fatalf("task %d uploaded no artifact with a result.json", id)
+	return 0
+}
+
+// slowerThan is the service time that makes a target clearly slower than
+// in a run whose p99 was p99: at least floor, and three times that p99, so
+// that a stall of a loaded machine in the first run (which lifts its p99)
+// cannot make the slower run pass a "p99 < baseline * 1.10" threshold.
+func slowerThan(p99, floor time.Duration) time.Duration {
+	return max(floor, 3*p99)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -59,14 +60,9 @@ func TestLoadCommandHTMLOutput(t *testing.T) {
 // baseline the same threshold is skipped with a notice.
 func TestBaselineAndCompare(t *testing.T) {
 	t.Parallel()
-	var slow atomic.Bool
+	var slow atomic.Int64 // the target's service time (ns)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if slow.Load() {
-			// Far above what the fast server answers in even on a machine
-			// busy with the rest of the suite (p99 up to ~250 ms seen with
-			// the race detector), so the verdicts cannot swap.
-			time.Sleep(time.Second)
-		}
+		time.Sleep(time.Duration(slow.Load()))
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -78,7 +74,7 @@ func TestBaselineAndCompare(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stderr, "no --baseline given") {
 		t.Fatalf("first run: exit %d, stderr %q; want 0 and a notice that baseline thresholds are skipped", code, stderr)
 	}
-	slow.Store(true)
+	slow.Store(int64(slowerThan(jsonP99(t, fast), time.Second)))
 	code, stdout, stderr := runMain(t, append(args, "--json-output", slowJSON, "--baseline", fast)...)
 	if code != ExitFailure {
 		t.Errorf("slow run against the fast baseline: exit %d, want 1; stderr:\n%s", code, stderr)
@@ -165,4 +161,22 @@ func TestLoadCommandDashboard(t *testing.T) {
 	if code, _, stderr := runMain(t, "load", "--target", srv.URL+"/", "--total", "1", "--dashboard=0.0.0.0:0"); code != ExitBadInput || !strings.Contains(stderr, "not a loopback address") {
 		t.Errorf("--dashboard=0.0.0.0:0: exit %d, stderr %q; want 2 and a refusal", code, stderr)
 	}
+}
+
+// jsonP99 is the p99 latency in a --json-output file.
+func jsonP99(t *testing.T, path string) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Latency struct {
+			P99 float64 `json:"p99_ms"`
+		} `json:"latency"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil || res.Latency.P99 <= 0 {
+		t.Fatalf("%s: p99 %v (%v)", path, res.Latency.P99, err)
+	}
+	return time.Duration(res.Latency.P99 * float64(time.Millisecond))
 }

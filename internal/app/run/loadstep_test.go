@@ -290,8 +290,13 @@ func TestLoadStepCancelStopsLoadFast(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 	stopped := time.Unix(0, target.last.Load())
-	if lag := stopped.Sub(cancelAt); lag > 2*time.Second {
-		t.Fatalf("the target saw requests %s after the cancel, want < 2s", lag)
+	// The cancel is seen within one report interval (1 s here) and the
+	// load stops at once: about 1 s. The bound leaves room for a stall of
+	// a loaded machine; a load that ignored the cancel would run its 60 s.
+	if lag := stopped.Sub(cancelAt); lag > 5*time.Second {
+		t.Fatalf("the target saw requests %s after the cancel, want < 5s", lag)
+	} else {
+		t.Logf("the load stopped %s after the cancel", lag.Round(time.Millisecond))
 	}
 	v := h.forge.Task(task.GetId())
 	if v.Result != runnerv1.Result_RESULT_CANCELLED {

@@ -2,7 +2,9 @@ package run
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,10 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 	}
 	p.idle, p.most = 50*time.Millisecond, time.Millisecond
 	const size = 60 << 10 // fits in the pipe: the step exits at once
-	cmd := exec.Command("sh", "-c", "head -c 61440 /dev/zero | tr '\\0' x; (while :; do echo bg >&2; sleep 0.01; done) &")
+	// The background child touches wrote once its first line is in the
+	// pipe, so that the line is there when the exit is handled.
+	wrote := filepath.Join(t.TempDir(), "wrote")
+	cmd := exec.Command("sh", "-c", "head -c 61440 /dev/zero | tr '\\0' x; (while :; do echo bg >&2; touch "+wrote+"; sleep 0.01; done) &")
 	cmd.Stdout, cmd.Stderr = p.w[0], p.w[1]
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -46,6 +51,14 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 	p.start()
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(wrote); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background child wrote nothing within 10 s")
+		}
 	}
 	p.exited()
 	time.Sleep(20 * p.most) // the handling of the output outlasts the bound

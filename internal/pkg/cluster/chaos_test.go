@@ -264,6 +264,7 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 
 // TestLossPolicies: with on_worker_loss abort an abandoning worker fails
 // the run; with continue its segment stays unowned and the run is degraded.
+// The run lasts 10 s so that the loss falls within it on a loaded machine.
 func TestLossPolicies(t *testing.T) {
 	t.Parallel()
 	for _, policy := range []LossPolicy{LossAbort, LossContinue} {
@@ -276,7 +277,7 @@ func TestLossPolicies(t *testing.T) {
 				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 			}
 			waitRunners(t, rdb, 2)
-			res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 4 * time.Second, Workers: 2, OnWorkerLoss: policy},
+			res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 10 * time.Second, Workers: 2, OnWorkerLoss: policy},
 				CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf})
 			waitFor(t, 30*time.Second, "b to send", func() bool { return sentBy(log, "b") >= 2 })
 			pools["b"].cancel()
@@ -315,7 +316,8 @@ func TestLossPolicies(t *testing.T) {
 
 // TestReassignWithoutSpare: with no spare the lost segment goes to the live
 // worker with headroom; once everyone is at MaxSegments the next loss
-// leaves a segment unowned and the run degraded.
+// leaves a segment unowned and the run degraded. The run lasts 10 s so that
+// both losses fall within it on a loaded machine.
 func TestReassignWithoutSpare(t *testing.T) {
 	t.Parallel()
 	srv, rdb := startRedis(t)
@@ -325,7 +327,7 @@ func TestReassignWithoutSpare(t *testing.T) {
 		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 	}
 	waitRunners(t, rdb, 3)
-	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 5 * time.Second, Workers: 3, MaxSegments: 2},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 10 * time.Second, Workers: 3, MaxSegments: 2},
 		CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf, HeadroomCPU: 1e6})
 	waitFor(t, 30*time.Second, "everyone to send", func() bool {
 		return sentBy(log, "a") > 1 && sentBy(log, "b") > 1 && sentBy(log, "c") > 1

@@ -98,9 +98,11 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 		}
 	}
 	// Measured skew, as a target would see it: each worker's first request,
-	// less its planned offset k/rate, lands within 10 ms of the others' (on
-	// top of the planned skew's bound): its timers fire on time at least
-	// once in its arrivals.
+	// less its planned offset k/rate, lands within 50 ms of the others' (on
+	// top of the planned skew's bound): its timers fire nearly on time at
+	// least once in its arrivals. (The planned skew above is the exact
+	// check; this one catches a worker that starts on the wrong instant,
+	// with room for a loaded machine that wakes every timer late.)
 	first := map[string]time.Time{}
 	log.mu.Lock()
 	for k, as := range log.byK {
@@ -122,8 +124,8 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 			hi, hiID = at, id
 		}
 	}
-	if len(first) != 3 || hi.Sub(lo) > skewBound(loID, hiID)+10*time.Millisecond {
-		t.Errorf("measured start skew %s over %d workers, want ≤ %s", hi.Sub(lo), len(first), skewBound(loID, hiID)+10*time.Millisecond)
+	if len(first) != 3 || hi.Sub(lo) > skewBound(loID, hiID)+50*time.Millisecond {
+		t.Errorf("measured start skew %s over %d workers, want ≤ %s", hi.Sub(lo), len(first), skewBound(loID, hiID)+50*time.Millisecond)
 	}
 	if len(out.Seconds) != secs {
 		t.Errorf("per-second series has %d seconds, want %d", len(out.Seconds), secs)
@@ -173,9 +175,9 @@ func TestJoinTimeoutMessage(t *testing.T) {
 	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
 	waitRunners(t, rdb, 2)
 	_, err := Coordinate(context.Background(), rdb, Run{
-		Spec: []byte(`{"rate":10}`), Duration: time.Second, Workers: 3, MinWorkers: 2, JoinTimeout: time.Second, Labels: []string{"gpu"},
+		Spec: []byte(`{"rate":10}`), Duration: time.Second, Workers: 3, MinWorkers: 2, JoinTimeout: 4 * time.Second, Labels: []string{"gpu"},
 	}, CoordOptions{Logf: t.Logf})
-	want := "only 1 of 3 workers joined within 1s (min_workers 2); available runners: a, b"
+	want := "only 1 of 3 workers joined within 4s (min_workers 2); available runners: a, b"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Coordinate error = %v, want %q", err, want)
 	}

@@ -273,9 +273,13 @@ func TestRunWeightedEndpoints(t *testing.T) {
 func TestRunStallingServerRecordsWait(t *testing.T) {
 	t.Parallel()
 	// 200 req/s for 1.2 s over 4 workers; the target stalls from 0.2 s to
-	// 0.7 s, so about 100 arrivals wait up to 500 ms.
-	start := time.Now()
+	// 0.7 s after the first request (not after the test's start, which a
+	// loaded machine can put far before the load's), so about 100
+	// arrivals wait up to 500 ms.
+	var once sync.Once
+	var start time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { start = time.Now() })
 		if el := time.Since(start); el >= 200*time.Millisecond && el < 700*time.Millisecond {
 			t := time.NewTimer(700*time.Millisecond - el)
 			defer t.Stop()
