@@ -47,7 +47,7 @@ func TestPreciseWaitsWithOneP(t *testing.T) {
 		return len(ents)
 	}
 	before := fds()
-	res, err := Run(t.Context(), Options{Requester: noop{}, Rate: 2000, Duration: 250 * time.Millisecond, Concurrency: 8})
+	res, err := Run(t.Context(), Options{Requester: noop{}, Rate: 2000, Duration: 250 * time.Millisecond, Concurrency: 8, Grace: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestUnaryCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	res, err := load.Run(context.Background(), load.Options{Requester: d, Rate: 200, Total: 20, Concurrency: 4, Endpoints: d.Names()})
+	res, err := load.Run(context.Background(), load.Options{Requester: d, Rate: 200, Total: 20, Concurrency: 4, Endpoints: d.Names(), Grace: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

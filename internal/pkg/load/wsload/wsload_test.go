@@ -151,7 +151,7 @@ func TestRunUnderSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	res, err := load.Run(context.Background(), load.Options{Requester: d, Rate: 200, Total: 40, Concurrency: 4, Endpoints: d.Names()})
+	res, err := load.Run(context.Background(), load.Options{Requester: d, Rate: 200, Total: 40, Concurrency: 4, Endpoints: d.Names(), Grace: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
