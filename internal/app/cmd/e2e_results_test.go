@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -146,21 +147,26 @@ func artifactP99(t *testing.T, f *forgetest.Forge, id int64) time.Duration {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res struct {
-				Latency struct {
-					P99 float64 `json:"p99_ms"`
-				} `json:"latency"`
-			}
-			err = json.NewDecoder(rc).Decode(&res)
-			rc.Close()
-			if err != nil || res.Latency.P99 <= 0 {
-				t.Fatalf("result.json of task %d: p99 %v (%v)", id, res.Latency.P99, err)
-			}
-			return time.Duration(res.Latency.P99 * float64(time.Millisecond))
+			defer rc.Close()
+			return resultP99(t, fmt.Sprintf("result.json of task %d", id), rc)
 		}
 	}
 	t.Fatalf("task %d uploaded no artifact with a result.json", id)
 	return 0
+}
+
+// resultP99 is the p99 latency in a JSON result (what names it).
+func resultP99(t *testing.T, what string, r io.Reader) time.Duration {
+	t.Helper()
+	var res struct {
+		Latency struct {
+			P99 float64 `json:"p99_ms"`
+		} `json:"latency"`
+	}
+	if err := json.NewDecoder(r).Decode(&res); err != nil || res.Latency.P99 <= 0 {
+		t.Fatalf("%s: p99 %v (%v)", what, res.Latency.P99, err)
+	}
+	return time.Duration(res.Latency.P99 * float64(time.Millisecond))
 }
 
 // slowerThan is the service time that makes a target clearly slower than

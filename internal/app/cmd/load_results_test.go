@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -166,17 +165,10 @@ func TestLoadCommandDashboard(t *testing.T) {
 // jsonP99 is the p99 latency in a --json-output file.
 func jsonP99(t *testing.T, path string) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res struct {
-		Latency struct {
-			P99 float64 `json:"p99_ms"`
-		} `json:"latency"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil || res.Latency.P99 <= 0 {
-		t.Fatalf("%s: p99 %v (%v)", path, res.Latency.P99, err)
-	}
-	return time.Duration(res.Latency.P99 * float64(time.Millisecond))
+	defer f.Close()
+	return resultP99(t, path, f)
 }
