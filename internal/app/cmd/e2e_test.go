@@ -27,12 +27,14 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
 
 // binPath is the forgeload binary built once by TestMain.
 var binPath string
 
 func TestMain(m *testing.M) {
+	redistest.ServeProxyIfAsked() // when this binary is started as a test's Redis relay
 	flag.Parse()
 	raiseParallel(e2eParallel)
 	dir, err := os.MkdirTemp("", "forgeload-e2e-")

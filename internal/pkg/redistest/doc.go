@@ -5,4 +5,9 @@
 // never share a Redis: each one that needs Redis calls [Start]. When the
 // redis-server binary is missing the test is skipped with a message saying
 // how to install it (CI installs it, so there it never skips).
+//
+// A [Proxy] is a TCP relay a test can cut and heal, to partition one client
+// from its Redis. It runs in the test's process ([StartProxy]) or, for
+// clients in other processes on a loaded machine, in a process of its own
+// ([StartProxyProcess], which needs [ServeProxyIfAsked] in TestMain).
 package redistest

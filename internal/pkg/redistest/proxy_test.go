@@ -3,12 +3,30 @@ package redistest
 import (
 	"bufio"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
 
+func TestMain(m *testing.M) {
+	ServeProxyIfAsked()
+	os.Exit(m.Run())
+}
+
 func TestProxyRelaysGoesSilentAndHeals(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		start func(testing.TB, string) *Proxy
+	}{{"in this process", StartProxy}, {"in a process of its own", StartProxyProcess}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testProxy(t, tc.start)
+		})
+	}
+}
+
+func testProxy(t *testing.T, start func(testing.TB, string) *Proxy) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +51,7 @@ func TestProxyRelaysGoesSilentAndHeals(t *testing.T) {
 			}()
 		}
 	}()
-	p := StartProxy(t, ln.Addr().String())
+	p := start(t, ln.Addr().String())
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
