@@ -41,9 +41,11 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 	p.idle, p.most = 50*time.Millisecond, time.Millisecond
 	const size = 60 << 10 // fits in the pipe: the step exits at once
 	// The background child touches wrote once its first line is in the
-	// pipe, so that the line is there when the exit is handled.
+	// pipe, so that the line is there when the exit is handled (once only:
+	// touching it in the loop raced with the removal of the test's
+	// directory).
 	wrote := filepath.Join(t.TempDir(), "wrote")
-	cmd := exec.Command("sh", "-c", "head -c 61440 /dev/zero | tr '\\0' x; (while :; do echo bg >&2; touch "+wrote+"; sleep 0.01; done) &")
+	cmd := exec.Command("sh", "-c", "head -c 61440 /dev/zero | tr '\\0' x; (echo bg >&2; touch "+wrote+"; while :; do echo bg >&2; sleep 0.01; done) &")
 	cmd.Stdout, cmd.Stderr = p.w[0], p.w[1]
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
