@@ -3,7 +3,9 @@ package archtest
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -93,6 +95,7 @@ func TestBinaryLinksNoTestFake(t *testing.T) {
 		module + "/internal/pkg/forgetest",
 		module + "/internal/pkg/redistest",
 		module + "/internal/pkg/dnstest",
+		module + "/internal/pkg/testmain",
 		"testing",
 		"net/http/httptest",
 	}
@@ -107,6 +110,41 @@ func TestBenchDoesNotImportApp(t *testing.T) {
 	for _, p := range listPackages(t, "./bench/...") {
 		if d, bad := forbidden(p.Imports, []string{module + "/internal/app", module + "/cmd"}); bad {
 			t.Errorf("%s imports %s: bench/ measures the packages of internal/pkg, not the application layer (use or move the code into internal/pkg, e.g. loadrun)", p.ImportPath, d)
+		}
+	}
+}
+
+// TestEveryTestBinaryDropsRaceExitSleep: each package's tests start with
+// testmain, so that none of them sleeps the race runtime's second at exit
+// (see internal/pkg/testmain). A package added without it costs every run
+// of the suite a second.
+func TestEveryTestBinaryDropsRaceExitSleep(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}\t{{.Dir}}\t{{join .TestGoFiles \",\"}},{{join .XTestGoFiles \",\"}}{{end}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list found %d packages with tests, want the module's dozens:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		path, rest, _ := strings.Cut(line, "\t")
+		dir, files, _ := strings.Cut(rest, "\t")
+		found := false
+		for _, f := range strings.Split(files, ",") {
+			if f == "" {
+				continue
+			}
+			src, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || bytes.Contains(src, []byte("testmain.Run(m)")) || bytes.Contains(src, []byte("testmain.NoRaceExitSleep()"))
+		}
+		if !found && path != module+"/internal/pkg/testmain" {
+			t.Errorf("%s: no test file calls testmain: add testmain_test.go with func TestMain(m *testing.M) { testmain.Run(m) }, or call testmain.NoRaceExitSleep() first in its own TestMain", path)
 		}
 	}
 }

@@ -28,12 +28,14 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
+	"github.com/forgeload/forgeload/internal/pkg/testmain"
 )
 
 // binPath is the forgeload binary built once by TestMain.
 var binPath string
 
 func TestMain(m *testing.M) {
+	testmain.NoRaceExitSleep()
 	redistest.ServeProxyIfAsked() // when this binary is started as a test's Redis relay
 	flag.Parse()
 	raiseParallel(e2eParallel)

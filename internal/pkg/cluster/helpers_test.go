@@ -19,6 +19,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
+	"github.com/forgeload/forgeload/internal/pkg/testmain"
 )
 
 // clusterParallel is how many tests run at once unless -test.parallel says
@@ -30,6 +31,7 @@ import (
 const clusterParallel = 4
 
 func TestMain(m *testing.M) {
+	testmain.NoRaceExitSleep()
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })

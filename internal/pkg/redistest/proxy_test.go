@@ -6,9 +6,12 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/testmain"
 )
 
 func TestMain(m *testing.M) {
+	testmain.NoRaceExitSleep()
 	ServeProxyIfAsked()
 	os.Exit(m.Run())
 }

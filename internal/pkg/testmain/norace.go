@@ -1,0 +1,5 @@
+//go:build !race
+
+package testmain
+
+const raceEnabled = false

@@ -1,0 +1,50 @@
+package testmain
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Run is a whole TestMain: it drops the race runtime's exit sleep, then
+// runs the tests and exits with their status.
+func Run(m *testing.M) {
+	NoRaceExitSleep()
+	os.Exit(m.Run())
+}
+
+// NoRaceExitSleep starts this test binary again, with the same arguments,
+// environment and process id, with atexit_sleep_ms=0 in GORACE, when it was
+// built with -race and GORACE does not already set atexit_sleep_ms. It
+// returns when nothing was to be done or the binary could not be started
+// again (it then runs on as it is). A TestMain of its own calls it first.
+func NoRaceExitSleep() {
+	if !raceEnabled {
+		return
+	}
+	gorace, set := os.LookupEnv("GORACE")
+	if strings.Contains(gorace, "atexit_sleep_ms") {
+		return // set by whoever started us, or by our own earlier start
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	env := os.Environ()
+	if set {
+		env = without(env, "GORACE")
+	}
+	env = append(env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	_ = reexec(exe, os.Args, env) // returns only if it failed
+}
+
+// without returns env without the variable name.
+func without(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
