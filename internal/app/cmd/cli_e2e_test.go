@@ -14,7 +14,7 @@ import (
 // taken as a file name is refused (it wrote a file named -q), and an
 // output path that cannot be written is reported before anything is sent.
 func TestE2ECLIBadInputExits2(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, hits := loadTarget(t)
 	n := newNode(t, "")
 	for _, tc := range []struct {
@@ -52,7 +52,7 @@ func TestE2ECLIBadInputExits2(t *testing.T) {
 // file, 2 and the key and line for a bad one. `config validate` printed
 // help and exited 0.
 func TestE2ECLIValidate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	n := newNode(t, "")
 	write := func(name, text string) string {
 		p := filepath.Join(n.dir, name)
@@ -87,7 +87,7 @@ func TestE2ECLIValidate(t *testing.T) {
 // TestE2ECLIVersion checks that `forgeload version` and `--version` give the
 // version, commit, build date, Go version and forge protocol.
 func TestE2ECLIVersion(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	n := newNode(t, "")
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out := n.forgeload(args...)
@@ -105,7 +105,7 @@ func TestE2ECLIVersion(t *testing.T) {
 // TestInstallPathIsForgeload checks that `go install ./cmd/forgeload`
 // installs a binary named forgeload (./cmd/runner installs "runner").
 func TestInstallPathIsForgeload(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	out, err := exec.Command("go", "list", "-f", "{{.Name}} {{.Target}}", "github.com/forgeload/forgeload/cmd/forgeload").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list ./cmd/forgeload: %v\n%s", err, out)

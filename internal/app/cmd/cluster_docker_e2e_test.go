@@ -285,7 +285,7 @@ func (rg *dockerRig) final(t *testing.T) {
 // network: three daemons and Redis in containers on a private Docker
 // network.
 func TestE2EClusterDockerNetwork(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	image := clusterImage(t) // TestMain removes it
 
 	// docker network disconnect of a worker: it loses Redis (and
@@ -293,7 +293,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	// share moves to another worker only after that; the target never sees
 	// the share driven twice, nor more than the asked rate.
 	t.Run("disconnect", func(t *testing.T) {
-		t.Parallel()
+		parallelSub(t)
 		rg := newDockerRig(t, image)
 		cr := rg.mirror(t)
 		id := rg.job(lossJob)
@@ -349,7 +349,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	// survivor within about 7 s (takeoverBound); the share is never driven
 	// twice.
 	t.Run("kill", func(t *testing.T) {
-		t.Parallel()
+		parallelSub(t)
 		rg := newDockerRig(t, image)
 		cr := rg.mirror(t)
 		id := rg.job(lossJob)

@@ -75,7 +75,7 @@ jobs:
 // rows than the file has fails naming the file, and still sends no row
 // twice.
 func TestE2EClusterFeederRowsOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	rg := newClusterRig(t, "", nil)
 	tg := newRowTarget(t)
 
@@ -127,7 +127,7 @@ func TestE2EClusterFeederRowsOnce(t *testing.T) {
 // last claims of the run (what each host still held at the end) and the
 // few requests w3 had in flight.
 func TestE2EClusterFeederDrainGivesRowsBack(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	rg := newClusterRig(t, "", nil)
 	tg := newRowTarget(t)
 	const rows = 3000

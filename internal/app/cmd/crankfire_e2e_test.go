@@ -37,7 +37,7 @@ type crankfireSummary struct {
 // real binary against real servers on 127.0.0.1, and judges it by what the
 // servers received.
 func TestE2ECrankfireCorpus(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	tests := []struct {
 		file  string
 		code  int
@@ -259,7 +259,7 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			t.Parallel()
+			parallelSub(t)
 			tg := &crankfireTargets{oauth: loadtarget.StartOAuth2(t, 1), http: loadtarget.StartHTTP(t), ws: loadtarget.StartWebSocket(t), sse: loadtarget.StartSSE(t),
 				grpc: loadtarget.StartGRPC(t, nil), otlp: loadtarget.StartOTLP(t), proto: loadtarget.ProtoFile(t)}
 			n := newNode(t, "")
@@ -325,9 +325,9 @@ func copyCorpus(t *testing.T, dir string, addrs *strings.Replacer) {
 
 // TestE2ECrankfireFlags runs the binary with Crankfire's flags only.
 func TestE2ECrankfireFlags(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	t.Run("http", func(t *testing.T) {
-		t.Parallel()
+		parallelSub(t)
 		srv := loadtarget.StartHTTP(t)
 		n := newNode(t, "")
 		out := filepath.Join(n.dir, "s.json")
@@ -350,7 +350,7 @@ func TestE2ECrankfireFlags(t *testing.T) {
 		}
 	})
 	t.Run("websocket and --config", func(t *testing.T) {
-		t.Parallel()
+		parallelSub(t)
 		ws := loadtarget.StartWebSocket(t)
 		n := newNode(t, "")
 		cfg := filepath.Join(n.dir, "c.yml")
@@ -367,7 +367,7 @@ func TestE2ECrankfireFlags(t *testing.T) {
 		}
 	})
 	t.Run("tracing", func(t *testing.T) {
-		t.Parallel()
+		parallelSub(t)
 		srv := loadtarget.StartHTTP(t)
 		otlp := loadtarget.StartOTLP(t)
 		n := newNode(t, "")
@@ -404,7 +404,7 @@ func TestE2ECrankfireFlags(t *testing.T) {
 		{"bad header", []string{"--header", "nope"}, `--header "nope": want key=value`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
+			parallelSub(t)
 			n := newNode(t, "")
 			code, output := n.forgeload(append([]string{"load", "--target", "http://127.0.0.1:1/", "--total", "1", "-q"}, tt.args...)...)
 			if code != ExitBadInput || !strings.Contains(output, tt.want) {

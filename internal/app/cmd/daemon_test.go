@@ -71,7 +71,7 @@ func startDaemonInProcess(t *testing.T, cfgPath string, log io.Writer) (d *Daemo
 // still reports CANCELLED with its always() step. The registration lock is
 // held from newDaemon until Shutdown returns.
 func TestDaemonRunShutdown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	cfgPath := inProcessNode(t, f, "in-process")
 	gate := filepath.Join(t.TempDir(), "go")
@@ -159,7 +159,7 @@ func TestDaemonRunShutdown(t *testing.T) {
 // TestDaemonRunUnregistered: Run returns the forge's "unregistered" answer
 // as an error that says to register again, and Shutdown still cleans up.
 func TestDaemonRunUnregistered(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	cfgPath := inProcessNode(t, f, "in-process-gone")
 	f.DeleteRunner(f.Runners()[0].UUID)
@@ -181,7 +181,7 @@ func TestDaemonRunUnregistered(t *testing.T) {
 // TestRegistrationCheck: what register refuses before it asks the forge,
 // each with exit 2 and the flag to fix.
 func TestRegistrationCheck(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tests := []struct {
 		r    registration
 		want string
@@ -207,7 +207,7 @@ func TestRegistrationCheck(t *testing.T) {
 
 // TestNewLocalRun: exec's job selection and order, before anything runs.
 func TestNewLocalRun(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.yml")
 	if err := os.WriteFile(wf, []byte("on: push\njobs:\n  b:\n    needs: a\n    runs-on: x\n    steps:\n      - run: echo b\n  a:\n    runs-on: x\n    steps:\n      - run: echo a\n"), 0o644); err != nil {

@@ -46,7 +46,7 @@ func peakRSS(t *testing.T, d *daemon) int64 {
 // limit or the workspace, no file content reaches the forge, the daemon's
 // memory stays bounded, and the next job runs.
 func TestE2EJobInputCannotTakeTheDaemonDown(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
@@ -129,7 +129,7 @@ var faultsBin = sync.OnceValues(func() (string, error) {
 // reporter's log loop. Each panic fails its own job with a message in its
 // log, the daemon logs the stack and keeps serving, and the next job runs.
 func TestE2EPanicInJobGoroutineFailsThatJobOnly(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin, err := faultsBin()
 	if err != nil {
 		t.Fatal(err)

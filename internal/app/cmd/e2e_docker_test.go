@@ -135,7 +135,7 @@ func servicesExample(t *testing.T) string {
 // endpoint that burns CPU fails on sut_cpu with the numbers in the log.
 // Nothing is left behind.
 func TestE2EServiceLoadWithSUTThresholds(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	n := newDockerNode(t, "e2e-sut", "")
 	d := n.startDaemon()
 
@@ -181,7 +181,7 @@ func TestE2EServiceLoadWithSUTThresholds(t *testing.T) {
 // each fail the job with a clear message, and leave no container, network
 // or volume.
 func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	n := newDockerNode(t, "e2e-svc-fail", "")
 	d := n.startDaemon()
 	job := func(service string) string {
@@ -217,7 +217,7 @@ func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 // container within seconds; a daemon killed with -9 leaves them, and its
 // next start removes them.
 func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	n := newDockerNode(t, "e2e-svc-stop", "  shutdown_timeout: 0s\n")
 	payload := fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n        image: %s\n    steps:\n      - run: echo step-started; sleep 60\n", n.img)
 	started := func(id int64, d *daemon) {
@@ -263,7 +263,7 @@ func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
 // out workspace, env and GITHUB_* files, and cannot read the runner's
 // .runner file; a docker:// label does the same for runs-on.
 func TestE2EJobContainer(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	img := containertest.Image(t)
 	n := newDockerNode(t, "e2e-jobctr", "  labels: [forgeload, boxed:docker://"+img+"]\n")
 	if _, err := n.f.AddRepo("team/app", map[string]string{"hello.txt": "hello from the repo\n"}); err != nil {
@@ -316,7 +316,7 @@ jobs:
 // daemon does not offer them, says why, and keeps running host jobs, while
 // a job with services fails with the reason.
 func TestE2ENoDockerEngine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	noDocker := "container:\n  docker_host: unix:///nonexistent/docker.sock\n"
 	n := newNode(t, noDocker)
@@ -352,7 +352,7 @@ func TestE2ENoDockerEngine(t *testing.T) {
 // it) on this machine's Docker Engine, and removes its containers when it
 // returns.
 func TestE2EExecServicesExample(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	img := containertest.Image(t)
 	root := repoRoot(t)
 	wf := filepath.Join(t.TempDir(), "services.yml")
@@ -390,7 +390,7 @@ func TestE2EExecServicesExample(t *testing.T) {
 // a busy Docker Engine still sees it running when the job starts, and
 // dies well within the step's 10 s.
 func TestE2EServiceExitsDuringJob(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	n := newDockerNode(t, "e2e-svc-exit", "")
 	d := n.startDaemon()
 	payload := fmt.Sprintf(`on: push
@@ -417,7 +417,7 @@ jobs:
 // Registry credentials come from the job and never reach the log; an image
 // that cannot be pulled fails the job naming it, and leaves nothing.
 func TestE2EServiceCredentialsAndPullFailure(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	n := newDockerNode(t, "e2e-svc-pull", "container:\n  pull_policy: missing\n")
 	d := n.startDaemon()
 	// A registry address on loopback where nothing listens: the pull is

@@ -51,7 +51,7 @@ func waitDone(t *testing.T, f *forgetest.Forge, id int64, d *daemon) forgetest.T
 // a perf job with checkout, run and load succeeds with its log rows, step
 // ranges and outputs; a failing threshold fails its job.
 func TestE2EPerfJobsThroughDaemon(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	if _, err := f.AddRepo("team/api", map[string]string{
@@ -140,7 +140,7 @@ jobs:
 // allowed on a loaded machine), always()
 // steps run, and the task ends CANCELLED.
 func TestE2ECancelMidLoad(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
@@ -167,7 +167,7 @@ func TestE2ECancelMidLoad(t *testing.T) {
 // 10 s while the daemon runs a job that logs steadily: the forge must end
 // with exactly the rows the job produced, in order, and a SUCCESS.
 func TestE2EForgeOutageLosesNothing(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	if testing.Short() {
 		t.Skip("a 10 s outage")
 	}
@@ -208,7 +208,7 @@ func TestE2EForgeOutageLosesNothing(t *testing.T) {
 // denies receives nothing and fails the step with the rule; a secret the
 // job prints in two halves never reaches the forge.
 func TestE2EPolicyAndSecretsThroughDaemon(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	l, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Skipf("no 127.0.0.2 here: %v", err)
@@ -249,7 +249,7 @@ func TestE2EPolicyAndSecretsThroughDaemon(t *testing.T) {
 // connects to this host; numeric IPv4 forms the resolver would have taken as
 // names) are refused before anything is sent, each with its reason.
 func TestE2EPolicyHolesThroughDaemon(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
@@ -313,7 +313,7 @@ func TestE2EPolicyHolesThroughDaemon(t *testing.T) {
 // step sleeps 4 s after its last row so that its end's UpdateLog, sent at
 // once, falls after the window. At one call per second the count is ~6.
 func TestE2EReportIntervalGovernsLogUploads(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "  report_interval: 2s\n")
 	registered(t, f, n, "e2e-report-interval")
@@ -344,7 +344,7 @@ func TestE2EReportIntervalGovernsLogUploads(t *testing.T) {
 // them abandoned at a normal job end: Gitea logs an aborted call as
 // "context canceled" and may drop the work it started for it.
 func TestE2EJobEndAbortsNoReportCall(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-no-abort")

@@ -19,7 +19,7 @@ import (
 // job, report and load metrics must show what happened, and /healthz and
 // /readyz must answer.
 func TestE2EMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n")
@@ -95,7 +95,7 @@ func TestE2EMetrics(t *testing.T) {
 // the forge first answers; /readyz says 503 with the reason until it does.
 // A taken metrics port fails start-up at once, even with the forge down.
 func TestE2EMetricsBeforeForge(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n")
 	registered(t, f, n, "e2e-metrics-early")
@@ -141,7 +141,7 @@ func TestE2EMetricsBeforeForge(t *testing.T) {
 // running load step, its live page's request count advances, nothing secret
 // shows, and once the job ends it is gone.
 func TestE2EJobsPage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n  jobs_page: true\n")

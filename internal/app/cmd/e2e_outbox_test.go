@@ -26,7 +26,7 @@ import (
 // "running". (The job here is run in-process with a 1 s close timeout;
 // TestE2EOutageAtJobEndThroughDaemon has the daemon run it.)
 func TestE2EKeptReportSurvivesRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-outbox")
@@ -92,7 +92,7 @@ func TestE2EKeptReportSurvivesRestart(t *testing.T) {
 // .pending outbox across a SIGTERM and a restart, and deliver it when the
 // forge returns: every row exactly once, in order, and the result.
 func TestE2EOutageAtJobEndThroughDaemon(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "  final_report_timeout: 2s\n")
 	registered(t, f, n, "e2e-outage-end")

@@ -23,7 +23,7 @@ import (
 // whole and named after the step; a forge that refuses uploads fails only
 // the upload, loudly, and the step keeps its measured result.
 func TestE2ELoadStepUploadsArtifacts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
@@ -90,7 +90,7 @@ func TestE2ELoadStepUploadsArtifacts(t *testing.T) {
 // first run's result through the forge's API and fails on
 // "p99 < baseline * 1.10", with the deltas in its log and summary.
 func TestE2EBaselineAcrossRuns(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var slow atomic.Int64 // the target's service time (ns)
 	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(time.Duration(slow.Load()))

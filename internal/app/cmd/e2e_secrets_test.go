@@ -25,7 +25,7 @@ import (
 // environment and the daemon's: neither holds the registration token or
 // any other variable of the daemon outside the allow-list.
 func TestE2EStepEnvHidesDaemonSecrets(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const regToken = "reg-t0ken-from-the-env"
 	const hostSecret = "h0st-only-s3cret-value"
 	f := forgetest.New(t, forgetest.WithRegistrationToken(regToken))
@@ -90,7 +90,7 @@ func stepRows(t *testing.T, v forgetest.TaskView, i int) []string {
 // by stderr output between two halves written to stdout; and quoted with
 // %q in an error message.
 func TestE2ESecretsNeverLeaveUnmasked(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const secret = "sup3r-s3cret-v4lue"
 	const quoted = `k3y"with\quote`
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
@@ -171,7 +171,7 @@ func wantIn(t *testing.T, what, got, want string) {
 // TestE2EJobContainerStreams: in a job container too, stderr output
 // between two halves of a secret written to stdout does not split it.
 func TestE2EJobContainerStreams(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	img := containertest.Image(t)
 	n := newDockerNode(t, "e2e-ctrstreams", "")
 	d := n.startDaemon()

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 	testmain.NoRaceExitSleep()
 	redistest.ServeProxyIfAsked() // when this binary is started as a test's Redis relay
 	flag.Parse()
-	raiseParallel(e2eParallel)
+	setUpGate()
 	dir, err := os.MkdirTemp("", "forgeload-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -69,30 +68,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// e2eParallel is how many of this package's tests run at once unless
-// -test.parallel says otherwise. They spend their time waiting on daemons,
-// jobs, leases and outages in real time, not computing, so the default (one
-// per CPU: 2 on CI machines) left the package at about four minutes of
-// mostly idle waiting; the bounds they check leave room for a loaded
-// machine. (At 16, on a machine at a load average of 30, daemons took over
-// 15 s to start; 12 keeps the package near a minute.)
-const e2eParallel = 12
-
 // flagValue returns the value of the flag name, "" if there is none.
 func flagValue(name string) string {
 	if f := flag.Lookup(name); f != nil {
 		return f.Value.String()
 	}
 	return ""
-}
-
-// raiseParallel sets -test.parallel to n unless it was given.
-func raiseParallel(n int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 // node is one forgeload home: a config file and a registration file.
@@ -244,7 +225,7 @@ func registered(t *testing.T, f *forgetest.Forge, n *node, name string) {
 }
 
 func TestE2ERegister(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-reg")
@@ -300,7 +281,7 @@ func TestE2ERegister(t *testing.T) {
 // Ctrl-C while a down forge is waited for says it was interrupted, not that
 // the forge did not answer in time.
 func TestE2ERegisterFailsFast(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	notForge := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notForge.Close)
 	n := newNode(t, "")
@@ -353,7 +334,7 @@ func TestE2ERegisterFailsFast(t *testing.T) {
 // TestE2EUnknownEnv: FORGELOAD_ names a deploy script sets for itself are
 // a warning, a near miss of a config key is an error with the fix.
 func TestE2EUnknownEnv(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	code, out := n.forgeloadEnv([]string{"FORGELOAD_BIN=/usr/bin/forgeload", "FORGELOAD_HOME=/var/lib/forgeload"},
@@ -368,7 +349,7 @@ func TestE2EUnknownEnv(t *testing.T) {
 }
 
 func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-daemon")
@@ -415,7 +396,7 @@ func TestE2EDaemonRunsJobAndStopsOnSIGTERM(t *testing.T) {
 }
 
 func TestE2EUnregisteredExitsNonZero(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-gone")
@@ -432,7 +413,7 @@ func TestE2EUnregisteredExitsNonZero(t *testing.T) {
 // gets Gitea's unregistered answer (HTTP 500, code unknown) to Declare; the
 // daemon must exit non-zero at once, not wait for the forge forever.
 func TestE2EUnregisteredAtStart(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-gone-at-start")
@@ -449,7 +430,7 @@ func TestE2EUnregisteredAtStart(t *testing.T) {
 }
 
 func TestE2EOnceRunsOneJob(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-once")
@@ -469,7 +450,7 @@ func TestE2EOnceRunsOneJob(t *testing.T) {
 }
 
 func TestE2EShutdownDrainsThenCancels(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	payload := func(secs int) []byte {
 		return []byte(fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo begin; sleep %d; echo end\n      - if: always()\n        run: echo always\n", secs))
@@ -514,7 +495,7 @@ func TestE2EShutdownDrainsThenCancels(t *testing.T) {
 }
 
 func TestEffectiveLabels(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	tests := []struct {
 		configured, registered, want []string
 	}{
@@ -533,7 +514,7 @@ func TestEffectiveLabels(t *testing.T) {
 // SIGTERM drains and a second one cancels the running job at once; it still
 // reports CANCELLED with its logs.
 func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "  shutdown_timeout: 10m\n")
 	registered(t, f, n, "e2e-second-signal")
@@ -555,7 +536,7 @@ func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
 // connections: it must wait with backoff, not exit, and serve once the
 // forge is back. A registration file others can read is tightened to 0600.
 func TestE2EDaemonWaitsForForge(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
 	registered(t, f, n, "e2e-wait")
@@ -581,7 +562,7 @@ func TestE2EDaemonWaitsForForge(t *testing.T) {
 // TestE2EConfigBounds: limits that cannot be honoured, and a .runner token
 // with a line break, stop the daemon at start with exit 2 and the fix.
 func TestE2EConfigBounds(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for _, tt := range []struct{ extra, want string }{
 		{"  capacity: 100000000\n", "runner.capacity: 100000000 is above the limit of 1000"},
 		{"  report_interval: 1ns\n", "runner.report_interval: 1ns is outside 100ms to 1m0s"},

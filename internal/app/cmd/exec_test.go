@@ -30,7 +30,7 @@ func repoRoot(t *testing.T) string {
 // p99 reaches 800 ms), so the test runs a copy of the example that differs
 // only in that gate, raised to 30s; everything else is the README's.
 func TestE2EQuickstart(t *testing.T) {
-	t.Parallel()
+	parallelLong(t)
 	root := repoRoot(t)
 	example, err := os.ReadFile(filepath.Join(root, "examples", "quickstart.yml"))
 	if err != nil {
@@ -71,7 +71,7 @@ func TestE2EQuickstart(t *testing.T) {
 }
 
 func TestE2EExecFailingJobAndBadInput(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.yml")
 	if err := os.WriteFile(wf, []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: exit 4\n  b:\n    needs: a\n    runs-on: x\n    steps:\n      - run: echo never\n"), 0o644); err != nil {
@@ -104,7 +104,7 @@ func TestE2EExecFailingJobAndBadInput(t *testing.T) {
 // the matrix sees it fail when one of its jobs failed. Before, the job ran
 // once and ${{ matrix.rate }} printed [10, 20].
 func TestE2EExecExpandsMatrix(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	wf := filepath.Join(dir, "wf.yml")
 	if err := os.WriteFile(wf, []byte(`on: push
@@ -158,7 +158,7 @@ jobs:
 // reported at the file's own line, as "wf.yml:7: steps[0]: ...", which
 // editors can jump to; before, it read "wf.yml: workflow line 7: ...".
 func TestSplitJobsNamesFileAndLine(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	wf := filepath.Join(t.TempDir(), "wf.yml")
 	if err := os.WriteFile(wf, []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: a\n        shel: sh\n"), 0o644); err != nil {
 		t.Fatal(err)

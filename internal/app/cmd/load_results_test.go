@@ -14,7 +14,7 @@ import (
 )
 
 func TestLoadCommandHTMLOutput(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	dir := t.TempDir()
 	keyPath := filepath.Join(dir, "from-key.html")
@@ -58,7 +58,7 @@ func TestLoadCommandHTMLOutput(t *testing.T) {
 // threshold fails the slow run with the deltas printed; without a
 // baseline the same threshold is skipped with a notice.
 func TestBaselineAndCompare(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var slow atomic.Int64 // the target's service time (ns)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Duration(slow.Load()))
@@ -104,7 +104,7 @@ func TestBaselineAndCompare(t *testing.T) {
 // with the final result, and the command keeps serving until its context
 // ends (Ctrl-C), then exits with the run's code.
 func TestLoadCommandDashboard(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -39,7 +39,7 @@ func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestLoadCommandFileAndFlags(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, n := loadTarget(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "api.yaml")
@@ -72,7 +72,7 @@ func TestLoadCommandFileAndFlags(t *testing.T) {
 }
 
 func TestLoadCommandThresholdFailureExits1(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	code, stdout, stderr := runMain(t, "load", "--target", srv.URL+"/fail", "--total", "20", "--concurrency", "2",
 		"--threshold", "http_req_failed:rate < 1%", "--threshold", "http_req_duration:p99 < 10s", "-q")
@@ -85,7 +85,7 @@ func TestLoadCommandThresholdFailureExits1(t *testing.T) {
 }
 
 func TestLoadCommandProgressAndRate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, n := loadTarget(t)
 	// The graceful stop lets arrivals that a stall of a loaded machine
 	// held back still go out after the end, instead of being dropped, so
@@ -107,7 +107,7 @@ func TestLoadCommandProgressAndRate(t *testing.T) {
 }
 
 func TestLoadCommandBadInputExits2(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("target: http://127.0.0.1:1/\nratee: 5\n"), 0o600); err != nil {
@@ -138,7 +138,7 @@ func TestLoadCommandBadInputExits2(t *testing.T) {
 }
 
 func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cf.yaml")
@@ -165,7 +165,7 @@ func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
 // by itself, and SIGINT or SIGTERM stop it within a second or so (before,
 // counting the arrivals it never sent took minutes and ignored signals).
 func TestE2ELoadAbsurdRateStops(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	n := newNode(t, "")
 	p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "1s", "--concurrency", "2", "-q")
@@ -203,7 +203,7 @@ func closedPort(t *testing.T) string {
 // the reason, and warn that there are no thresholds. Before, both passed
 // with 100% errors.
 func TestE2ENothingMeasuredFails(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	url := closedPort(t)
 	n := newNode(t, "")
 	p := n.start("load", "--target", url, "--total", "5", "-q")
@@ -237,7 +237,7 @@ func TestE2ENothingMeasuredFails(t *testing.T) {
 // `exec` on a runner whose admin lifted the rate limit (load.max_rate: 0):
 // the step ends on time, and SIGINT stops a long one promptly.
 func TestE2EExecUnlimitedRateStops(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv, _ := loadTarget(t)
 	n := newNode(t, "load:\n  max_rate: 0\n")
 	job := func(d string) string {

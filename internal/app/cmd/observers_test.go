@@ -13,7 +13,7 @@ import (
 // TestLoadObserverCountsEveryProtocol: requests of a gRPC or WebSocket run,
 // whose successes carry no status code, are counted under their protocol.
 func TestLoadObserverCountsEveryProtocol(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	m := metrics.New(prometheus.NewRegistry(), "test", "r")
 	obs := newLoadObserver(m, nil)()
 	obs.LoadStarted(metrics.ProtocolGRPC, 0, nil)
@@ -33,7 +33,7 @@ func TestLoadObserverCountsEveryProtocol(t *testing.T) {
 // their spelling, land on the metric's result labels; canceled requests are
 // counted as cancelled, not as errors.
 func TestLoadResultFollowsEngineClasses(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	for class, want := range map[load.ErrorClass]string{
 		load.ClassTimeout:  metrics.LoadTimeout,
 		load.ClassCanceled: metrics.LoadCancelled,

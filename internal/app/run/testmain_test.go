@@ -1,9 +1,21 @@
 package run
 
 import (
+	"flag"
+	"os"
 	"testing"
 
 	"github.com/forgeload/forgeload/internal/pkg/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+// runParallel is how many tests run at once unless -test.parallel says
+// otherwise: they mostly wait on shells, timeouts and a fake forge, so one
+// per CPU left this package at three times its length.
+const runParallel = 6
+
+func TestMain(m *testing.M) {
+	testmain.NoRaceExitSleep()
+	flag.Parse()
+	testmain.DefaultParallel(runParallel)
+	os.Exit(m.Run())
+}

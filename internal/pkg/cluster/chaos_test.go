@@ -264,7 +264,8 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 
 // TestLossPolicies: with on_worker_loss abort an abandoning worker fails
 // the run; with continue its segment stays unowned and the run is degraded.
-// The run lasts 10 s so that the loss falls within it on a loaded machine.
+// The loss comes a fraction of a second into the run; the run lasts 6 s so
+// that it still falls within it on a loaded machine.
 func TestLossPolicies(t *testing.T) {
 	t.Parallel()
 	for _, policy := range []LossPolicy{LossAbort, LossContinue} {
@@ -277,7 +278,7 @@ func TestLossPolicies(t *testing.T) {
 				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 			}
 			waitRunners(t, rdb, 2)
-			res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 10 * time.Second, Workers: 2, OnWorkerLoss: policy},
+			res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 6 * time.Second, Workers: 2, OnWorkerLoss: policy},
 				CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf})
 			waitFor(t, 30*time.Second, "b to send", func() bool { return sentBy(log, "b") >= 2 })
 			pools["b"].cancel()
@@ -316,8 +317,9 @@ func TestLossPolicies(t *testing.T) {
 
 // TestReassignWithoutSpare: with no spare the lost segment goes to the live
 // worker with headroom; once everyone is at MaxSegments the next loss
-// leaves a segment unowned and the run degraded. The run lasts 10 s so that
-// both losses fall within it on a loaded machine.
+// leaves a segment unowned and the run degraded. Both losses are abandons,
+// handed on at once, a fraction of a second into the run; the run lasts 6 s
+// so that they still fall within it on a loaded machine.
 func TestReassignWithoutSpare(t *testing.T) {
 	t.Parallel()
 	srv, rdb := startRedis(t)
@@ -327,7 +329,7 @@ func TestReassignWithoutSpare(t *testing.T) {
 		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), nil)
 	}
 	waitRunners(t, rdb, 3)
-	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 10 * time.Second, Workers: 3, MaxSegments: 2},
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":30}`), Duration: 6 * time.Second, Workers: 3, MaxSegments: 2},
 		CoordOptions{StartLead: 200 * time.Millisecond, Logf: t.Logf, HeadroomCPU: 1e6})
 	waitFor(t, 30*time.Second, "everyone to send", func() bool {
 		return sentBy(log, "a") > 1 && sentBy(log, "b") > 1 && sentBy(log, "c") > 1

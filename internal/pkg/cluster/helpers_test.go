@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,16 +27,12 @@ import (
 // many more starves their heartbeats on a loaded machine (at 8, on a
 // machine at a load average of 26, leases expired that no test meant to
 // expire).
-const clusterParallel = 4
+const clusterParallel = 6
 
 func TestMain(m *testing.M) {
 	testmain.NoRaceExitSleep()
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		_ = flag.Set("test.parallel", strconv.Itoa(clusterParallel))
-	}
+	testmain.DefaultParallel(clusterParallel)
 	os.Exit(m.Run())
 }
 

@@ -1,7 +1,9 @@
 package testmain
 
 import (
+	"flag"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,4 +49,16 @@ func without(env []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// DefaultParallel sets -test.parallel to n unless the command line gave it;
+// call it after flag.Parse. For packages whose tests mostly wait in real
+// time (daemons, leases, timeouts) rather than compute, so that one test per
+// CPU, the testing package's default, would leave the machine idle.
+func DefaultParallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
