@@ -81,10 +81,9 @@ func buildClusterImage() (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "root")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(root, "forgeload"), "github.com/forgeload/forgeload/cmd/runner")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build forgeload: %v\n%s", err, out)
+	bin, err := goBuild([]string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+	if err != nil {
+		return "", err
 	}
 	const redis = "/usr/bin/redis-server"
 	files := []string{redis}
@@ -99,12 +98,15 @@ func buildClusterImage() (string, error) {
 			}
 		}
 	}
-	for _, f := range files {
+	for _, f := range append(files, bin) {
 		b, err := os.ReadFile(f) // follows symlinks: the image gets the real file under the linked name
 		if err != nil {
 			return "", err
 		}
 		dst := filepath.Join(root, f)
+		if f == bin {
+			dst = filepath.Join(root, "forgeload")
+		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return "", err
 		}

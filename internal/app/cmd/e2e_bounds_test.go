@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,18 +108,7 @@ func TestE2EJobInputCannotTakeTheDaemonDown(t *testing.T) {
 	}
 }
 
-var faultsBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "forgeload-faults-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "forgeload")
-	out, err := exec.Command("go", "build", "-tags", "faults", "-o", bin, "github.com/forgeload/forgeload/cmd/runner").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build -tags faults: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+var faultsBin = sync.OnceValues(func() (string, error) { return goBuild(nil, "-tags", "faults") })
 
 // TestE2EPanicInJobGoroutineFailsThatJobOnly runs a build with fault
 // injection (-tags faults) that panics, once each, in the goroutines a job
@@ -134,7 +121,6 @@ func TestE2EPanicInJobGoroutineFailsThatJobOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "")
