@@ -287,7 +287,7 @@ func (rg *dockerRig) final(t *testing.T) {
 // network: three daemons and Redis in containers on a private Docker
 // network.
 func TestE2EClusterDockerNetwork(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 32)
 	image := clusterImage(t) // TestMain removes it
 
 	// docker network disconnect of a worker: it loses Redis (and

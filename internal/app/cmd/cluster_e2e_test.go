@@ -345,7 +345,7 @@ func (rg *clusterRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
 // runs locally, and asking for more workers than exist fails naming how
 // many joined and which runners were available.
 func TestE2EClusterExactTotal(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", map[string]string{"w2": "  max_rate: 150\n"})
 	// graceful_shutdown: requests a busy machine stalls at the end finish
 	// instead of being cancelled into the error rate the threshold gates.
@@ -407,7 +407,7 @@ func TestE2EClusterExactTotal(t *testing.T) {
 // TestE2EClusterArrivalModels: a Poisson plan without a seed and a closed
 // model, each split over three daemons, send what one host would.
 func TestE2EClusterArrivalModels(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 12)
 	rg := newClusterRig(t, "", nil)
 
 	// Poisson arrivals without a seed: the coordinator picks one for all
@@ -449,7 +449,7 @@ func TestE2EClusterArrivalModels(t *testing.T) {
 // all, in the closed and the open model, and an open-model run ends with
 // its last arrival.
 func TestE2EClusterTotals(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 8)
 	rg := newClusterRig(t, "", nil)
 
 	// Closed model with total: the hosts together send exactly total, each
@@ -608,7 +608,7 @@ const takeoverBound = 9 * time.Second
 // share sat idle for about 6 s of a 12 s test, so the run delivered well
 // under 90% of its plan and the job fails, saying so.
 func TestE2EClusterKillWorker(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w2", 600)
@@ -676,7 +676,7 @@ func TestE2EClusterKillWorker(t *testing.T) {
 // which another worker resumes at once (tens of milliseconds), without a
 // TTL wait.
 func TestE2EClusterSIGTERMWorker(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	seg := rg.startedLoad(t, "w3", 600)
@@ -729,7 +729,7 @@ const fenceBound = 4500 * time.Millisecond
 // ships the metrics it held, so its row counts exactly what the target got
 // from it.
 func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 24)
 	rg := newClusterRig(t, "w3", nil)
 	// Longer than lossJob: after the heal (some 6 s after the cut) w3
 	// still has to ship what it held before the coordinator finalises,
@@ -794,7 +794,7 @@ func (rg *clusterRig) coordinationLost(t *testing.T, what string, fault func()) 
 // does not answer (a host still booting, a stalled network) warns, waits
 // and joins the pool once Redis answers, instead of exiting.
 func TestE2EClusterRedisLateAtStart(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 7)
 	srv := redistest.Start(t)
 	px := redistest.StartProxyProcess(t, srv.Addr())
 	px.Cut()
@@ -825,7 +825,7 @@ var rawRedisLine = regexp.MustCompile(`(?m)^redis: \d{4}/\d\d/\d\d `)
 // running, and the Redis client's own complaints go through the daemon's
 // logger, not raw to stderr.
 func TestE2EClusterRedisStopped(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", nil)
 	stopped := rg.coordinationLost(t, "Redis stopped", rg.redis.Stop)
 	if d := rg.tg.latest().Sub(stopped); d > fenceBound {
@@ -856,7 +856,7 @@ const coordLostBound = 15 * time.Second
 // (coordinationLost), and does not report success after the heal; the
 // other workers stop within coordLostBound of the cut.
 func TestE2EClusterCoordinatorPartitioned(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 17)
 	rg := newClusterRig(t, "w1", nil)
 	cut := rg.coordinationLost(t, "the coordinator's partition", rg.proxy.Cut)
 	waitFor(t, "w2 and w3 to leave the run, one saying the coordinator was lost", 30*time.Second, func() bool {
@@ -885,7 +885,7 @@ func TestE2EClusterCoordinatorPartitioned(t *testing.T) {
 // The other workers stop within coordLostBound, and `cluster status` shows the run
 // ABORTED with the reason (not RUNNING for hours); --json uses snake_case.
 func TestE2EClusterCoordinatorKilled(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", nil)
 	rg.job(longJob)
 	rg.startedLoad(t, "w2", 600)
@@ -919,7 +919,7 @@ func TestE2EClusterCoordinatorKilled(t *testing.T) {
 // on its own monotonic clock before sending: the target never sees w2's old
 // share beside the new owner's.
 func TestE2EClusterPausedWorker(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	rg := newClusterRig(t, "", nil)
 	id := rg.job("          rate: 900\n          duration: 12s\n          concurrency: 30\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
 	seg := rg.startedLoad(t, "w2", 1800)
@@ -972,7 +972,7 @@ func TestE2EClusterPausedWorker(t *testing.T) {
 // loses the run's state; every worker stops its load, the daemons keep
 // running, and the job fails with the reason in its log.
 func TestE2EClusterRedisRestartAborts(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 8)
 	rg := newClusterRig(t, "", nil)
 	id := rg.job(lossJob)
 	rg.startedLoad(t, "w2", 600)
@@ -1052,7 +1052,7 @@ func TestClusterConfigErrors(t *testing.T) {
 // forge UI stops the load on every worker within about 2 s, the job ends
 // CANCELLED and the step leaves the page.
 func TestE2EClusterCancel(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 10)
 	rg := newClusterRig(t, "", nil)
 	id := rg.job("          rate: 300\n          duration: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
 	rg.startedLoad(t, "w3", 300)
@@ -1134,7 +1134,7 @@ func TestE2EClusterCancel(t *testing.T) {
 // fetches main's result and fails on "p99 < baseline * 1.10" on the
 // merged histograms, with the comparison in the log and the job summary.
 func TestE2EClusterBaseline(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 12)
 	rg := newClusterRig(t, "", nil)
 	with := "          rate: 30\n          duration: 2s\n          concurrency: 40\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n          baseline: main\n          thresholds: |\n            http_req_duration:p99 < baseline * 1.10\n"
 	first := rg.waitDone(t, rg.jobIn(map[string]any{"run_id": "1", "ref": "refs/heads/main"}, "/", with))
@@ -1164,7 +1164,7 @@ func TestE2EClusterBaseline(t *testing.T) {
 // job, as a step on one host does: the progress lines, the summary, the
 // sut_* thresholds and the outputs have them.
 func TestE2EClusterServiceResources(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 14)
 	img := containertest.Image(t)
 	rg := newClusterRig(t, "", map[string]string{"w1": "container:\n  pull_policy: never\n"})
 	payload := fmt.Sprintf(`on: push

@@ -127,7 +127,7 @@ func TestE2EClusterFeederRowsOnce(t *testing.T) {
 // last claims of the run (what each host still held at the end) and the
 // few requests w3 had in flight.
 func TestE2EClusterFeederDrainGivesRowsBack(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 13)
 	rg := newClusterRig(t, "", nil)
 	tg := newRowTarget(t)
 	const rows = 3000

@@ -37,7 +37,7 @@ type crankfireSummary struct {
 // real binary against real servers on 127.0.0.1, and judges it by what the
 // servers received.
 func TestE2ECrankfireCorpus(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	tests := []struct {
 		file  string
 		code  int
@@ -325,7 +325,7 @@ func copyCorpus(t *testing.T, dir string, addrs *strings.Replacer) {
 
 // TestE2ECrankfireFlags runs the binary with Crankfire's flags only.
 func TestE2ECrankfireFlags(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 16)
 	t.Run("http", func(t *testing.T) {
 		parallelSub(t)
 		srv := loadtarget.StartHTTP(t)

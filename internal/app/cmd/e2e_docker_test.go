@@ -135,7 +135,7 @@ func servicesExample(t *testing.T) string {
 // endpoint that burns CPU fails on sut_cpu with the numbers in the log.
 // Nothing is left behind.
 func TestE2EServiceLoadWithSUTThresholds(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 21)
 	n := newDockerNode(t, "e2e-sut", "")
 	d := n.startDaemon()
 
@@ -217,7 +217,7 @@ func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 // container within seconds; a daemon killed with -9 leaves them, and its
 // next start removes them.
 func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 14)
 	n := newDockerNode(t, "e2e-svc-stop", "  shutdown_timeout: 0s\n")
 	payload := fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n        image: %s\n    steps:\n      - run: echo step-started; sleep 60\n", n.img)
 	started := func(id int64, d *daemon) {
@@ -352,7 +352,7 @@ func TestE2ENoDockerEngine(t *testing.T) {
 // it) on this machine's Docker Engine, and removes its containers when it
 // returns.
 func TestE2EExecServicesExample(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 10)
 	img := containertest.Image(t)
 	root := repoRoot(t)
 	wf := filepath.Join(t.TempDir(), "services.yml")
@@ -390,7 +390,7 @@ func TestE2EExecServicesExample(t *testing.T) {
 // a busy Docker Engine still sees it running when the job starts, and
 // dies well within the step's 10 s.
 func TestE2EServiceExitsDuringJob(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 12)
 	n := newDockerNode(t, "e2e-svc-exit", "")
 	d := n.startDaemon()
 	payload := fmt.Sprintf(`on: push

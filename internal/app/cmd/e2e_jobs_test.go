@@ -167,7 +167,7 @@ func TestE2ECancelMidLoad(t *testing.T) {
 // 10 s while the daemon runs a job that logs steadily: the forge must end
 // with exactly the rows the job produced, in order, and a SUCCESS.
 func TestE2EForgeOutageLosesNothing(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 18)
 	if testing.Short() {
 		t.Skip("a 10 s outage")
 	}
@@ -313,7 +313,7 @@ func TestE2EPolicyHolesThroughDaemon(t *testing.T) {
 // step sleeps 4 s after its last row so that its end's UpdateLog, sent at
 // once, falls after the window. At one call per second the count is ~6.
 func TestE2EReportIntervalGovernsLogUploads(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 12)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "  report_interval: 2s\n")
 	registered(t, f, n, "e2e-report-interval")

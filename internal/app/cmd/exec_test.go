@@ -30,7 +30,7 @@ func repoRoot(t *testing.T) string {
 // p99 reaches 800 ms), so the test runs a copy of the example that differs
 // only in that gate, raised to 30s; everything else is the README's.
 func TestE2EQuickstart(t *testing.T) {
-	parallelLong(t)
+	parallelLong(t, 10)
 	root := repoRoot(t)
 	example, err := os.ReadFile(filepath.Join(root, "examples", "quickstart.yml"))
 	if err != nil {

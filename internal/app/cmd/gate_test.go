@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"flag"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // mostly idle waiting; the bounds they check leave room for a loaded
 // machine. (At 16, on a machine at a load average of 30, daemons took over
 // 15 s to start; 12 keeps the package near a minute.)
-const e2eParallel = 12
+const e2eParallel = 14
 
 // longParallel is how many of the e2eParallel slots long tests may hold at
 // once: the rest keep the short tests moving beside them, and fewer
@@ -24,10 +25,10 @@ const longParallel = 12
 // The package's own gate in place of the testing package's: -test.parallel
 // (or e2eParallel) is read into it, and the testing package's limit is
 // lifted. The testing package starts waiting parallel tests in an order of
-// the scheduler's choosing; it started the 15–25 s cluster tests last,
+// the scheduler's choosing; it started the 15–30 s cluster tests last,
 // after the short ones, and the package took as long as its last long
 // test's start plus its length (about 55 s). This gate starts the long
-// tests first.
+// tests first, the longest of them first.
 var gate struct {
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -36,9 +37,12 @@ var gate struct {
 	free, longFree int
 	// registered counts the long tests that called parallelLong (all of
 	// them do so before any parallel test starts); arrived, those of them
-	// waiting for a slot or holding one. A short test waits until every
-	// registered long test has arrived and none is waiting.
-	registered, arrived, waitingLong int
+	// waiting for a slot or holding one; waiting, the lengths of those
+	// waiting. No test starts before every registered long test has
+	// arrived; a long test starts when no longer one waits, a short one
+	// when no long one waits that a slot could take.
+	registered, arrived int
+	waiting             []int
 }
 
 // setUpGate reads -test.parallel into the gate (e2eParallel unless given)
@@ -60,14 +64,18 @@ func setUpGate() {
 
 // parallel is t.Parallel for this package's short tests: t runs beside the
 // others once the gate has a slot for it and no long test waits for one.
-func parallel(t *testing.T) { schedule(t, false) }
+func parallel(t *testing.T) { schedule(t, 0) }
 
-// parallelLong is t.Parallel for the package's long tests (8 s or more
-// alone: cluster runs, outages, services); they get slots first.
-func parallelLong(t *testing.T) { schedule(t, true) }
+// parallelLong is t.Parallel for the package's long tests, those that take
+// 7 s or more alone: cluster runs, outages, services. secs, about how long
+// t takes alone on a two-core machine, orders them only: they get slots
+// before the short tests, the longest first.
+func parallelLong(t *testing.T, secs int) { schedule(t, max(secs, 1)) }
 
-func schedule(t *testing.T, long bool) {
+// schedule waits for a slot; secs is 0 for a short test.
+func schedule(t *testing.T, secs int) {
 	t.Helper()
+	long := secs > 0
 	if long {
 		gate.mu.Lock()
 		gate.registered++
@@ -77,20 +85,22 @@ func schedule(t *testing.T, long bool) {
 	gate.mu.Lock()
 	if long {
 		gate.arrived++
-		gate.waitingLong++
-		for gate.free == 0 || gate.longFree == 0 {
+		gate.waiting = append(gate.waiting, secs)
+		gate.cond.Broadcast() // the last to arrive lets the waiting ones check again
+		for gate.free == 0 || gate.longFree == 0 || gate.arrived < gate.registered || secs < slices.Max(gate.waiting) {
 			gate.cond.Wait()
 		}
-		gate.waitingLong--
+		gate.waiting = slices.Delete(gate.waiting, slices.Index(gate.waiting, secs), slices.Index(gate.waiting, secs)+1)
 		gate.longFree--
 	} else {
-		for gate.free == 0 || gate.waitingLong > 0 && gate.longFree > 0 || gate.arrived < gate.registered {
+		for gate.free == 0 || len(gate.waiting) > 0 && gate.longFree > 0 || gate.arrived < gate.registered {
 			gate.cond.Wait()
 		}
 	}
 	gate.free--
 	gate.mu.Unlock()
-	t.Cleanup(func() { // registered first, so it runs after the test's own cleanups
+	gate.cond.Broadcast() // the next longest may start too
+	t.Cleanup(func() {    // registered first, so it runs after the test's own cleanups
 		gate.mu.Lock()
 		gate.free++
 		if long {
