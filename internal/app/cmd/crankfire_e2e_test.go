@@ -37,7 +37,7 @@ type crankfireSummary struct {
 // real binary against real servers on 127.0.0.1, and judges it by what the
 // servers received.
 func TestE2ECrankfireCorpus(t *testing.T) {
-	parallelLong(t, 16)
+	parallelLong(t, 5)
 	tests := []struct {
 		file  string
 		code  int
@@ -120,7 +120,9 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 					t.Errorf("span %s matches no traceparent the target received (%v)", k, seen)
 				}
 			}
-			if len(spans) != 3 || !slices.Equal(tg.otlp.Services(), []string{"loadtest"}) {
+			// One export or more (the batch processor's timer may fire
+			// between spans on a loaded machine), each from service loadtest.
+			if services := slices.Compact(tg.otlp.Services()); len(spans) != 3 || !slices.Equal(services, []string{"loadtest"}) {
 				t.Errorf("the OTLP receiver has %d spans from %v, want 3 from service loadtest", len(spans), tg.otlp.Services())
 			}
 		}},
@@ -325,7 +327,7 @@ func copyCorpus(t *testing.T, dir string, addrs *strings.Replacer) {
 
 // TestE2ECrankfireFlags runs the binary with Crankfire's flags only.
 func TestE2ECrankfireFlags(t *testing.T) {
-	parallelLong(t, 16)
+	parallelLong(t, 5)
 	t.Run("http", func(t *testing.T) {
 		parallelSub(t)
 		srv := loadtarget.StartHTTP(t)

@@ -51,7 +51,7 @@ func sentBy(log *arrivalLog, w string) int {
 // with kill -9). Its segment moves to the spare within 7 s, and no segment
 // ever has two owners at once.
 func TestKilledWorkerIsReassigned(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 11)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	pools := map[string]*testPool{}
@@ -149,7 +149,7 @@ func TestKilledWorkerIsReassigned(t *testing.T) {
 // TestAbandonReassignsAtOnce: a gracefully stopping worker hands its
 // segment back and the spare resumes it in under a second.
 func TestAbandonReassignsAtOnce(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 7)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	pools := map[string]*testPool{}
@@ -202,7 +202,7 @@ func TestAbandonReassignsAtOnce(t *testing.T) {
 // TestPartitionedWorkerSelfFences: a worker cut off from Redis stops its
 // own load within 3.5 s, before the coordinator reassigns its segment.
 func TestPartitionedWorkerSelfFences(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 15)
 	srv, rdb := startRedis(t)
 	px := startProxy(t, srv.Addr())
 	log := newArrivalLog()
@@ -267,10 +267,9 @@ func TestPartitionedWorkerSelfFences(t *testing.T) {
 // The loss comes a fraction of a second into the run; the run lasts 6 s so
 // that it still falls within it on a loaded machine.
 func TestLossPolicies(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 8)
 	for _, policy := range []LossPolicy{LossAbort, LossContinue} {
 		t.Run(string(policy), func(t *testing.T) {
-			t.Parallel()
 			srv, rdb := startRedis(t)
 			log := newArrivalLog()
 			pools := map[string]*testPool{}
@@ -321,7 +320,7 @@ func TestLossPolicies(t *testing.T) {
 // handed on at once, a fraction of a second into the run; the run lasts 6 s
 // so that they still fall within it on a loaded machine.
 func TestReassignWithoutSpare(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 8)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	pools := map[string]*testPool{}

@@ -23,7 +23,7 @@ func (o *countObserver) SegmentReassigned() { o.reassigned.Add(1) }
 // TestThreeWorkersExactTotal: three runners split one plan; every arrival
 // index is sent exactly once and the merged metrics count them all.
 func TestThreeWorkersExactTotal(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 5)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	var pools []*testPool
@@ -171,7 +171,7 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 // TestJoinTimeoutMessage: too few workers → a message naming the counts
 // and the available runners.
 func TestJoinTimeoutMessage(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 4)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Labels = []string{"gpu"} })
@@ -192,7 +192,7 @@ func TestJoinTimeoutMessage(t *testing.T) {
 // TestRedisRestartAbortsEveryone: Redis restarts without persistence
 // mid-run; the coordinator and every worker stop with the reason.
 func TestRedisRestartAbortsEveryone(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	pools := []*testPool{

@@ -34,7 +34,7 @@ func (l *lineLog) String() string {
 // waits for Redis to come back. Its workers leave by themselves once the
 // coordinator lease is gone, and the run shows as ABORTED.
 func TestCoordinatorLosesRedis(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 12)
 	const lease = 1400 * time.Millisecond
 	// lease, then one bounded round of calls, then the abort's 3 s, with
 	// 5 s for a loaded machine: a coordinator that waited for Redis to
@@ -42,7 +42,6 @@ func TestCoordinatorLosesRedis(t *testing.T) {
 	const bound = lease + stepTimeout + 3*time.Second + 5*time.Second
 	for _, fault := range []string{"redis stopped", "coordinator partitioned"} {
 		t.Run(fault, func(t *testing.T) {
-			t.Parallel()
 			srv, rdb := startRedis(t)
 			px := startProxy(t, srv.Addr())
 			log := newArrivalLog()

@@ -97,7 +97,7 @@ func sawEvent(rdb *redis.Client, run, w, typ string) bool {
 // before its 60 s duration, and not before the last worker is done; the
 // workers together send exactly the total.
 func TestClosedTotalEndsWhenEveryShareIsSent(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	const total = 11
 	tg := newShareTarget(total)
@@ -154,7 +154,7 @@ func TestClosedTotalEndsWhenEveryShareIsSent(t *testing.T) {
 // segment, never its own share a second time, and the run still ends
 // early with exactly the total sent.
 func TestFinishedShareIsNotSentAgain(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	const total, partial = 11, 2
 	tg := newShareTarget(total)
@@ -209,7 +209,7 @@ func TestFinishedShareIsNotSentAgain(t *testing.T) {
 // metrics count first, so the segment is handed on with what the worker
 // sent (its Prior) and a closed-model total is not sent twice.
 func TestLastMetricsCountBeforeAbandon(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
 	seq, err := segment.Equal(2)
@@ -254,7 +254,7 @@ func TestLastMetricsCountBeforeAbandon(t *testing.T) {
 // rest of its graceful stop (here 57 s of a 60 s plan), and never before
 // the schedule's end, even when the workers stop sooner.
 func TestRunEndsWhenGracefulStopHasNothingToWaitFor(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 4)
 	srv, rdb := startRedis(t)
 	const schedule = 3 * time.Second
 	quick := segmentRunnerFunc(func(ctx context.Context, a Assignment) error {

@@ -29,10 +29,15 @@ import (
 // expire).
 const clusterParallel = 6
 
+// gate runs the package's tests, the longest first (see testmain.Gate):
+// each calls gate.Short or gate.Long (with about how many seconds it takes
+// alone) where it would call t.Parallel.
+var gate *testmain.Gate
+
 func TestMain(m *testing.M) {
 	testmain.NoRaceExitSleep()
 	flag.Parse()
-	testmain.DefaultParallel(clusterParallel)
+	gate = testmain.NewGate(clusterParallel, clusterParallel, 1)
 	os.Exit(m.Run())
 }
 

@@ -14,7 +14,7 @@ import (
 // it does not leave the runner outside the pool for good. The pool says
 // why it has not joined yet, and joins once Redis answers.
 func TestPoolJoinsWhenRedisAnswersLate(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	px := startProxy(t, srv.Addr())
 	px.Cut()

@@ -13,7 +13,7 @@ import (
 // before the fence timer's goroutine has even run, and then the fence
 // cancels the load.
 func TestLeaseOnTheMonotonicClock(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	synctest.Test(t, func(t *testing.T) {
 		p := &Pool{o: PoolOptions{ID: "w1", Heartbeat: time.Second, FenceAfter: 3500 * time.Millisecond, LeaseTTL: 5 * time.Second}}
 		m := newMember(p, "L1", nil, time.Minute, 3600)

@@ -13,7 +13,7 @@ import (
 // first even when it serves only its own runs (max_segments 0), and a
 // runner with OwnRunsOnly is never recruited by another coordinator.
 func TestCoordinatorRunsOwnSegment(t *testing.T) {
-	t.Parallel()
+	gate.Long(t, 7)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Capacity = 4 })
@@ -50,7 +50,7 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 // segment (its own policy, its own limits) fails the whole run with the
 // reason, instead of the run finishing short of the plan.
 func TestSegmentErrorFailsRun(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "ok", log.runner("ok"), nil)

@@ -49,7 +49,7 @@ func createTestRun(t *testing.T, rdb *redis.Client, run string) {
 // TestApplyIgnoresStaleCommands: duplicated, reordered and older-term
 // commands are ignored and applied_gen only grows.
 func TestApplyIgnoresStaleCommands(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
 	createTestRun(t, rdb, "P1")
@@ -104,7 +104,7 @@ func TestApplyIgnoresStaleCommands(t *testing.T) {
 // TestConvergesFromDesired: a worker that missed three commands (they were
 // never put on its stream) converges from the desired hash alone.
 func TestConvergesFromDesired(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	ctx := context.Background()
 	rl := &startedLog{}
@@ -135,7 +135,7 @@ func TestConvergesFromDesired(t *testing.T) {
 
 // TestMetricsDedup: an entry XADDed twice with the same (w, q) counts once.
 func TestMetricsDedup(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
 	k := runKeys("P3")
@@ -199,7 +199,7 @@ func stringMap(m map[string]any) map[string]string {
 // TestCoordinatorLostWorkerLeaves: with the coordinator lease gone for
 // longer than CoordLostAfter, a worker stops and leaves (no zombie load).
 func TestCoordinatorLostWorkerLeaves(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	srv, rdb := startRedis(t)
 	ctx := context.Background()
 	rl := &startedLog{}
@@ -226,7 +226,7 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 // TestShipperMergesWhileRedisIsAway: Second never blocks; with no writer
 // running, snapshots of one second merge into a single pending entry.
 func TestShipperMergesWhileRedisIsAway(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	p, err := NewPool(rdb, PoolOptions{ID: "w1", Runner: &startedLog{}})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 // readRetry waits about 100 ms after the first failure, doubles up to 2 s,
 // starts over after reset, and returns at once when the context ends.
 func TestReadRetry(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	synctest.Test(t, func(t *testing.T) {
 		var r readRetry
 		waited := func() time.Duration {

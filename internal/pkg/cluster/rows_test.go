@@ -18,7 +18,7 @@ import (
 // ranges given back come first, and a reassigned segment's old owner is
 // refused.
 func TestRowClaims(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := t.Context()
 	k := runKeys("RF")
@@ -90,7 +90,7 @@ func TestRowClaims(t *testing.T) {
 // 1000 rows through a real redis-server, some giving part of a claim back;
 // the ranges used cover every row exactly once.
 func TestRowClaimsConcurrent(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := t.Context()
 	rdb.HSet(ctx, runKeys("RC").segOwner(), "0", "w1:1", "1", "w2:1", "2", "w3:1")
@@ -141,7 +141,7 @@ func TestRowClaimsConcurrent(t *testing.T) {
 // rows, none twice, because no host claims beyond what it will send. A
 // host that needs one more row then finds the run exhausted.
 func TestSharedRowsClosedShares(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := t.Context()
 	rdb.HSet(ctx, runKeys("RS").segOwner(), "0", "w1:1", "1", "w2:1", "2", "w3:1")
@@ -185,7 +185,7 @@ func TestSharedRowsClosedShares(t *testing.T) {
 // given back and leaves the rest given back, so a host that needs few
 // rows does not hold a whole returned batch.
 func TestRowClaimsSplitsGivenBack(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := t.Context()
 	rdb.HSet(ctx, runKeys("RB").segOwner(), "0", "w1:1", "1", "w2:1")

@@ -10,7 +10,7 @@ import (
 )
 
 func TestScripts(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
 	k := runKeys("R1")
@@ -105,7 +105,7 @@ func TestScripts(t *testing.T) {
 // between them left with a bare "run aborted" that said nothing of why
 // (seen in CI as a failure of TestCoordinatorLosesRedis).
 func TestAbortRunWritesReasonWithState(t *testing.T) {
-	t.Parallel()
+	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
 	newRun := func(id, state string) runKeys {

@@ -1,6 +1,7 @@
 package testmain
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"slices"
@@ -8,7 +9,16 @@ import (
 	"testing"
 )
 
-func TestMain(m *testing.M) { Run(m) }
+// TestMain is Run's, with the gate test's gate made before the tests run,
+// as a package's TestMain makes its own.
+func TestMain(m *testing.M) {
+	NoRaceExitSleep()
+	flag.Parse()
+	gate = NewGate(2, 2, 1)
+	os.Exit(m.Run())
+}
+
+var gate *Gate
 
 // TestRaceExitSleepIsOff: under -race this binary runs with the exit sleep
 // off, because TestMain started it again.
@@ -66,5 +76,30 @@ func TestWithout(t *testing.T) {
 	}
 	if env[1] != "GORACE=x" {
 		t.Errorf("without changed its input: %q", env)
+	}
+}
+
+// TestGateStartsLongestFirst: with two slots, the long tests start before
+// the short ones, the longest first, whatever order they were declared in.
+func TestGateStartsLongestFirst(t *testing.T) {
+	var order []string
+	gate.started = func(name string) { order = append(order, strings.TrimPrefix(name, t.Name()+"/group/")) }
+	defer func() { gate.started = nil }()
+	t.Run("group", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			secs int
+		}{{"short-a", 0}, {"long-3", 3}, {"short-b", 0}, {"long-9", 9}, {"long-5", 5}} {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.secs > 0 {
+					gate.Long(t, tc.secs)
+				} else {
+					gate.Short(t)
+				}
+			})
+		}
+	})
+	if len(order) != 5 || !slices.Equal(order[:3], []string{"long-9", "long-5", "long-3"}) {
+		t.Errorf("tests started in the order %v, want long-9, long-5, long-3 and then the short ones", order)
 	}
 }
