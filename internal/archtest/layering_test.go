@@ -3,10 +3,13 @@ package archtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -14,34 +17,51 @@ const module = "github.com/forgeload/forgeload"
 
 // pkgInfo is the part of `go list -json` the rules read.
 type pkgInfo struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath                string
+	Dir                       string
+	Imports, Deps             []string
+	TestGoFiles, XTestGoFiles []string
 }
 
-// listPackages runs `go list -json` on patterns from the module root.
-func listPackages(t *testing.T, patterns ...string) []pkgInfo {
-	t.Helper()
-	args := append([]string{"list", "-json=ImportPath,Imports,Deps"}, patterns...)
-	cmd := exec.Command("go", args...)
+// modulePackages is every package of the module, from one `go list` run
+// from the module root that all the rules share.
+var modulePackages = sync.OnceValues(func() ([]pkgInfo, error) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,Imports,Deps,TestGoFiles,XTestGoFiles", "./...")
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s: %v\n%s", strings.Join(patterns, " "), err, stderr.String())
+		return nil, fmt.Errorf("go list ./...: %v\n%s", err, stderr.String())
 	}
 	var pkgs []pkgInfo
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p pkgInfo
 		if err := dec.Decode(&p); err != nil {
-			t.Fatalf("decode go list output: %v", err)
+			return nil, fmt.Errorf("decode go list output: %v", err)
 		}
 		pkgs = append(pkgs, p)
 	}
+	return pkgs, nil
+})
+
+// listPackages returns the module's packages under dir ("internal/pkg",
+// "cmd"; "" for all), failing the test if there are none.
+func listPackages(t *testing.T, dir string) []pkgInfo {
+	t.Helper()
+	all, err := modulePackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []pkgInfo
+	for _, p := range all {
+		if dir == "" || p.ImportPath == module+"/"+dir || strings.HasPrefix(p.ImportPath, module+"/"+dir+"/") {
+			pkgs = append(pkgs, p)
+		}
+	}
 	if len(pkgs) == 0 {
-		t.Fatalf("go list %s matched no package", strings.Join(patterns, " "))
+		t.Fatalf("go list found no package under %q", dir)
 	}
 	return pkgs
 }
@@ -60,7 +80,7 @@ func forbidden(deps []string, prefixes []string) (string, bool) {
 }
 
 func TestPkgDoesNotImportApp(t *testing.T) {
-	for _, p := range listPackages(t, "./internal/pkg/...") {
+	for _, p := range listPackages(t, "internal/pkg") {
 		if d, bad := forbidden(p.Imports, []string{module + "/internal/app", module + "/cmd"}); bad {
 			t.Errorf("%s imports %s: internal/pkg must not import internal/app or cmd (move the shared code down into internal/pkg)", p.ImportPath, d)
 		}
@@ -83,7 +103,7 @@ func TestEngineImportsNoInfrastructure(t *testing.T) {
 		"github.com/docker",
 		"github.com/moby",
 	}
-	for _, p := range listPackages(t, "./internal/pkg/load/...") {
+	for _, p := range listPackages(t, "internal/pkg/load") {
 		if d, bad := forbidden(p.Deps, infra); bad {
 			t.Errorf("%s depends on %s: the engine (internal/pkg/load/...) must not reach forge, Redis, Docker or Prometheus code; define a small interface on the engine side instead", p.ImportPath, d)
 		}
@@ -99,7 +119,7 @@ func TestBinaryLinksNoTestFake(t *testing.T) {
 		"testing",
 		"net/http/httptest",
 	}
-	for _, p := range listPackages(t, "./cmd/...") {
+	for _, p := range listPackages(t, "cmd") {
 		if d, bad := forbidden(p.Deps, fakes); bad {
 			t.Errorf("%s links %s: test fakes and the testing package must stay out of the binary", p.ImportPath, d)
 		}
@@ -107,7 +127,7 @@ func TestBinaryLinksNoTestFake(t *testing.T) {
 }
 
 func TestBenchDoesNotImportApp(t *testing.T) {
-	for _, p := range listPackages(t, "./bench/...") {
+	for _, p := range listPackages(t, "bench") {
 		if d, bad := forbidden(p.Imports, []string{module + "/internal/app", module + "/cmd"}); bad {
 			t.Errorf("%s imports %s: bench/ measures the packages of internal/pkg, not the application layer (use or move the code into internal/pkg, e.g. loadrun)", p.ImportPath, d)
 		}
@@ -119,32 +139,26 @@ func TestBenchDoesNotImportApp(t *testing.T) {
 // (see internal/pkg/testmain). A package added without it costs every run
 // of the suite a second.
 func TestEveryTestBinaryDropsRaceExitSleep(t *testing.T) {
-	cmd := exec.Command("go", "list", "-f", "{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}\t{{.Dir}}\t{{join .TestGoFiles \",\"}},{{join .XTestGoFiles \",\"}}{{end}}", "./...")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) < 10 {
-		t.Fatalf("go list found %d packages with tests, want the module's dozens:\n%s", len(lines), out)
-	}
-	for _, line := range lines {
-		path, rest, _ := strings.Cut(line, "\t")
-		dir, files, _ := strings.Cut(rest, "\t")
+	withTests := 0
+	for _, p := range listPackages(t, "") {
+		files := append(slices.Clone(p.TestGoFiles), p.XTestGoFiles...)
+		if len(files) == 0 || p.ImportPath == module+"/internal/pkg/testmain" {
+			continue
+		}
+		withTests++
 		found := false
-		for _, f := range strings.Split(files, ",") {
-			if f == "" {
-				continue
-			}
-			src, err := os.ReadFile(filepath.Join(dir, f))
+		for _, f := range files {
+			src, err := os.ReadFile(filepath.Join(p.Dir, f))
 			if err != nil {
 				t.Fatal(err)
 			}
 			found = found || bytes.Contains(src, []byte("testmain.Run(m)")) || bytes.Contains(src, []byte("testmain.NoRaceExitSleep()"))
 		}
-		if !found && path != module+"/internal/pkg/testmain" {
-			t.Errorf("%s: no test file calls testmain: add testmain_test.go with func TestMain(m *testing.M) { testmain.Run(m) }, or call testmain.NoRaceExitSleep() first in its own TestMain", path)
+		if !found {
+			t.Errorf("%s: no test file calls testmain: add testmain_test.go with func TestMain(m *testing.M) { testmain.Run(m) }, or call testmain.NoRaceExitSleep() first in its own TestMain", p.ImportPath)
 		}
+	}
+	if withTests < 10 {
+		t.Fatalf("go list found %d packages with tests, want the module's dozens", withTests)
 	}
 }
