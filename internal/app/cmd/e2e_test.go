@@ -40,22 +40,26 @@ func TestMain(m *testing.M) {
 	redistest.ServeProxyIfAsked() // when this binary is started as a test's Redis relay
 	flag.Parse()
 	setUpGate()
+	// The builds that single tests need (a binary with fault injection,
+	// the cluster's container image) are made beside the one every test
+	// needs, when the whole package runs (a -run of one test, or a -list,
+	// builds nothing more), and before any test starts: beside a dozen
+	// cluster tests, two cold builds of the whole module starved their
+	// daemons of CPU (a takeover's heir drove its segments at two thirds
+	// of their rate). With a warm build cache they take a second or two.
+	var builds sync.WaitGroup
 	var err error
-	if binPath, err = goBuild(nil); err != nil {
+	builds.Go(func() { binPath, err = goBuild(nil) })
+	if flagValue("test.run") == "" && flagValue("test.list") == "" {
+		builds.Go(func() { _, _ = faultsBin() })
+		builds.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
+	}
+	builds.Wait()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build forgeload:", err)
 		os.Exit(1)
 	}
-	// The builds that single tests need (a binary with fault injection,
-	// the cluster's container image) start now, beside the tests, so that
-	// those tests do not wait for them alone; only when the whole package
-	// runs, so that a -run of one test (or a -list) builds nothing more.
-	var prebuild sync.WaitGroup
-	if flagValue("test.run") == "" && flagValue("test.list") == "" {
-		prebuild.Go(func() { _, _ = faultsBin() })
-		prebuild.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
-	}
 	code := m.Run()
-	prebuild.Wait()
 	if clusterImageRef != "" {
 		_, _ = dockerErr("rmi", "-f", clusterImageRef) // also when its test did not run
 	}
