@@ -187,8 +187,15 @@ func (tg *segTarget) since(tag string, from time.Time) int {
 	return n
 }
 
+// inFlightSkew is how much later than it was sent the target may record a
+// request: a request the old owner wrote just before it stopped can be read
+// by the target's server (in this busy test process) after the heir's first
+// one. Seen: 3 ms after it, in a handover about a second after SIGTERM. Two
+// workers that drive a segment together overlap for seconds.
+const inFlightSkew = 250 * time.Millisecond
+
 // checkNoDoubleDrive fails if two workers ever sent requests of one
-// segment during overlapping time spans.
+// segment during overlapping time spans (by more than inFlightSkew).
 func (tg *segTarget) checkNoDoubleDrive(t *testing.T, segs int) {
 	t.Helper()
 	for s := range segs {
@@ -205,7 +212,7 @@ func (tg *segTarget) checkNoDoubleDrive(t *testing.T, segs int) {
 		for i := range spans {
 			for j := i + 1; j < len(spans); j++ {
 				a, b := spans[i], spans[j]
-				if a.first.Before(b.last) && b.first.Before(a.last) {
+				if a.first.Add(inFlightSkew).Before(b.last) && b.first.Add(inFlightSkew).Before(a.last) {
 					t.Errorf("segment %d driven twice at once: %s %s..%s and %s %s..%s", s,
 						a.tag, a.first.Format("15:04:05.000"), a.last.Format("15:04:05.000"),
 						b.tag, b.first.Format("15:04:05.000"), b.last.Format("15:04:05.000"))
