@@ -15,8 +15,8 @@ func Run(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// NoRaceExitSleep starts this test binary again, with the same arguments,
-// environment and process id, with atexit_sleep_ms=0 in GORACE, when it was
+// NoRaceExitSleep starts this test binary again, in the same process with
+// the same arguments, with atexit_sleep_ms=0 added to GORACE, when it was
 // built with -race and GORACE does not already set atexit_sleep_ms. It
 // returns when nothing was to be done or the binary could not be started
 // again (it then runs on as it is). A TestMain of its own calls it first.
