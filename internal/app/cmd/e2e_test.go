@@ -68,7 +68,8 @@ func TestMain(m *testing.M) {
 
 // goBuild builds cmd/runner with the extra environment and go build flags
 // into a directory that outlives the run, one per checkout and flag set
-// (under the system's temporary directory), and returns the binary's path.
+// (under the user's cache directory, where no other user can put a binary
+// first), and returns the binary's path.
 // A later run whose sources did not change finds it up to date, and go
 // build skips the link: some 2 s of CPU for each of the package's three
 // builds, the first of which every test waits for.
@@ -78,7 +79,11 @@ func goBuild(env []string, flags ...string) (string, error) {
 		return "", err
 	}
 	key := sha256.Sum256([]byte(strings.Join(append(append([]string{wd}, env...), flags...), "\x00")))
-	dir := filepath.Join(os.TempDir(), "forgeload-test-bin-"+hex.EncodeToString(key[:8]))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("a directory for the test binaries: %w (set HOME or XDG_CACHE_HOME)", err)
+	}
+	dir := filepath.Join(cache, "forgeload-test-bin", hex.EncodeToString(key[:8]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

@@ -3,7 +3,6 @@ package testmain
 import (
 	"flag"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 )
@@ -46,13 +45,9 @@ type Gate struct {
 // subtests, beside them, sub more. It lifts the testing package's own limit,
 // so every test of the package must go through the gate.
 func NewGate(n, long, sub int) *Gate {
-	flag.Visit(func(f *flag.Flag) {
-		if f.Name == "test.parallel" {
-			if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
-				n = v
-			}
-		}
-	})
+	if v, given := givenParallel(); given && v > 0 {
+		n = v
+	}
 	g := &Gate{free: n, longFree: min(long, n), subs: make(chan struct{}, max(sub, 1))}
 	g.cond = sync.NewCond(&g.mu)
 	_ = flag.Set("test.parallel", "10000")

@@ -56,9 +56,19 @@ func without(env []string, name string) []string {
 // time (daemons, leases, timeouts) rather than compute, so that one test per
 // CPU, the testing package's default, would leave the machine idle.
 func DefaultParallel(n int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
+	if _, given := givenParallel(); !given {
 		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
+}
+
+// givenParallel returns -test.parallel's value when the command line gave
+// it; call it after flag.Parse.
+func givenParallel() (n int, given bool) {
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			n, _ = strconv.Atoi(f.Value.String())
+			given = true
+		}
+	})
+	return n, given
 }

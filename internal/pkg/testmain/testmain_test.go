@@ -14,11 +14,18 @@ import (
 func TestMain(m *testing.M) {
 	NoRaceExitSleep()
 	flag.Parse()
+	parallelAtStart, parallelGiven = givenParallel()
 	gate = NewGate(2, 2, 1)
 	os.Exit(m.Run())
 }
 
 var gate *Gate
+
+// What givenParallel said before NewGate set -test.parallel itself.
+var (
+	parallelAtStart int
+	parallelGiven   bool
+)
 
 // TestRaceExitSleepIsOff: under -race this binary runs with the exit sleep
 // off, because TestMain started it again.
@@ -101,5 +108,33 @@ func TestGateStartsLongestFirst(t *testing.T) {
 	})
 	if len(order) != 5 || !slices.Equal(order[:3], []string{"long-9", "long-5", "long-3"}) {
 		t.Errorf("tests started in the order %v, want long-9, long-5, long-3 and then the short ones", order)
+	}
+}
+
+// TestGivenParallel: -test.parallel counts as given only when the command
+// line has it, so that DefaultParallel and NewGate leave a user's choice
+// alone.
+func TestGivenParallel(t *testing.T) {
+	if os.Getenv("TESTMAIN_PRINT_PARALLEL") != "" {
+		t.Logf("PARALLEL=[%d %v]", parallelAtStart, parallelGiven)
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{"": "PARALLEL=[0 false]", "-test.parallel=3": "PARALLEL=[3 true]"} {
+		cmd := exec.Command(exe, "-test.run=^TestGivenParallel$", "-test.v")
+		if args != "" {
+			cmd.Args = append(cmd.Args, args)
+		}
+		cmd.Env = append(os.Environ(), "TESTMAIN_PRINT_PARALLEL=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child %q: %v\n%s", args, err, out)
+		}
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child with %q printed %s, want %s", args, out, want)
+		}
 	}
 }
