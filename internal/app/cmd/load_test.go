@@ -31,6 +31,26 @@ func loadTarget(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
+// slowTarget is a real server on 127.0.0.1 that answers each request after
+// about latency. Tests of absurd rates use it: what they check (the run ends
+// on time, signals stop it) does not depend on how fast the target answers,
+// and against loadTarget two connections at full speed burned about 5 CPU
+// seconds per test, in the race-built test process, beside every other
+// test of the package.
+func slowTarget(t *testing.T, latency time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		timer := time.NewTimer(latency)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -166,7 +186,7 @@ func TestLoadCommandCrankfireOutputKeys(t *testing.T) {
 // counting the arrivals it never sent took minutes and ignored signals).
 func TestE2ELoadAbsurdRateStops(t *testing.T) {
 	parallel(t)
-	srv, _ := loadTarget(t)
+	srv := slowTarget(t, 5*time.Millisecond)
 	n := newNode(t, "")
 	p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "1s", "--concurrency", "2", "-q")
 	if code := p.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(p.out.String(), "Dropped") {
@@ -238,7 +258,7 @@ func TestE2ENothingMeasuredFails(t *testing.T) {
 // the step ends on time, and SIGINT stops a long one promptly.
 func TestE2EExecUnlimitedRateStops(t *testing.T) {
 	parallel(t)
-	srv, _ := loadTarget(t)
+	srv := slowTarget(t, 5*time.Millisecond)
 	n := newNode(t, "load:\n  max_rate: 0\n")
 	job := func(d string) string {
 		wf := filepath.Join(n.dir, "wf-"+d+".yml")
