@@ -33,78 +33,87 @@ func (l *lineLog) String() string {
 // with ErrRedisUnreachable, and says so in its log before that; it never
 // waits for Redis to come back. Its workers leave by themselves once the
 // coordinator lease is gone, and the run shows as ABORTED.
+//
+// Each fault is a test of its own, so the gate runs them side by side.
 func TestCoordinatorLosesRedis(t *testing.T) {
-	gate.Long(t, 12)
+	gate.Long(t, 7)
+	coordinatorLosesRedis(t, "redis stopped")
+}
+
+// TestCoordinatorPartitionedFromRedis is [TestCoordinatorLosesRedis] with
+// the coordinator cut off from a Redis its workers still reach.
+func TestCoordinatorPartitionedFromRedis(t *testing.T) {
+	gate.Long(t, 6)
+	coordinatorLosesRedis(t, "coordinator partitioned")
+}
+
+func coordinatorLosesRedis(t *testing.T, fault string) {
 	const lease = 1400 * time.Millisecond
 	// lease, then one bounded round of calls, then the abort's 3 s, with
 	// 5 s for a loaded machine: a coordinator that waited for Redis to
 	// come back would run to the end of its minute.
 	const bound = lease + stepTimeout + 3*time.Second + 5*time.Second
-	for _, fault := range []string{"redis stopped", "coordinator partitioned"} {
-		t.Run(fault, func(t *testing.T) {
-			srv, rdb := startRedis(t)
-			px := startProxy(t, srv.Addr())
-			log := newArrivalLog()
-			pools := map[string]*testPool{}
-			for _, id := range []string{"a", "b"} {
-				pools[id] = startPool(t, srv.Addr(), id, log.runner(id), func(o *PoolOptions) { o.CoordLostAfter = 500 * time.Millisecond })
+	srv, rdb := startRedis(t)
+	px := startProxy(t, srv.Addr())
+	log := newArrivalLog()
+	pools := map[string]*testPool{}
+	for _, id := range []string{"a", "b"} {
+		pools[id] = startPool(t, srv.Addr(), id, log.runner(id), func(o *PoolOptions) { o.CoordLostAfter = 500 * time.Millisecond })
+	}
+	waitRunners(t, rdb, 2)
+	lines := &lineLog{}
+	res := coordinateAsync(t, newClient(t, px.Addr()), Run{Spec: []byte(`{"rate":20}`), Duration: time.Minute, Workers: 2},
+		CoordOptions{StartLead: 200 * time.Millisecond, Logf: lines.logf, Lease: lease})
+	waitFor(t, 30*time.Second, "both to send", func() bool { return sentBy(log, "a") > 2 && sentBy(log, "b") > 2 })
+	faultAt := time.Now()
+	if fault == "redis stopped" {
+		srv.Stop()
+	} else {
+		px.Cut()
+	}
+	var r coordResult
+	select {
+	case r = <-res:
+	case <-time.After(bound + 5*time.Second):
+		t.Fatalf("Coordinate still running %s after the fault, want it to end within %s:\n%s", time.Since(faultAt), bound, lines)
+	}
+	took := time.Since(faultAt)
+	if !errors.Is(r.err, ErrRedisUnreachable) {
+		t.Fatalf("Coordinate error %v, want ErrRedisUnreachable:\n%s", r.err, lines)
+	}
+	if took > bound {
+		t.Errorf("Coordinate ended %s after the fault, want within %s", took, bound)
+	}
+	if !strings.Contains(lines.String(), "redis unreachable") {
+		t.Errorf("log does not say Redis is unreachable before failing:\n%s", lines)
+	}
+	t.Logf("%s: the coordinator failed after %s: %v", fault, took.Round(time.Millisecond), r.err)
+	if fault == "redis stopped" {
+		return
+	}
+	// The workers still reach Redis: they see the coordinator lease
+	// gone and leave, and the run is marked ABORTED.
+	for id, p := range pools {
+		select {
+		case lv := <-p.leaves:
+			// The first to notice marks the run ABORTED; the other
+			// may see that first.
+			if !errors.Is(lv.err, ErrCoordinatorLost) && !strings.Contains(fmt.Sprint(lv.err), "coordinator was lost") {
+				t.Errorf("%s left with %v, want ErrCoordinatorLost or the run aborted because of it", id, lv.err)
 			}
-			waitRunners(t, rdb, 2)
-			lines := &lineLog{}
-			res := coordinateAsync(t, newClient(t, px.Addr()), Run{Spec: []byte(`{"rate":20}`), Duration: time.Minute, Workers: 2},
-				CoordOptions{StartLead: 200 * time.Millisecond, Logf: lines.logf, Lease: lease})
-			waitFor(t, 30*time.Second, "both to send", func() bool { return sentBy(log, "a") > 2 && sentBy(log, "b") > 2 })
-			faultAt := time.Now()
-			if fault == "redis stopped" {
-				srv.Stop()
-			} else {
-				px.Cut()
-			}
-			var r coordResult
-			select {
-			case r = <-res:
-			case <-time.After(bound + 5*time.Second):
-				t.Fatalf("Coordinate still running %s after the fault, want it to end within %s:\n%s", time.Since(faultAt), bound, lines)
-			}
-			took := time.Since(faultAt)
-			if !errors.Is(r.err, ErrRedisUnreachable) {
-				t.Fatalf("Coordinate error %v, want ErrRedisUnreachable:\n%s", r.err, lines)
-			}
-			if took > bound {
-				t.Errorf("Coordinate ended %s after the fault, want within %s", took, bound)
-			}
-			if !strings.Contains(lines.String(), "redis unreachable") {
-				t.Errorf("log does not say Redis is unreachable before failing:\n%s", lines)
-			}
-			t.Logf("%s: the coordinator failed after %s: %v", fault, took.Round(time.Millisecond), r.err)
-			if fault == "redis stopped" {
-				return
-			}
-			// The workers still reach Redis: they see the coordinator lease
-			// gone and leave, and the run is marked ABORTED.
-			for id, p := range pools {
-				select {
-				case lv := <-p.leaves:
-					// The first to notice marks the run ABORTED; the other
-					// may see that first.
-					if !errors.Is(lv.err, ErrCoordinatorLost) && !strings.Contains(fmt.Sprint(lv.err), "coordinator was lost") {
-						t.Errorf("%s left with %v, want ErrCoordinatorLost or the run aborted because of it", id, lv.err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Errorf("%s did not leave the run after its coordinator was cut off", id)
-				}
-			}
-			px.Heal()
-			st, err := Status(context.Background(), rdb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(st.Runs) != 1 || st.Runs[0].State != StateAborted || !strings.Contains(st.Runs[0].AbortReason, "coordinator was lost") {
-				t.Errorf("runs after the coordinator was lost: %+v, want one ABORTED run naming the lost coordinator", st.Runs)
-			}
-			if ttl := rdb.TTL(context.Background(), runKeys(st.Runs[0].ID).state()).Val(); ttl > time.Hour {
-				t.Errorf("state TTL %s after the run was abandoned, want at most an hour", ttl)
-			}
-		})
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not leave the run after its coordinator was cut off", id)
+		}
+	}
+	px.Heal()
+	st, err := Status(context.Background(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Runs) != 1 || st.Runs[0].State != StateAborted || !strings.Contains(st.Runs[0].AbortReason, "coordinator was lost") {
+		t.Errorf("runs after the coordinator was lost: %+v, want one ABORTED run naming the lost coordinator", st.Runs)
+	}
+	if ttl := rdb.TTL(context.Background(), runKeys(st.Runs[0].ID).state()).Val(); ttl > time.Hour {
+		t.Errorf("state TTL %s after the run was abandoned, want at most an hour", ttl)
 	}
 }

@@ -199,7 +199,7 @@ func stringMap(m map[string]any) map[string]string {
 // TestCoordinatorLostWorkerLeaves: with the coordinator lease gone for
 // longer than CoordLostAfter, a worker stops and leaves (no zombie load).
 func TestCoordinatorLostWorkerLeaves(t *testing.T) {
-	gate.Short(t)
+	gate.Long(t, 3)
 	srv, rdb := startRedis(t)
 	ctx := context.Background()
 	rl := &startedLog{}
