@@ -108,11 +108,13 @@ func (l *liveDashboard) finish(ctx context.Context, res *load.Result, checks []l
 	if l == nil {
 		return
 	}
-	l.d.Finish(res, checks)
+	// Said before the page gets the result, so that whoever saw the final
+	// result on the page can also find how to stop on stderr.
 	if ctx.Err() == nil {
 		fmt.Fprintf(l.stderr, "dashboard: the final result is at %s; press Ctrl-C to stop\n", l.url)
-		<-ctx.Done()
 	}
+	l.d.Finish(res, checks)
+	<-ctx.Done()
 }
 
 // stop stops the server and waits for it.
