@@ -81,7 +81,7 @@ func buildClusterImage() (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "root")
-	bin, err := goBuild([]string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+	bin, err := clusterBin()
 	if err != nil {
 		return "", err
 	}
@@ -126,6 +126,11 @@ func buildClusterImage() (string, error) {
 		return "", fmt.Errorf("docker build: %v\n%s", err, out)
 	}
 	return ref, nil
+}
+
+// clusterBin builds the static forgeload of the cluster image.
+func clusterBin() (string, error) {
+	return goBuild([]string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
 }
 
 func randHex() string {

@@ -41,25 +41,34 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	setUpGate()
 	// The builds that single tests need (a binary with fault injection,
-	// the cluster's container image) are made beside the one every test
-	// needs, when the whole package runs (a -run of one test, or a -list,
-	// builds nothing more), and before any test starts: beside a dozen
-	// cluster tests, two cold builds of the whole module starved their
-	// daemons of CPU (a takeover's heir drove its segments at two thirds
-	// of their rate). With a warm build cache they take a second or two.
+	// the static one of the cluster's container image) are made beside the
+	// one every test needs, when the whole package runs (a -run of one
+	// test, or a -list, builds nothing more), and before any test starts:
+	// beside a dozen cluster tests, two cold builds of the whole module
+	// starved their daemons of CPU (a takeover's heir drove its segments at
+	// two thirds of their rate). With a warm build cache they take a second
+	// or two. The image itself is mostly Docker writing layers (some 3 s,
+	// and little CPU): the tests start beside it, and the one test that
+	// needs it waits for it.
 	var builds sync.WaitGroup
 	var err error
 	builds.Go(func() { binPath, err = goBuild(nil) })
-	if flagValue("test.run") == "" && flagValue("test.list") == "" {
+	wholePackage := flagValue("test.run") == "" && flagValue("test.list") == ""
+	if wholePackage {
 		builds.Go(func() { _, _ = faultsBin() })
-		builds.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
+		builds.Go(func() { _, _ = clusterBin() })
 	}
 	builds.Wait()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build forgeload:", err)
 		os.Exit(1)
 	}
+	var image sync.WaitGroup
+	if wholePackage {
+		image.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
+	}
 	code := m.Run()
+	image.Wait()
 	if clusterImageRef != "" {
 		_, _ = dockerErr("rmi", "-f", clusterImageRef) // also when its test did not run
 	}
