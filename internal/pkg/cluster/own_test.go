@@ -13,7 +13,7 @@ import (
 // first even when it serves only its own runs (max_segments 0), and a
 // runner with OwnRunsOnly is never recruited by another coordinator.
 func TestCoordinatorRunsOwnSegment(t *testing.T) {
-	gate.Long(t, 5)
+	gate.Long(t, 7)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Capacity = 4 })
@@ -39,7 +39,7 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 	}
 
 	_, err = Coordinate(context.Background(), rdb, Run{
-		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 2 * time.Second,
+		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 4 * time.Second,
 	}, CoordOptions{RunID: "own2", Coordinator: "elsewhere", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "only 2 of 3 workers joined") {
 		t.Fatalf("Coordinate by another coordinator: err = %v, want only 2 of 3 joined (own serves only its own runs)", err)
