@@ -121,6 +121,9 @@ func TestConvergesFromDesired(t *testing.T) {
 	waitFor(t, 10*time.Second, "applied_gen 5 in status", func() bool {
 		return rdb.HGet(ctx, k.status("w1"), "applied_gen").Val() == "5"
 	})
+	// The segment's runner starts in a goroutine of its own, which a busy
+	// machine may run after the status is written.
+	waitFor(t, 10*time.Second, "segment 0 to start", func() bool { return len(rl.list()) > 0 })
 	if got := rl.list(); len(got) != 1 || got[0] != 0 {
 		t.Fatalf("segments started = %v, want [0]", got)
 	}
