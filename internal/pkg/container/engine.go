@@ -523,13 +523,33 @@ func (e *Engine) Exec(ctx context.Context, id string, cmd, env []string, dir, us
 }
 
 // Remove kills and removes a container with its anonymous volumes. A
-// container that is already gone is not an error.
+// container that is already gone is not an error, and one that someone
+// else is removing (a daemon killed in the middle of its cleanup, whose
+// request the Engine still carries out) is waited for until it is gone:
+// until then it holds its network, whose removal would fail.
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	_, err := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("remove container %s: %w", short(id), err)
+	switch {
+	case err == nil || cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		return e.waitRemoved(ctx, id)
 	}
-	return nil
+	return fmt.Errorf("remove container %s: %w", short(id), err)
+}
+
+// waitRemoved returns once container id is gone, or with ctx's error.
+func (e *Engine) waitRemoved(ctx context.Context, id string) error {
+	w := e.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: ctypes.WaitConditionRemoved})
+	select {
+	case <-w.Result:
+		return nil
+	case err := <-w.Error:
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), err)
+	}
 }
 
 // object is one container, network or volume of this Engine's owner.
