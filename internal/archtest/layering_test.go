@@ -116,6 +116,8 @@ func TestBinaryLinksNoTestFake(t *testing.T) {
 		module + "/internal/pkg/redistest",
 		module + "/internal/pkg/dnstest",
 		module + "/internal/pkg/testmain",
+		module + "/internal/pkg/testbin",
+		module + "/internal/pkg/container/containertest",
 		"testing",
 		"net/http/httptest",
 	}

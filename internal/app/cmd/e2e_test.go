@@ -6,8 +6,6 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
+	"github.com/forgeload/forgeload/internal/pkg/testbin"
 	"github.com/forgeload/forgeload/internal/pkg/testmain"
 )
 
@@ -75,34 +74,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// goBuild builds cmd/runner with the extra environment and go build flags
-// into a directory that outlives the run, one per checkout and flag set
-// (under the user's cache directory, where no other user can put a binary
-// first), and returns the binary's path.
-// A later run whose sources did not change finds it up to date, and go
-// build skips the link: some 2 s of CPU for each of the package's three
-// builds, the first of which every test waits for.
+// goBuild builds the forgeload binary (./cmd/forgeload, the main of
+// ./cmd/runner under the binary's name) with the extra environment and go
+// build flags, and returns its path; see testbin.Build: a later run whose
+// sources did not change reuses the binary.
 func goBuild(env []string, flags ...string) (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	key := sha256.Sum256([]byte(strings.Join(append(append([]string{wd}, env...), flags...), "\x00")))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("a directory for the test binaries: %w (set HOME or XDG_CACHE_HOME)", err)
-	}
-	dir := filepath.Join(cache, "forgeload-test-bin", hex.EncodeToString(key[:8]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "forgeload")
-	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, "github.com/forgeload/forgeload/cmd/runner")...)
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", strings.Join(flags, " "), err, out)
-	}
-	return bin, nil
+	return testbin.Build("github.com/forgeload/forgeload/cmd/forgeload", env, flags...)
 }
 
 // flagValue returns the value of the flag name, "" if there is none.

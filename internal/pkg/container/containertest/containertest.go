@@ -14,9 +14,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/forgeload/forgeload/internal/pkg/container"
+	"github.com/forgeload/forgeload/internal/pkg/testbin"
 )
 
 // Busybox is the static busybox the images are made from (Debian's
@@ -85,28 +86,80 @@ func Image(t testing.TB) string {
 	return imageRef
 }
 
+// imageVersion names the layout imageTar writes (its directories, links and
+// modes), which the tag cannot see: change it with the layout.
+const imageVersion = "2"
+
+var (
+	passwd = []byte("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
+	// changes configure the imported image.
+	changes = []string{`CMD ["/sut"]`, "ENV PATH=/bin", "EXPOSE 8080"}
+)
+
+// buildImage tags the image by what goes into it (the sut binary, busybox,
+// the applets, /etc/passwd, the config changes and imageVersion) and
+// imports it only when no image has that tag yet: the tar of some 10 MB is
+// built only then (under -race, copying it costs a CPU second), and the sut
+// build is reused while its sources are unchanged.
 func buildImage() (string, error) {
-	dir, err := os.MkdirTemp("", "forgeload-sut-")
+	bin, err := testbin.Build("github.com/forgeload/forgeload/internal/pkg/container/containertest/sut", []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "sut")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/forgeload/forgeload/internal/pkg/container/containertest/sut")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build sut: %v\n%s", err, out)
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(imageVersion), []byte(strings.Join(applets, ",")), passwd, []byte(strings.Join(changes, "\n"))} {
+		h.Write(part)
+		h.Write([]byte{0})
 	}
+	for _, f := range []string{bin, Busybox} {
+		if err := hashFile(h, f); err != nil {
+			return "", err
+		}
+	}
+	ref := "forgeload-test-sut:" + hex.EncodeToString(h.Sum(nil)[:6])
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return ref, nil
+	}
+	buf, err := imageTar(bin)
+	if err != nil {
+		return "", err
+	}
+	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: buf, SourceName: "-"}, ref, client.ImageImportOptions{
+		Changes: changes,
+	})
+	if err != nil {
+		return "", fmt.Errorf("import image: %w", err)
+	}
+	defer res.Close()
+	if _, err := bytes.NewBuffer(nil).ReadFrom(res); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+// imageTar returns the image's file system as a tar: busybox as /bin/sh
+// and its applets, the sut binary bin as /sut, /etc/passwd and writable
+// /tmp and /work.
+func imageTar(bin string) (*bytes.Buffer, error) {
 	sut, err := os.ReadFile(bin)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	bb, err := os.ReadFile(Busybox)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w (install Debian's busybox-static)", Busybox, err)
+		return nil, fmt.Errorf("read %s: %w (install Debian's busybox-static)", Busybox, err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	buf := &bytes.Buffer{}
+	buf.Grow(len(sut) + len(bb) + 64<<10) // one allocation: growing it copies megabytes
+	tw := tar.NewWriter(buf)
 	add := func(h *tar.Header, data []byte) {
 		h.ModTime = time.Unix(0, 0)
 		_ = tw.WriteHeader(h)
@@ -122,33 +175,23 @@ func buildImage() (string, error) {
 		add(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777}, nil)
 	}
 	add(&tar.Header{Name: "sut", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(sut))}, sut)
-	passwd := []byte("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
 	add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(passwd))}, passwd)
 	if err := tw.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	ref := "forgeload-test-sut:" + hex.EncodeToString(sum[:6])
+	return buf, nil
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cli, err := client.New(client.FromEnv)
+// hashFile adds the content of the file at path to h.
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		if path == Busybox {
+			return fmt.Errorf("read %s: %w (install Debian's busybox-static)", path, err)
+		}
+		return err
 	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, ref); err == nil {
-		return ref, nil
-	}
-	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: []string{`CMD ["/sut"]`, "ENV PATH=/bin", "EXPOSE 8080"},
-	})
-	if err != nil {
-		return "", fmt.Errorf("import image: %w", err)
-	}
-	defer res.Close()
-	if _, err := bytes.NewBuffer(nil).ReadFrom(res); err != nil {
-		return "", err
-	}
-	return ref, nil
+	defer f.Close()
+	_, err = io.Copy(h, f)
+	return err
 }
