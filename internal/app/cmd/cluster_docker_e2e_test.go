@@ -13,9 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +28,6 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
-	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
 
@@ -142,21 +139,16 @@ func randHex() string {
 // dockerRig is clusterRig on a Docker network: daemons w1 (coordinator,
 // label coord), w2 and w3 and a Redis in containers.
 type dockerRig struct {
-	f      *forgetest.Forge
-	tg     *segTarget // filled from the target container by pull
-	hits   string     // the target's /hits URL, from this host
-	target string     // the target's URL as the containers see it
-	net    string
-	name   map[string]string // worker → container name
+	f    *forgetest.Forge
+	tg   *segTarget // the target container's record
+	net  string
+	name map[string]string // worker → container name
 }
 
 func newDockerRig(t *testing.T, image string) *dockerRig {
 	t.Helper()
-	if loadrun.SegmentHeader != "X-Forgeload-Segment" {
-		t.Fatalf("the target container records %q; the workers now send %q", "X-Forgeload-Segment", loadrun.SegmentHeader)
-	}
 	id := randHex()
-	rg := &dockerRig{tg: &segTarget{hits: map[string][]time.Time{}}, net: "forgeload-test-" + id, name: map[string]string{}}
+	rg := &dockerRig{net: "forgeload-test-" + id, name: map[string]string{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	docker(t, "network", "create", "--label", dockerLabel, rg.net)
 	t.Cleanup(func() { _, _ = dockerErr("network", "rm", rg.net) })
@@ -173,9 +165,8 @@ func newDockerRig(t *testing.T, image string) *dockerRig {
 	}
 	tgt := "target-" + id
 	run(tgt, containertest.Image(t))
-	rg.target = "http://" + tgt + ":8080"
 	ip := docker(t, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", tgt)
-	rg.hits = "http://" + ip + ":8080/hits"
+	rg.tg = newSegTarget(t, "http://"+tgt+":8080", "http://"+ip+":8080")
 	redis := "redis-" + id
 	run(redis, image, "/usr/bin/redis-server", "--port", "6379", "--save", "", "--appendonly", "no", "--protected-mode", "no")
 	for _, w := range []string{"w1", "w2", "w3"} {
@@ -219,7 +210,7 @@ func (rg *dockerRig) logs() string {
 
 func (rg *dockerRig) job(with string) int64 {
 	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " +
-		rg.target + "/\n" + with
+		rg.tg.URL + "/\n" + with
 	return rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})
 }
 
@@ -234,56 +225,17 @@ func (rg *dockerRig) waitDone(t *testing.T, id int64) forgetest.TaskView {
 	return v
 }
 
-// pull replaces the target's record with what the target container got.
-func (rg *dockerRig) pull() error {
-	resp, err := http.Get(rg.hits)
-	if err != nil {
-		return fmt.Errorf("read the target's record: %w", err)
-	}
-	defer resp.Body.Close()
-	var raw map[string][]int64
-	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
-		return fmt.Errorf("decode the target's record: %w", err)
-	}
-	hits, n := map[string][]time.Time{}, 0
-	for tag, ts := range raw {
-		for _, at := range ts {
-			hits[tag] = append(hits[tag], time.Unix(0, at))
-		}
-		n += len(ts)
-	}
-	rg.tg.mu.Lock()
-	rg.tg.hits = hits
-	rg.tg.mu.Unlock()
-	rg.tg.n.Store(int64(n))
-	return nil
-}
-
-// mirror pulls the target's record every 50 ms until the test ends, so
+// cluster returns a clusterRig on the target container's record, so that
 // clusterRig's helpers (startedLoad, takeover) work on it unchanged.
-func (rg *dockerRig) mirror(t *testing.T) *clusterRig {
-	t.Helper()
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			_ = rg.pull() // a failed read is retried; the final pull reports it
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return &clusterRig{tg: rg.tg}
-}
+func (rg *dockerRig) cluster() *clusterRig { return &clusterRig{tg: rg.tg} }
 
-// final pulls the target's record once more after the run, failing the
+// final reads the target's record once more after the run, failing the
 // test if the target cannot be read.
 func (rg *dockerRig) final(t *testing.T) {
 	t.Helper()
-	if err := rg.pull(); err != nil {
+	rg.tg.mu.Lock()
+	defer rg.tg.mu.Unlock()
+	if err := rg.tg.pull(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -302,7 +254,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	t.Run("disconnect", func(t *testing.T) {
 		parallelSub(t)
 		rg := newDockerRig(t, image)
-		cr := rg.mirror(t)
+		cr := rg.cluster()
 		id := rg.job(lossJob)
 		seg := cr.startedLoad(t, "w3", 600)
 		t.Logf("disconnecting w3 at %s", time.Now().Format("15:04:05.000"))
@@ -358,7 +310,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	t.Run("kill", func(t *testing.T) {
 		parallelSub(t)
 		rg := newDockerRig(t, image)
-		cr := rg.mirror(t)
+		cr := rg.cluster()
 		id := rg.job(lossJob)
 		seg := cr.startedLoad(t, "w2", 600)
 		docker(t, "kill", rg.name["w2"])
@@ -399,7 +351,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 // segment) even before any fault.
 func checkLoad(t *testing.T, tg *segTarget, seg int) {
 	t.Helper()
-	if n := tg.n.Load(); n > 3600 {
+	if n := tg.total(); n > 3600 {
 		t.Errorf("the target got %d requests, more than the 3600 planned", n)
 	}
 	type hit struct {
@@ -407,15 +359,13 @@ func checkLoad(t *testing.T, tg *segTarget, seg int) {
 		at  time.Time
 	}
 	var hits []hit
-	tg.mu.Lock()
-	for tag, ts := range tg.hits {
+	for tag, ts := range tg.all() {
 		if strings.HasSuffix(tag, "/"+strconv.Itoa(seg)) {
 			for _, at := range ts {
 				hits = append(hits, hit{tag, at})
 			}
 		}
 	}
-	tg.mu.Unlock()
 	slices.SortFunc(hits, func(a, b hit) int { return a.at.Compare(b.at) })
 	for i := 1; i < len(hits); i++ {
 		if a, b := hits[i-1], hits[i]; a.tag != b.tag && b.at.Sub(a.at) < 100*time.Millisecond {
@@ -436,5 +386,5 @@ func checkLoad(t *testing.T, tg *segTarget, seg int) {
 		}
 	}
 	b, at := tg.busiest(100 * time.Millisecond)
-	t.Logf("target: %d requests; busiest 100 ms window %d at %s (30 asked); of segment %d: %d requests, busiest 100 ms %d at %s (10 asked)", tg.n.Load(), b, at.Format("15:04:05.000"), seg, len(hits), best, bestAt.Format("15:04:05.000"))
+	t.Logf("target: %d requests; busiest 100 ms window %d at %s (30 asked); of segment %d: %d requests, busiest 100 ms %d at %s (10 asked)", tg.total(), b, at.Format("15:04:05.000"), seg, len(hits), best, bestAt.Format("15:04:05.000"))
 }

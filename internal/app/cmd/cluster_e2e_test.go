@@ -1,12 +1,14 @@
 package cmd
 
 import (
-	"cmp"
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,63 +26,152 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
+	"github.com/forgeload/forgeload/internal/pkg/testbin"
 )
 
-// segTarget is a load target that records every request by the worker and
-// segment in its X-Forgeload-Segment header, with the time it arrived.
-// Requests to /hold are answered after holdFor, and the most of them held
-// at once is recorded per tag: a closed model's VUs per segment.
+// segTarget is the cluster tests' view of their load target:
+// containertest's sut, which records every request with its worker and
+// segment tag (the X-Forgeload-Segment header) and the time it arrived.
+// The sut runs as a process of its own on 127.0.0.1 (startSegTarget) or in
+// a container (the Docker rig): serving the load in this race-built,
+// busy test process cost it about 0.2 ms of CPU a request. Every method
+// reads what the target recorded since the last read first (sync), so it
+// sees every request answered before the call. Requests to /hold are
+// answered after 150 ms, to /slow after a second or what setSlow set.
 type segTarget struct {
-	*httptest.Server
-	mu      sync.Mutex
-	hits    map[string][]time.Time // "worker/segment" → arrival times
-	held    map[string]int         // "worker/segment" → /hold requests held now
-	maxHeld map[string]int         // "worker/segment" → the most held at once
-	n       atomic.Int64
-	slow    atomic.Int64 // how long /slow takes (ns); 1 s unless set
+	t    testing.TB
+	URL  string // the target as the workers reach it
+	ctl  string // the same server as this process reaches it
+	mu   sync.Mutex
+	hits map[string][]time.Time // "worker/segment" → arrival times
+	n    int64                  // requests read so far
+	bad  bool                   // a failed read was reported
 }
 
-// holdFor is how long the target holds a /hold request: the simulated
-// service time, long against a VU's own time between requests, so that a
-// segment's VUs are all held at once at some point of a run.
-const holdFor = 150 * time.Millisecond
-
-func newSegTarget(t *testing.T) *segTarget {
+// startSegTarget starts the sut on a free port of 127.0.0.1; it is
+// stopped when the test ends.
+func startSegTarget(t *testing.T) *segTarget {
 	t.Helper()
-	tg := &segTarget{hits: map[string][]time.Time{}, held: map[string]int{}, maxHeld: map[string]int{}}
-	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		tag := r.Header.Get(loadrun.SegmentHeader)
-		tg.n.Add(1)
-		tg.mu.Lock()
-		tg.hits[tag] = append(tg.hits[tag], now)
-		if r.URL.Path == "/hold" {
-			tg.held[tag]++
-			tg.maxHeld[tag] = max(tg.maxHeld[tag], tg.held[tag])
-		}
-		tg.mu.Unlock()
-		if r.URL.Path == "/slow" {
-			time.Sleep(cmp.Or(time.Duration(tg.slow.Load()), time.Second)) // the target's service time
-		}
-		if r.URL.Path == "/hold" {
-			time.Sleep(holdFor) // the target's service time
-			tg.mu.Lock()
-			tg.held[tag]-- // before the answer: the VU cannot send again before this
-			tg.mu.Unlock()
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	}))
-	t.Cleanup(tg.Close)
-	return tg
+	bin, err := sutBin()
+	if err != nil {
+		t.Fatalf("build the load target: %v", err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "LISTEN=127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the load target: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "sut: listening on ")
+	if err != nil || !ok {
+		t.Fatalf("the load target did not say where it listens: %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }() // it says nothing more; Wait closes the pipe
+	return newSegTarget(t, "http://"+addr, "http://"+addr)
+}
+
+// sutBin builds containertest's sut for this host.
+var sutBin = sync.OnceValues(func() (string, error) {
+	return testbin.Build("github.com/forgeload/forgeload/internal/pkg/container/containertest/sut", []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+})
+
+// newSegTarget is the view of a sut the workers reach at url and this
+// process at ctl.
+func newSegTarget(t testing.TB, url, ctl string) *segTarget {
+	t.Helper()
+	if loadrun.SegmentHeader != "X-Forgeload-Segment" {
+		t.Fatalf("the sut records the tag of %q; the workers now send %q", "X-Forgeload-Segment", loadrun.SegmentHeader)
+	}
+	return &segTarget{t: t, URL: url, ctl: ctl, hits: map[string][]time.Time{}}
+}
+
+// pull reads the requests the target recorded since the last read.
+// Callers hold tg.mu.
+func (tg *segTarget) pull() error {
+	resp, err := http.Get(tg.ctl + "/hits?from=" + strconv.FormatInt(tg.n, 10))
+	if err != nil {
+		return fmt.Errorf("read the target's record: %w", err)
+	}
+	defer resp.Body.Close()
+	var hits []struct {
+		Tag string
+		At  int64
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&hits); err != nil {
+		return fmt.Errorf("decode the target's record: %w", err)
+	}
+	for _, h := range hits {
+		tg.hits[h.Tag] = append(tg.hits[h.Tag], time.Unix(0, h.At))
+	}
+	tg.n += int64(len(hits))
+	return nil
+}
+
+// sync is pull for the methods that read the record: a failed read fails
+// the test (once) and leaves the record as it was.
+func (tg *segTarget) sync() {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if err := tg.pull(); err != nil && !tg.bad {
+		tg.bad = true
+		tg.t.Errorf("%v", err)
+	}
+}
+
+// total returns how many requests the target got.
+func (tg *segTarget) total() int64 {
+	tg.sync()
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.n
+}
+
+// all returns the record: "worker/segment" → arrival times, in order.
+func (tg *segTarget) all() map[string][]time.Time {
+	tg.sync()
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	out := make(map[string][]time.Time, len(tg.hits))
+	for k, v := range tg.hits {
+		out[k] = v[:len(v):len(v)] // appended to only: a full slice of what is there now
+	}
+	return out
+}
+
+// setSlow sets how long /slow takes.
+func (tg *segTarget) setSlow(t *testing.T, d time.Duration) {
+	t.Helper()
+	resp, err := http.Get(tg.ctl + "/admin/slow?d=" + d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("set the target's /slow to %s: %s", d, resp.Status)
+	}
 }
 
 // mostHeld returns, per segment index below n, the most /hold requests
 // the segment's worker had in flight at once.
-func (tg *segTarget) mostHeld(n int) []int {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+func (tg *segTarget) mostHeld(t *testing.T, n int) []int {
+	t.Helper()
+	resp, err := http.Get(tg.ctl + "/held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var maxHeld map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&maxHeld); err != nil {
+		t.Fatalf("decode the target's /held: %v", err)
+	}
 	out := make([]int, n)
-	for tag, m := range tg.maxHeld {
+	for tag, m := range maxHeld {
 		if _, s, ok := strings.Cut(tag, "/"); ok {
 			if i, err := strconv.Atoi(s); err == nil && i < n {
 				out[i] = max(out[i], m)
@@ -92,10 +183,9 @@ func (tg *segTarget) mostHeld(n int) []int {
 
 // counts returns the requests per "worker/segment" tag.
 func (tg *segTarget) counts() map[string]int {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+	hits := tg.all()
 	out := map[string]int{}
-	for k, v := range tg.hits {
+	for k, v := range hits {
 		out[k] = len(v)
 	}
 	return out
@@ -103,9 +193,8 @@ func (tg *segTarget) counts() map[string]int {
 
 // span returns the first and last arrival of tag.
 func (tg *segTarget) span(tag string) (first, last time.Time, ok bool) {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	h := tg.hits[tag]
+	hits := tg.all()
+	h := hits[tag]
 	if len(h) == 0 {
 		return first, last, false
 	}
@@ -114,10 +203,9 @@ func (tg *segTarget) span(tag string) (first, last time.Time, ok bool) {
 
 // tagsOf returns the "worker/segment" tags of segment seg.
 func (tg *segTarget) tagsOf(seg int) []string {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+	hits := tg.all()
 	var out []string
-	for k := range tg.hits {
+	for k := range hits {
 		if strings.HasSuffix(k, "/"+strconv.Itoa(seg)) {
 			out = append(out, k)
 		}
@@ -128,9 +216,8 @@ func (tg *segTarget) tagsOf(seg int) []string {
 
 // segOfWorker returns the segment a worker drove first ("" tag excluded).
 func (tg *segTarget) segOfWorker(w string) (int, bool) {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	for k := range tg.hits {
+	hits := tg.all()
+	for k := range hits {
 		if wk, s, ok := strings.Cut(k, "/"); ok && wk == w {
 			n, err := strconv.Atoi(s)
 			return n, err == nil
@@ -141,10 +228,9 @@ func (tg *segTarget) segOfWorker(w string) (int, bool) {
 
 // latest returns the time of the last request.
 func (tg *segTarget) latest() time.Time {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+	hits := tg.all()
 	var last time.Time
-	for _, h := range tg.hits {
+	for _, h := range hits {
 		if len(h) > 0 && h[len(h)-1].After(last) {
 			last = h[len(h)-1]
 		}
@@ -155,12 +241,10 @@ func (tg *segTarget) latest() time.Time {
 // busiest returns the most requests the target saw in any window of
 // length d, and where that window started.
 func (tg *segTarget) busiest(d time.Duration) (int, time.Time) {
-	tg.mu.Lock()
 	var all []time.Time
-	for _, h := range tg.hits {
+	for _, h := range tg.all() {
 		all = append(all, h...)
 	}
-	tg.mu.Unlock()
 	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
 	best, at := 0, time.Time{}
 	for i, j := 0, 0; j < len(all); j++ {
@@ -176,10 +260,9 @@ func (tg *segTarget) busiest(d time.Duration) (int, time.Time) {
 
 // since counts the requests of tag that arrived at or after from.
 func (tg *segTarget) since(tag string, from time.Time) int {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
+	hits := tg.all()
 	n := 0
-	for _, at := range tg.hits[tag] {
+	for _, at := range hits[tag] {
 		if !at.Before(from) {
 			n++
 		}
@@ -189,8 +272,8 @@ func (tg *segTarget) since(tag string, from time.Time) int {
 
 // inFlightSkew is how much later than it was sent the target may record a
 // request: a request the old owner wrote just before it stopped can be read
-// by the target's server (in this busy test process) after the heir's first
-// one. Seen: 3 ms after it, in a handover about a second after SIGTERM. Two
+// by the target's server on a busy machine after the heir's first one.
+// Seen: 3 ms after it, in a handover about a second after SIGTERM. Two
 // workers that drive a segment together overlap for seconds.
 const inFlightSkew = 250 * time.Millisecond
 
@@ -250,7 +333,7 @@ type queuedJob struct {
 // (each indented by two spaces).
 func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *clusterRig {
 	t.Helper()
-	rg := &clusterRig{redis: redistest.Start(t), tg: newSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{},
+	rg := &clusterRig{redis: redistest.Start(t), tg: startSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{},
 		queued: map[int64]queuedJob{}, retried: map[int64]int64{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	for _, w := range []string{"w1", "w2", "w3"} {
@@ -362,7 +445,7 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("job result %v:\n%s\n%s", v.Result, log, rg.logs())
 	}
-	if got := rg.tg.n.Load(); got != 900 {
+	if got := rg.tg.total(); got != 900 {
 		t.Errorf("target saw %d requests, want exactly 900", got)
 	}
 	counts := rg.tg.counts()
@@ -386,10 +469,10 @@ func TestE2EClusterExactTotal(t *testing.T) {
 		t.Errorf("job outputs %v, want requests 900 from the merged result and workers 3", v.Outputs)
 	}
 
-	before := rg.tg.n.Load()
+	before := rg.tg.total()
 	v = rg.waitDone(t, rg.job("          total: 50\n          distributed: '{workers: 1}'\n"))
-	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "workers joined") || rg.tg.n.Load()-before != 50 {
-		t.Errorf("workers: 1 job: result %v, %d requests, want a local run of 50:\n%s", v.Result, rg.tg.n.Load()-before, log)
+	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "workers joined") || rg.tg.total()-before != 50 {
+		t.Errorf("workers: 1 job: result %v, %d requests, want a local run of 50:\n%s", v.Result, rg.tg.total()-before, log)
 	}
 	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 8s}'\n"))
 	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_FAILURE ||
@@ -419,7 +502,7 @@ func TestE2EClusterArrivalModels(t *testing.T) {
 
 	// Poisson arrivals without a seed: the coordinator picks one for all
 	// workers, so together they send exactly that seed's schedule.
-	before := rg.tg.n.Load()
+	before := rg.tg.total()
 	v := rg.waitDone(t, rg.job("          rate: 200\n          duration: 2s\n          concurrency: 20\n          arrival_model: poisson\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	log := strings.Join(v.Log, "\n")
 	m := regexp.MustCompile(`poisson seed (\d+)`).FindStringSubmatch(log)
@@ -432,7 +515,7 @@ func TestE2EClusterArrivalModels(t *testing.T) {
 	for _, _, ok := sched.Next(); ok; _, _, ok = sched.Next() {
 		want++
 	}
-	if got := rg.tg.n.Load() - before; got != int64(want) {
+	if got := rg.tg.total() - before; got != int64(want) {
 		t.Errorf("poisson over 3 workers: target saw %d requests, want the seed's single-host schedule of %d", got, want)
 	}
 
@@ -441,12 +524,12 @@ func TestE2EClusterArrivalModels(t *testing.T) {
 	// flight at once at some point, and never more: the most held at once
 	// per segment is its VU count, whatever the machine's load (a request
 	// count per segment would depend on how fast each daemon loops).
-	before = rg.tg.n.Load()
+	before = rg.tg.total()
 	v = rg.waitDone(t, rg.jobAt("/hold", "          vus: 7\n          duration: 3s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
-	if v.Result != runnerv1.Result_RESULT_SUCCESS || rg.tg.n.Load() == before {
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || rg.tg.total() == before {
 		t.Errorf("closed-model job: result %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
-	if got := rg.tg.mostHeld(3); !slices.Equal(got, []int{2, 3, 2}) {
+	if got := rg.tg.mostHeld(t, 3); !slices.Equal(got, []int{2, 3, 2}) {
 		t.Errorf("closed model, 7 VUs: the most requests in flight at once per segment are %v, want [2 3 2] (the VUs split 2/3/2)", got)
 	}
 
@@ -464,11 +547,11 @@ func TestE2EClusterTotals(t *testing.T) {
 	// as on one host, not at the 60 s duration (301 loopback requests at
 	// concurrency 6 take well under a second; 20 s leaves room for a
 	// loaded machine, the joins and the start lead).
-	before := rg.tg.n.Load()
+	before := rg.tg.total()
 	queued := time.Now()
 	v := rg.waitDone(t, rg.job("          total: 301\n          concurrency: 6\n          duration: 60s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	took := time.Since(queued)
-	if got := rg.tg.n.Load() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 301 || v.Outputs["requests"] != "301" {
+	if got := rg.tg.total() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 301 || v.Outputs["requests"] != "301" {
 		t.Errorf("closed model, total 301 over 3 workers: result %v, target saw %d requests (outputs %v), want exactly 301:\n%s", v.Result, got, v.Outputs, strings.Join(v.Log, "\n"))
 	}
 	if took > 20*time.Second {
@@ -478,12 +561,12 @@ func TestE2EClusterTotals(t *testing.T) {
 	// Open model with total: the step ends with the last arrival (at 1 s),
 	// not with the 30 s duration, and reports the rate over that second:
 	// 100% of the plan, as one host does.
-	before = rg.tg.n.Load()
+	before = rg.tg.total()
 	queued = time.Now()
 	v = rg.waitDone(t, rg.job("          rate: 300\n          total: 300\n          duration: 30s\n          concurrency: 20\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"))
 	took = time.Since(queued)
 	log := strings.Join(v.Log, "\n")
-	if got := rg.tg.n.Load() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 300 {
+	if got := rg.tg.total() - before; v.Result != runnerv1.Result_RESULT_SUCCESS || got != 300 {
 		t.Errorf("open model, total 300: result %v, target saw %d requests, want exactly 300:\n%s", v.Result, got, log)
 	}
 	if took > 20*time.Second {
@@ -504,7 +587,7 @@ func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for retries := 0; ; {
-		if seg, ok := rg.tg.segOfWorker(w); ok && rg.tg.n.Load() >= n {
+		if seg, ok := rg.tg.segOfWorker(w); ok && rg.tg.total() >= n {
 			return seg
 		}
 		// A job that has ended will send nothing more. (A rig that only
@@ -517,7 +600,7 @@ func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 		// load began fails the job with nothing sent, and the advice to
 		// retry it: that is the product working, and the fault under
 		// test has not happened yet, so do as the advice says (twice).
-		if log := strings.Join(v.Log, "\n"); v.Done && retries < 2 && rg.tg.n.Load() == 0 && strings.Contains(log, "no segment was started, retry the job") {
+		if log := strings.Join(v.Log, "\n"); v.Done && retries < 2 && rg.tg.total() == 0 && strings.Contains(log, "no segment was started, retry the job") {
 			retries++
 			t.Logf("the job failed before its load started; queuing it again as its log advises:\n%s\n%s", log, rg.logs())
 			rg.requeue(rg.last.Load())
@@ -529,7 +612,7 @@ func (rg *clusterRig) startedLoad(t *testing.T, w string, n int64) int {
 			if rg.f != nil {
 				detail = fmt.Sprintf("the job is %s (done %v) with log:\n%s\n%s", v.Status, v.Done, strings.Join(v.Log, "\n"), rg.logs())
 			}
-			t.Fatalf("waiting for %d requests with some from %s: the target got %d (%v); %s", n, w, rg.tg.n.Load(), rg.tg.counts(), detail)
+			t.Fatalf("waiting for %d requests with some from %s: the target got %d (%v); %s", n, w, rg.tg.total(), rg.tg.counts(), detail)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval
 	}
@@ -566,8 +649,7 @@ func (rg *clusterRig) checkRateRecovered(t *testing.T, seg int, from time.Time) 
 	t.Helper()
 	from = from.Add(500 * time.Millisecond)
 	var per [3]int
-	rg.tg.mu.Lock()
-	for tag, h := range rg.tg.hits {
+	for tag, h := range rg.tg.all() {
 		_, s, _ := strings.Cut(tag, "/")
 		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < 3 {
 			for _, at := range h {
@@ -577,7 +659,6 @@ func (rg *clusterRig) checkRateRecovered(t *testing.T, seg int, from time.Time) 
 			}
 		}
 	}
-	rg.tg.mu.Unlock()
 	t.Logf("requests per segment from 0.5 s after the takeover: %v (segment %d moved)", per, seg)
 	if per[seg] == 0 {
 		t.Errorf("after the takeover, moved segment %d got no requests (all: %v)", seg, per)
@@ -1155,7 +1236,7 @@ func TestE2EClusterBaseline(t *testing.T) {
 	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main"`) {
 		t.Fatalf("first run: %v, want success with a no-baseline notice:\n%s", first.Result, log)
 	}
-	rg.tg.slow.Store(int64(slowerThan(artifactP99(t, rg.f, first.ID), time.Second)))
+	rg.tg.setSlow(t, slowerThan(artifactP99(t, rg.f, first.ID), time.Second))
 	id := rg.jobIn(map[string]any{"run_id": "2", "ref": "refs/heads/feature"}, "/slow", with)
 	second := rg.waitDone(t, id)
 	log = strings.Join(second.Log, "\n")
