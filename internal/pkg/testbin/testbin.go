@@ -16,6 +16,23 @@ import (
 // runs in: the directory is keyed by the working directory (a package's
 // tests run in its source directory), so two checkouts never share one.
 func Build(pkg string, env []string, flags ...string) (string, error) {
+	bin, err := path(pkg, env, flags)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o700); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s %s: %v\n%s", strings.Join(flags, " "), pkg, err, out)
+	}
+	return bin, nil
+}
+
+// path is where Build puts the binary of pkg built with env and flags.
+func path(pkg string, env, flags []string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -25,15 +42,5 @@ func Build(pkg string, env []string, flags ...string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("a directory for the test binaries: %w (set HOME or XDG_CACHE_HOME)", err)
 	}
-	dir := filepath.Join(cache, "forgeload-test-bin", hex.EncodeToString(key[:8]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s %s: %v\n%s", strings.Join(flags, " "), pkg, err, out)
-	}
-	return bin, nil
+	return filepath.Join(cache, "forgeload-test-bin", hex.EncodeToString(key[:8]), filepath.Base(pkg)), nil
 }

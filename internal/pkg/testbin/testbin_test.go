@@ -53,12 +53,10 @@ func TestBuildReusesAnUpToDateBinary(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "failing on purpose") {
 		t.Errorf("sut fail: %v, %q; want exit 3 and its message", err, out)
 	}
-	other, err := Build(pkg, nil, "-trimpath")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if other == bin {
-		t.Errorf("builds with other flags share %s", bin)
+	for _, other := range []struct{ env, flags []string }{{nil, nil}, {[]string{"CGO_ENABLED=0"}, []string{"-trimpath"}}} {
+		if p, err := path(pkg, other.env, other.flags); err != nil || p == bin {
+			t.Errorf("the build with env %v and flags %v goes to %s (%v), the same as %s's", other.env, other.flags, p, err, bin)
+		}
 	}
 }
 
