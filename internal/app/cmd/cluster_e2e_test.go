@@ -26,7 +26,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
-	"github.com/forgeload/forgeload/internal/pkg/testbin"
 )
 
 // segTarget is the cluster tests' view of their load target:
@@ -52,7 +51,7 @@ type segTarget struct {
 // stopped when the test ends.
 func startSegTarget(t *testing.T) *segTarget {
 	t.Helper()
-	bin, err := sutBin()
+	bin, err := containertest.SutBinary()
 	if err != nil {
 		t.Fatalf("build the load target: %v", err)
 	}
@@ -75,11 +74,6 @@ func startSegTarget(t *testing.T) *segTarget {
 	go func() { _, _ = io.Copy(io.Discard, out) }() // it says nothing more; Wait closes the pipe
 	return newSegTarget(t, "http://"+addr, "http://"+addr)
 }
-
-// sutBin builds containertest's sut for this host.
-var sutBin = sync.OnceValues(func() (string, error) {
-	return testbin.Build("github.com/forgeload/forgeload/internal/pkg/container/containertest/sut", []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
-})
 
 // newSegTarget is the view of a sut the workers reach at url and this
 // process at ctl.

@@ -86,6 +86,13 @@ func Image(t testing.TB) string {
 	return imageRef
 }
 
+// SutBinary builds the sut (see ./sut), static, once per test binary, and
+// returns its path: the image's, and the cluster tests' load target when it
+// runs as a process of this host.
+var SutBinary = sync.OnceValues(func() (string, error) {
+	return testbin.Build("github.com/forgeload/forgeload/internal/pkg/container/containertest/sut", []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+})
+
 // imageVersion names the layout imageTar writes (its directories, links and
 // modes), which the tag cannot see: change it with the layout.
 const imageVersion = "2"
@@ -102,7 +109,7 @@ var (
 // built only then (under -race, copying it costs a CPU second), and the sut
 // build is reused while its sources are unchanged.
 func buildImage() (string, error) {
-	bin, err := testbin.Build("github.com/forgeload/forgeload/internal/pkg/container/containertest/sut", []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+	bin, err := SutBinary()
 	if err != nil {
 		return "", err
 	}
