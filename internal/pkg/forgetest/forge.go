@@ -146,7 +146,10 @@ func NewServer(opts ...Option) (*Forge, error) {
 	svc := &service{f: f}
 	hopts := connect.WithInterceptors(f.interceptor())
 	mux := http.NewServeMux()
-	rpath, rh := runnerv1connect.NewRunnerServiceHandler(svc, hopts)
+	// Gitea compresses a runner-service response only from 1 KiB on
+	// (PROTOCOL.md); connect's default, every response, also cost the
+	// race-built test processes a flate writer per RPC.
+	rpath, rh := runnerv1connect.NewRunnerServiceHandler(svc, hopts, connect.WithCompressMinBytes(1024))
 	ppath, ph := pingv1connect.NewPingServiceHandler(svc, hopts)
 	mux.Handle("/api/actions"+rpath, http.StripPrefix("/api/actions", rh))
 	mux.Handle("/api/actions"+ppath, http.StripPrefix("/api/actions", ph))

@@ -257,6 +257,42 @@ func TestUnregisteredOnTheWire(t *testing.T) {
 	}
 }
 
+// encodings records the Content-Encoding of each response, by RPC.
+type encodings struct {
+	mu  sync.Mutex
+	got map[string][]string
+}
+
+func (e *encodings) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		rpc := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		e.mu.Lock()
+		e.got[rpc] = append(e.got[rpc], resp.Header.Get("Content-Encoding"))
+		e.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestCompressesFrom1KiB: as Gitea (connect.WithCompressMinBytes(1024)),
+// the fake forge gzips a runner-service response of 1 KiB or more for a
+// client that accepts it, and sends smaller ones as they are.
+func TestCompressesFrom1KiB(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t)
+	c := register(t, f, []string{"forgeload"}, false)
+	enc := &encodings{got: map[string][]string{}}
+	c.svc = runnerv1connect.NewRunnerServiceClient(&http.Client{Transport: enc}, f.URL()+"/api/actions")
+	c.mustFetch(0) // no task: a few bytes
+	f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload2Steps + "# " + strings.Repeat("x", 2048) + "\n")})
+	if task := c.mustFetch(0).Task; task == nil {
+		t.Fatal("FetchTask returned no task")
+	}
+	if got := enc.got["FetchTask"]; !slices.Equal(got, []string{"", "gzip"}) {
+		t.Errorf("FetchTask Content-Encoding: empty, then a 2 KiB task = %q, want [\"\" gzip]", got)
+	}
+}
+
 func TestDeclare(t *testing.T) {
 	t.Parallel()
 	f := forgetest.New(t)
