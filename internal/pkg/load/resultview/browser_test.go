@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
@@ -27,24 +28,94 @@ import (
 //	go test ./internal/pkg/load/resultview -run Browser -screenshots ../../../../docs/img
 var screenshots = flag.String("screenshots", "", "save the browser tests' screenshots to this directory")
 
-// browser starts a real headless Chromium (Debian's chromium package, as
-// .ci/run installs it) and returns a tab's context and what the page
-// reports: console errors, uncaught exceptions and every URL it requests.
+// shared is the one headless Chromium of this test binary (Debian's
+// chromium package, as .ci/run installs it). Each start of Chromium costs
+// CPU time that no check needs, so the browser tests share one, each in a
+// tab of its own. The first test that needs it starts it; TestMain closes it, through
+// closeBrowser, once every test has run. ctx is the browser's first tab,
+// which no test uses: its first Run started the browser, and so the browser
+// lives until ctx is cancelled.
+var shared struct {
+	once                       sync.Once
+	ctx                        context.Context
+	cancelBrowser, cancelAlloc context.CancelFunc
+	err                        error
+}
+
+// startBrowser starts the shared Chromium the first time it is called and
+// returns its first tab's context, or why it could not start.
+func startBrowser() (context.Context, error) {
+	shared.once.Do(func() {
+		path, err := exec.LookPath("chromium")
+		if err != nil {
+			shared.err = fmt.Errorf("the browser tests need Debian's chromium package (.ci/run installs it): %w", err)
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
+			chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))
+		// Both contexts come from context.Background, not from a test: the
+		// browser must outlive the test that happens to start it.
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(actx)
+		shared.ctx, shared.cancelBrowser, shared.cancelAlloc = ctx, cancelBrowser, cancelAlloc
+		// A tab made from a context that has no browser yet would start a
+		// browser of its own, so start this one before any test opens a tab.
+		if err := chromedp.Do(ctx); err != nil {
+			shared.err = fmt.Errorf("start chromium: %w", err)
+		}
+	})
+	return shared.ctx, shared.err
+}
+
+// closeBrowser closes the shared Chromium, if a test started it, and returns
+// only once its processes are gone: os.Exit does not wait for them, so a
+// browser still closing when TestMain exits would outlive the test binary.
+func closeBrowser() error {
+	if shared.ctx == nil {
+		return nil
+	}
+	if shared.err != nil {
+		// The start failed, perhaps halfway: stop and wait for whatever it
+		// started. Cancel is for a browser that runs; here it could take the
+		// token cancelBrowser waits for, and leave cancelBrowser waiting.
+		shared.cancelBrowser()
+		shared.cancelAlloc()
+		return nil
+	}
+	// Cancel asks Chromium to close and waits until the process has been
+	// reaped, its leftover children killed and its profile directory
+	// removed. A browser that does not close within the deadline is killed,
+	// and Cancel still waits for all of that.
+	ctx, cancel := context.WithTimeout(shared.ctx, time.Minute)
+	defer cancel()
+	err := chromedp.Cancel(ctx)
+	// Cancel returns at once, without waiting, when the browser can no
+	// longer take the close command (it crashed during a test). These wait
+	// for the same things in that case, and return at once otherwise.
+	shared.cancelBrowser()
+	shared.cancelAlloc()
+	return err
+}
+
+// browser opens a new tab in the shared Chromium and returns the tab's
+// context and what its page reports: console errors, uncaught exceptions and
+// every URL it requests. The tab closes when t ends.
 func browser(t *testing.T) (context.Context, *pageLog) {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
+	bctx, err := startBrowser()
 	if err != nil {
-		t.Fatalf("the browser tests need Debian's chromium package (.ci/run installs it): %v", err)
+		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.Headless,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	ctx, cancelTab := chromedp.NewContext(bctx)
+	t.Cleanup(cancelTab)
+	// Do opens the tab; unlike Listen, it says when the browser has died.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab in chromium: %v", err)
+	}
 	pl := &pageLog{}
 	if err := chromedp.Listen(ctx, pl.add); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		t.Fatalf("listen to the chromium tab: %v", err)
 	}
 	return ctx, pl
 }
@@ -81,11 +152,20 @@ func (p *pageLog) snapshot() (errs, reqs []string) {
 	return append([]string(nil), p.errors...), append([]string(nil), p.requests...)
 }
 
-// run runs a chromedp action with a generous deadline: the machine may be
-// busy, and Chromium is slow to start.
+// actionTimeout bounds one chromedp action. It is generous, as the machine
+// may be busy; it is there because an action on a tab whose renderer
+// crashed never returns, and the test should fail rather than hang.
+const actionTimeout = time.Minute
+
+// run runs a chromedp action on a tab with a generous deadline
+// (actionTimeout), and fails t if the action does.
 func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, a)
+	// The tab has run once (browser opened it), so a deadline on this
+	// action ends only the action, not the tab.
+	actx, cancel := context.WithTimeout(ctx, actionTimeout)
+	defer cancel()
+	v, err := chromedp.Run(actx, a)
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}

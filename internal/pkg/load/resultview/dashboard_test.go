@@ -17,20 +17,33 @@ import (
 )
 
 // waitFor polls the page until js evaluates to want, for up to a minute
-// (the machine may be busy), and fails with the last value otherwise.
+// (the machine may be busy), and fails with the last value and error
+// otherwise. It fails at once when the tab's context has ended: during a
+// test that means the shared browser died, and no later try can succeed.
 func waitFor(t *testing.T, ctx context.Context, js, want string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var got string
+	var lastErr error
 	for time.Now().Before(deadline) {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		// The deadline also bounds each try: an action on a tab whose
+		// renderer crashed never returns.
+		ectx, cancel := context.WithDeadline(ctx, deadline)
+		v, err := chromedp.Run(ectx, chromedp.Evaluate[string](js))
+		cancel()
 		if err == nil && v == want {
 			return
 		}
-		got = v
+		if ctx.Err() != nil {
+			if err == nil {
+				err = ctx.Err()
+			}
+			t.Fatalf("page: %s: chromium: %v", js, err)
+		}
+		got, lastErr = v, err
 		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 	}
-	t.Fatalf("page: %s = %q after a minute, want %q", js, got, want)
+	t.Fatalf("page: %s = %q after a minute, want %q (last error: %v)", js, got, want, lastErr)
 }
 
 const requestsCard = `(document.querySelector('#summary [data-k=requests]') || {dataset: {}}).dataset.v || ""`
