@@ -1263,7 +1263,7 @@ jobs:
       api:
         image: %s
         ports: ["8080"]
-        options: --health-cmd "/sut check" --health-interval 500ms --health-retries 60 --memory 128m
+        options: --health-cmd "/sut check" --health-interval 2s --health-retries 15 --memory 128m
     steps:
       - id: load
         uses: forgeload/load@v1
