@@ -7,9 +7,10 @@
 # It starts bench/target on core 1 and runs, for each rate, three rounds of
 # "OLD then NEW" on core 0 (`forgeload load --quiet --concurrency 50
 # --duration 5s --rate RATE`), printing each run's achieved rate, p50/p90/p99,
-# late and dropped arrivals from its JSON summary. Alternating the two
+# late and dropped arrivals from its JSON summary, and the CPU seconds the
+# generator used (user + system, from /usr/bin/time). Alternating the two
 # binaries spreads the machine's load over both; compare them run by run.
-# Needs taskset and jq. Traffic goes to 127.0.0.1 only; each run is bounded
+# Needs taskset, jq and /usr/bin/time (Debian's time package). Traffic goes to 127.0.0.1 only; each run is bounded
 # by a 40 s timeout.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 OLD_BINARY NEW_BINARY RATE..." >&2; exit 2; }
@@ -35,8 +36,8 @@ for rate in "$@"; do
 			bin=$old
 			[ $v = new ] && bin=$new
 			out=$OUT/$v-$rate-$i.json
-			timeout 40 taskset -c "${GEN_CPUS:-0}" "$bin" load --quiet --target "$URL/" --concurrency 50 --duration 5s --rate "$rate" --json-output "$out" >/dev/null 2>&1 || true
-			printf "%-3s rate %6s run %s: %s\n" $v "$rate" $i "$(jq -r '"rps \(.rps|floor) p50 \(.latency.p50_ms) p90 \(.latency.p90_ms) p99 \(.latency.p99_ms) late \(.late) dropped \(.dropped)"' "$out")"
+			/usr/bin/time -f "%U %S" -o "$OUT/cpu" timeout 40 taskset -c "${GEN_CPUS:-0}" "$bin" load --quiet --target "$URL/" --concurrency 50 --duration 5s --rate "$rate" --json-output "$out" >/dev/null 2>&1 || true
+			printf "%-3s rate %6s run %s: %s cpu %s s\n" $v "$rate" $i "$(jq -r '"rps \(.rps|floor) p50 \(.latency.p50_ms) p90 \(.latency.p90_ms) p99 \(.latency.p99_ms) late \(.late) dropped \(.dropped)"' "$out")" "$(awk '{printf "%.2f", $1 + $2}' "$OUT/cpu")"
 		done
 	done
 done
