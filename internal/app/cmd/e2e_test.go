@@ -46,9 +46,10 @@ func TestMain(m *testing.M) {
 	// beside a dozen cluster tests, two cold builds of the whole module
 	// starved their daemons of CPU (a takeover's heir drove its segments at
 	// two thirds of their rate). With a warm build cache they take a second
-	// or two. The image itself is mostly Docker writing layers (some 3 s,
-	// and little CPU): the tests start beside it, and the one test that
-	// needs it waits for it.
+	// or two. The cluster image, when its files changed, is mostly Docker
+	// writing layers (some 3 to 7 s, and little CPU): the tests start
+	// beside it, and the one test that needs it waits for it. It is kept
+	// for the next run (buildClusterImage).
 	var builds sync.WaitGroup
 	var err error
 	builds.Go(func() { binPath, err = goBuild(nil) })
@@ -68,9 +69,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	image.Wait()
-	if clusterImageRef != "" {
-		_, _ = dockerErr("rmi", "-f", clusterImageRef) // also when its test did not run
-	}
 	os.Exit(code)
 }
 
