@@ -118,6 +118,7 @@ func TestBinaryLinksNoTestFake(t *testing.T) {
 		module + "/internal/pkg/testmain",
 		module + "/internal/pkg/testbin",
 		module + "/internal/pkg/container/containertest",
+		module + "/internal/pkg/load/loadtarget",
 		"testing",
 		"net/http/httptest",
 	}

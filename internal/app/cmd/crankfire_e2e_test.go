@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget"
+	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget/grpctarget"
 )
 
 // crankfireTargets are the servers the Crankfire-format corpus aims at.
@@ -17,8 +18,8 @@ type crankfireTargets struct {
 	http  *loadtarget.HTTP
 	ws    *loadtarget.WebSocket
 	sse   *loadtarget.SSE
-	grpc  *loadtarget.GRPC
-	otlp  *loadtarget.OTLP
+	grpc  *grpctarget.GRPC
+	otlp  *grpctarget.OTLP
 	proto string
 }
 
@@ -116,7 +117,7 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 			}
 			spans := tg.otlp.Spans()
 			for _, sp := range spans {
-				if k := loadtarget.SpanKey(sp); !seen["00-"+k+"-01"] {
+				if k := grpctarget.SpanKey(sp); !seen["00-"+k+"-01"] {
 					t.Errorf("span %s matches no traceparent the target received (%v)", k, seen)
 				}
 			}
@@ -263,7 +264,7 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			parallelSub(t)
 			tg := &crankfireTargets{oauth: loadtarget.StartOAuth2(t, 1), http: loadtarget.StartHTTP(t), ws: loadtarget.StartWebSocket(t), sse: loadtarget.StartSSE(t),
-				grpc: loadtarget.StartGRPC(t, nil), otlp: loadtarget.StartOTLP(t), proto: loadtarget.ProtoFile(t)}
+				grpc: grpctarget.StartGRPC(t, nil), otlp: grpctarget.StartOTLP(t), proto: grpctarget.ProtoFile(t)}
 			n := newNode(t, "")
 			copyCorpus(t, n.dir, strings.NewReplacer("@OAUTH@", tg.oauth.URL, "@HTTPUSER@", strings.Replace(tg.http.URL, "://", "://user:p%40ss@", 1), "@HTTP@", tg.http.URL, "@WS@", tg.ws.URL, "@SSE@", tg.sse.URL, "@GRPC@", tg.grpc.Addr, "@OTLP@", tg.otlp.GRPCAddr, "@PROTO@", tg.proto))
 			path := filepath.Join(n.dir, tt.file)
@@ -371,7 +372,7 @@ func TestE2ECrankfireFlags(t *testing.T) {
 	t.Run("tracing", func(t *testing.T) {
 		parallelSub(t)
 		srv := loadtarget.StartHTTP(t)
-		otlp := loadtarget.StartOTLP(t)
+		otlp := grpctarget.StartOTLP(t)
 		n := newNode(t, "")
 		// The backend's API key comes from OpenTelemetry's variable, as with
 		// Crankfire, and the service name too when no flag sets it.

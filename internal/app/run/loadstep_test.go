@@ -18,6 +18,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget"
+	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget/grpctarget"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 )
 
@@ -350,7 +351,7 @@ func TestLoadStepAuthTokenEndpointIsATarget(t *testing.T) {
 func TestLoadStepTracingEndpointPolicy(t *testing.T) {
 	t.Parallel()
 	target := newCountingServer(t, "127.0.0.1:0", 0)
-	otlp := loadtarget.StartOTLP(t)
+	otlp := grpctarget.StartOTLP(t)
 	_, port, _ := net.SplitHostPort(otlp.HTTPAddr)
 	h := newHarness(t)
 	pol, err := policy.New(context.Background(), policy.Options{Deny: []string{"127.0.0.2/32"}})

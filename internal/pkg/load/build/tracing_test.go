@@ -14,7 +14,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget"
+	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget/grpctarget"
 	"github.com/forgeload/forgeload/internal/pkg/load/tracing"
 )
 
@@ -80,7 +80,7 @@ func TestTracingExportsOneSpanPerRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tg := newTraceTarget(t)
-			rc := loadtarget.StartOTLP(t)
+			rc := grpctarget.StartOTLP(t)
 			addr := rc.HTTPAddr
 			if tt.protocol == "grpc" {
 				addr = rc.GRPCAddr
@@ -112,7 +112,7 @@ func TestTracingExportsOneSpanPerRequest(t *testing.T) {
 			}
 			got := map[string]bool{}
 			for _, sp := range rc.Spans() {
-				k := loadtarget.SpanKey(sp)
+				k := grpctarget.SpanKey(sp)
 				if got[k] {
 					t.Errorf("span %s exported twice", k)
 				}
@@ -149,7 +149,7 @@ func TestTracingExportsOneSpanPerRequest(t *testing.T) {
 func TestTracingQuietAndRefused(t *testing.T) {
 	t.Parallel()
 	tg := newTraceTarget(t)
-	rc := loadtarget.StartOTLP(t)
+	rc := grpctarget.StartOTLP(t)
 	addr := rc.HTTPAddr
 	rep, err := runTraced(t, fmt.Sprintf("target: %s/\ntotal: 20\nconcurrency: 2\ntracing: {endpoint: 'http://%s', protocol: http, propagate: false}\n", tg.URL, addr), Settings{})
 	if err != nil {

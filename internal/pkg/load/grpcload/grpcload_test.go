@@ -16,12 +16,12 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
-	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget"
+	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget/grpctarget"
 )
 
 func method(t *testing.T, name string) protoreflect.MethodDescriptor {
 	t.Helper()
-	md, err := loadMethod(context.Background(), loadtarget.ProtoFile(t), "Greeter", name)
+	md, err := loadMethod(context.Background(), grpctarget.ProtoFile(t), "Greeter", name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func method(t *testing.T, name string) protoreflect.MethodDescriptor {
 
 func TestUnaryCalls(t *testing.T) {
 	t.Parallel()
-	g := loadtarget.StartGRPC(t, nil)
+	g := grpctarget.StartGRPC(t, nil)
 	d, err := New(Options{Target: g.Addr, Method: method(t, "SayHello"), Message: `{"name":"load","at":"2024-01-02T03:04:05Z"}`, Metadata: map[string]string{"X-Tenant": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestUnaryCalls(t *testing.T) {
 
 func TestServerStreaming(t *testing.T) {
 	t.Parallel()
-	g := loadtarget.StartGRPC(t, nil)
+	g := grpctarget.StartGRPC(t, nil)
 	d, err := New(Options{Target: "grpc://" + g.Addr, Method: method(t, "Stream"), Message: `{"count":3}`})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestServerStreaming(t *testing.T) {
 
 func TestStatusIsTheClass(t *testing.T) {
 	t.Parallel()
-	g := loadtarget.StartGRPC(t, nil)
+	g := grpctarget.StartGRPC(t, nil)
 	d, err := New(Options{Target: g.Addr, Method: method(t, "Fail")})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestStatusIsTheClass(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	g := loadtarget.StartGRPC(t, credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{loadtarget.SelfSigned(t)}}))
+	g := grpctarget.StartGRPC(t, credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{grpctarget.SelfSigned(t)}}))
 	md := method(t, "SayHello")
 	d, err := New(Options{Target: g.Addr, Method: md, TLS: true, Insecure: true})
 	if err != nil {
@@ -122,7 +122,7 @@ func TestTLS(t *testing.T) {
 
 func TestDialControlRefuses(t *testing.T) {
 	t.Parallel()
-	g := loadtarget.StartGRPC(t, nil)
+	g := grpctarget.StartGRPC(t, nil)
 	refused := errors.New("refused by policy")
 	d, err := New(Options{Target: g.Addr, Method: method(t, "SayHello"), Timeout: 5 * time.Second,
 		DialControl: func(string, string, syscall.RawConn) error { return refused }})
@@ -155,7 +155,7 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	proto := loadtarget.ProtoFile(t)
+	proto := grpctarget.ProtoFile(t)
 	for _, tt := range []struct{ svc, m, want string }{
 		{"loadtest.Nope", "SayHello", `service "loadtest.Nope" is not in greeter.proto (it has: loadtest.Greeter)`},
 		{"Greeter", "Nope", `method "Nope" is not in service loadtest.Greeter (it has: SayHello, Stream, Fail, Upload)`},

@@ -1,4 +1,4 @@
-package loadtarget
+package grpctarget
 
 import (
 	"context"
