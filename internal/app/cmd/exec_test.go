@@ -28,20 +28,30 @@ func repoRoot(t *testing.T) string {
 // p99 < 250ms gate measures the machine as much as the demo target (on a
 // 2-core box at a load average of 20 the generator itself falls behind and
 // p99 reaches 800 ms), so the test runs a copy of the example that differs
-// only in that gate, raised to 30s; everything else is the README's.
+// in that gate, raised to 30s, and in its duration, 3 s instead of 10;
+// everything else is the README's.
 func TestE2EQuickstart(t *testing.T) {
-	parallelLong(t, 10)
+	parallelLong(t, 4)
 	root := repoRoot(t)
 	example, err := os.ReadFile(filepath.Join(root, "examples", "quickstart.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const gate = "http_req_duration:p99 < 250ms"
-	if !strings.Contains(string(example), gate) {
-		t.Fatalf("examples/quickstart.yml no longer has %q; update this test", gate)
+	// The run lasts 3 s, not 10: the exact count and the job's flow are
+	// the same at 600 requests as at 2,000, and the suite is bound by CPU
+	// and by its longest tests.
+	wfText := string(example)
+	for _, c := range []struct{ old, new string }{
+		{"http_req_duration:p99 < 250ms", "http_req_duration:p99 < 30s"},
+		{"          duration: 10s\n", "          duration: 3s\n"},
+	} {
+		if !strings.Contains(wfText, c.old) {
+			t.Fatalf("examples/quickstart.yml no longer has %q; update this test", c.old)
+		}
+		wfText = strings.Replace(wfText, c.old, c.new, 1)
 	}
 	wf := filepath.Join(t.TempDir(), "quickstart.yml")
-	if err := os.WriteFile(wf, []byte(strings.Replace(string(example), gate, "http_req_duration:p99 < 30s", 1)), 0o644); err != nil {
+	if err := os.WriteFile(wf, []byte(wfText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -65,8 +75,8 @@ func TestE2EQuickstart(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if !regexp.MustCompile(`over 2000 requests`).MatchString(text) {
-		t.Fatalf("the quickstart did not send exactly 2000 requests (200/s for 10s):\n%s", text)
+	if !regexp.MustCompile(`over 600 requests`).MatchString(text) {
+		t.Fatalf("the quickstart did not send exactly 600 requests (200/s for 3s):\n%s", text)
 	}
 }
 
