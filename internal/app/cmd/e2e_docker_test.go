@@ -114,19 +114,26 @@ jobs:
 // graceful stop cancelled them: 3% errors against the 1% gate).
 func servicesExample(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "services.yml"))
+	return editedExample(t, "services.yml",
+		[2]string{"http_req_duration:p99 < 500ms", "http_req_duration:p99 < 30s"},
+		[2]string{"          duration: 5s\n", "          duration: 5s\n          graceful_shutdown: 30s\n"})
+}
+
+// editedExample returns examples/name with each change's first text
+// replaced by its second, once; it fails the test when the example no
+// longer has a text to replace.
+func editedExample(t *testing.T, name string, changes ...[2]string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	example := string(b)
-	for _, c := range []struct{ old, new string }{
-		{"http_req_duration:p99 < 500ms", "http_req_duration:p99 < 30s"},
-		{"          duration: 5s\n", "          duration: 5s\n          graceful_shutdown: 30s\n"},
-	} {
-		if !strings.Contains(example, c.old) {
-			t.Fatalf("examples/services.yml no longer has %q; update this test", c.old)
+	for _, c := range changes {
+		if !strings.Contains(example, c[0]) {
+			t.Fatalf("examples/%s no longer has %q; update this test", name, c[0])
 		}
-		example = strings.Replace(example, c.old, c.new, 1)
+		example = strings.Replace(example, c[0], c[1], 1)
 	}
 	return example
 }
