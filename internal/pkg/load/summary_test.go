@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -140,13 +141,16 @@ func TestFormatProgress(t *testing.T) {
 
 func TestRunDeliversProgress(t *testing.T) {
 	t.Parallel()
-	var got []Progress
-	res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 2, Rate: 100, Duration: 2500 * time.Millisecond,
-		ProgressInterval: time.Second, Progress: func(p Progress) { got = append(got, p) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) < 2 || got[len(got)-1].Requests != res.Requests || got[0].TargetRPS != 100 {
-		t.Errorf("progress = %+v, want one per second ending at %d requests", got, res.Requests)
-	}
+	// On the fake clock: the 2.5 s run was this package's longest wait.
+	synctest.Test(t, func(t *testing.T) {
+		var got []Progress
+		res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 2, Rate: 100, Duration: 2500 * time.Millisecond,
+			ProgressInterval: time.Second, Progress: func(p Progress) { got = append(got, p) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 2 || got[len(got)-1].Requests != res.Requests || got[0].TargetRPS != 100 {
+			t.Errorf("progress = %+v, want one per second ending at %d requests", got, res.Requests)
+		}
+	})
 }
