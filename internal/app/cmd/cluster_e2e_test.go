@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,21 +56,18 @@ func startSegTarget(t *testing.T) *segTarget {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "LISTEN=127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the load target: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "sut: listening on ")
-	if err != nil || !ok {
-		t.Fatalf("the load target did not say where it listens: %q, %v", line, err)
+	waitFor(t, "the load target to say where it listens", 30*time.Second, func() bool { return strings.Contains(out.String(), "\n") })
+	line, _, _ := strings.Cut(out.String(), "\n")
+	addr, ok := strings.CutPrefix(line, "sut: listening on ")
+	if !ok {
+		t.Fatalf("the load target did not say where it listens: %q", out.String())
 	}
-	go func() { _, _ = io.Copy(io.Discard, out) }() // it says nothing more; Wait closes the pipe
 	return newSegTarget(t, "http://"+addr, "http://"+addr)
 }
 
