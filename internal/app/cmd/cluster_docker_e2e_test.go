@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +105,7 @@ func buildClusterImage() (string, error) {
 	h.Write([]byte(df))
 	for _, f := range files {
 		fmt.Fprintf(h, "\x00%s\x00", f)
-		if err := hashFile(h, f); err != nil {
+		if err := containertest.HashFile(h, f); err != nil {
 			return "", err
 		}
 	}
@@ -150,17 +149,6 @@ func buildClusterImage() (string, error) {
 		return "", fmt.Errorf("docker build: %v\n%s", err, out)
 	}
 	return ref, nil
-}
-
-// hashFile adds the content of the file at path (following links) to h.
-func hashFile(h io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(h, f)
-	return err
 }
 
 // clusterBin builds the static forgeload of the cluster image.

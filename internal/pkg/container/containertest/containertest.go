@@ -119,7 +119,10 @@ func buildImage() (string, error) {
 		h.Write([]byte{0})
 	}
 	for _, f := range []string{bin, Busybox} {
-		if err := hashFile(h, f); err != nil {
+		if err := HashFile(h, f); err != nil {
+			if f == Busybox {
+				return "", fmt.Errorf("%w (install Debian's busybox-static)", err)
+			}
 			return "", err
 		}
 	}
@@ -189,13 +192,11 @@ func imageTar(bin string) (*bytes.Buffer, error) {
 	return buf, nil
 }
 
-// hashFile adds the content of the file at path to h.
-func hashFile(h io.Writer, path string) error {
+// HashFile adds the content of the file at path (following links) to h,
+// for a tag that names an image by what goes into it.
+func HashFile(h io.Writer, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		if path == Busybox {
-			return fmt.Errorf("read %s: %w (install Debian's busybox-static)", path, err)
-		}
 		return err
 	}
 	defer f.Close()
