@@ -259,8 +259,6 @@ func (rg *dockerRig) cluster() *clusterRig { return &clusterRig{tg: rg.tg} }
 // test if the target cannot be read.
 func (rg *dockerRig) final(t *testing.T) {
 	t.Helper()
-	rg.tg.mu.Lock()
-	defer rg.tg.mu.Unlock()
 	if err := rg.tg.pull(); err != nil {
 		t.Fatal(err)
 	}

@@ -33,17 +33,17 @@ import (
 // The sut runs as a process of its own on 127.0.0.1 (startSegTarget) or in
 // a container (the Docker rig): serving the load in this race-built,
 // busy test process cost it about 0.2 ms of CPU a request. Every method
-// reads what the target recorded since the last read first (sync), so it
+// reads what the target recorded since the last read first (refresh), so it
 // sees every request answered before the call. Requests to /hold are
 // answered after 150 ms, to /slow after a second or what setSlow set.
 type segTarget struct {
-	t    testing.TB
-	URL  string // the target as the workers reach it
-	ctl  string // the same server as this process reaches it
-	mu   sync.Mutex
-	hits map[string][]time.Time // "worker/segment" → arrival times
-	n    int64                  // requests read so far
-	bad  bool                   // a failed read was reported
+	t        testing.TB
+	URL      string // the target as the workers reach it
+	ctl      string // the same server as this process reaches it
+	mu       sync.Mutex
+	hits     map[string][]time.Time // "worker/segment" → arrival times
+	n        int64                  // requests read so far
+	reported sync.Once              // a failed read fails the test once
 }
 
 // startSegTarget starts the sut on a free port of 127.0.0.1; it is
@@ -82,13 +82,17 @@ func newSegTarget(t testing.TB, url, ctl string) *segTarget {
 }
 
 // pull reads the requests the target recorded since the last read.
-// Callers hold tg.mu.
 func (tg *segTarget) pull() error {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
 	resp, err := http.Get(tg.ctl + "/hits?from=" + strconv.FormatInt(tg.n, 10))
 	if err != nil {
 		return fmt.Errorf("read the target's record: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("read the target's record: %s %s", tg.ctl+"/hits", resp.Status)
+	}
 	var hits []struct {
 		Tag string
 		At  int64
@@ -103,20 +107,17 @@ func (tg *segTarget) pull() error {
 	return nil
 }
 
-// sync is pull for the methods that read the record: a failed read fails
-// the test (once) and leaves the record as it was.
-func (tg *segTarget) sync() {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	if err := tg.pull(); err != nil && !tg.bad {
-		tg.bad = true
-		tg.t.Errorf("%v", err)
+// refresh is pull for the methods that read the record: a failed read
+// fails the test (reported once) and leaves the record as it was.
+func (tg *segTarget) refresh() {
+	if err := tg.pull(); err != nil {
+		tg.reported.Do(func() { tg.t.Errorf("%v", err) })
 	}
 }
 
 // total returns how many requests the target got.
 func (tg *segTarget) total() int64 {
-	tg.sync()
+	tg.refresh()
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	return tg.n
@@ -124,7 +125,7 @@ func (tg *segTarget) total() int64 {
 
 // all returns the record: "worker/segment" → arrival times, in order.
 func (tg *segTarget) all() map[string][]time.Time {
-	tg.sync()
+	tg.refresh()
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	out := make(map[string][]time.Time, len(tg.hits))

@@ -19,30 +19,24 @@ func TestMain(m *testing.M) { testmain.Run(m) }
 // modification time refreshed), and the binary runs.
 func TestBuildReusesAnUpToDateBinary(t *testing.T) {
 	const pkg = "github.com/forgeload/forgeload/internal/pkg/container/containertest/sut"
-	bin, err := Build(pkg, []string{"CGO_ENABLED=0"})
-	if err != nil {
-		t.Fatal(err)
+	build := func() (string, os.FileInfo, []byte) {
+		t.Helper()
+		bin, err := Build(pkg, []string{"CGO_ENABLED=0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bin, fi, data
 	}
-	first, err := os.Stat(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := Build(pkg, []string{"CGO_ENABLED=0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := os.Stat(again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := os.ReadFile(again)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, first, before := build()
+	again, second, after := build()
 	if again != bin || !os.SameFile(first, second) || !bytes.Equal(before, after) {
 		t.Errorf("second build of unchanged sources: %s replaced %s (same file %v, same content %v), want it reused", again, bin, os.SameFile(first, second), bytes.Equal(before, after))
 	}

@@ -99,8 +99,8 @@ const imageVersion = "2"
 
 var (
 	passwd = []byte("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
-	// changes configure the imported image.
-	changes = []string{`CMD ["/sut"]`, "ENV PATH=/bin", "EXPOSE 8080"}
+	// imageChanges configure the imported image.
+	imageChanges = []string{`CMD ["/sut"]`, "ENV PATH=/bin", "EXPOSE 8080"}
 )
 
 // buildImage tags the image by what goes into it (the sut binary, busybox,
@@ -114,7 +114,7 @@ func buildImage() (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(imageVersion), []byte(strings.Join(applets, ",")), passwd, []byte(strings.Join(changes, "\n"))} {
+	for _, part := range [][]byte{[]byte(imageVersion), []byte(strings.Join(applets, ",")), passwd, []byte(strings.Join(imageChanges, "\n"))} {
 		h.Write(part)
 		h.Write([]byte{0})
 	}
@@ -143,7 +143,7 @@ func buildImage() (string, error) {
 		return "", err
 	}
 	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: changes,
+		Changes: imageChanges,
 	})
 	if err != nil {
 		return "", fmt.Errorf("import image: %w", err)
