@@ -47,9 +47,12 @@ const (
 // replacer would cut short.
 type masker struct {
 	mu sync.RWMutex
-	// byKey holds the patterns by their first MinMaskLen bytes, longest
-	// first, so the first that matches at a position is the longest there.
-	byKey map[uint32][]string
+	// byKey holds, by their first MinMaskLen bytes, the distinct lengths of
+	// the patterns, longest first: at a position, the first length whose
+	// text is in patterns is the longest match there. A position costs one
+	// lookup per distinct length, however many patterns share the prefix
+	// (thousands of JWTs all start "eyJ").
+	byKey map[uint32][]int
 	// pairs has bit b0<<8|b1 set when some pattern starts with b0 b1: a
 	// cheap filter before the map lookup.
 	pairs    [1 << 16 / 64]uint64
@@ -62,7 +65,7 @@ type masker struct {
 
 // newMasker returns a masker for the values vs (see maskParts).
 func newMasker(vs ...string) *masker {
-	m := &masker{byKey: map[uint32][]string{}, patterns: map[string]struct{}{}, values: map[string]struct{}{}}
+	m := &masker{byKey: map[uint32][]int{}, patterns: map[string]struct{}{}, values: map[string]struct{}{}}
 	for _, v := range vs {
 		for _, p := range maskParts(v) {
 			m.addPart(p)
@@ -143,9 +146,10 @@ func (m *masker) addPart(p string) {
 		}
 		m.patterns[s] = struct{}{}
 		k := key3(s, 0)
-		list := m.byKey[k]
-		i, _ := slices.BinarySearchFunc(list, s, func(a, b string) int { return len(b) - len(a) })
-		m.byKey[k] = slices.Insert(list, i, s)
+		lens := m.byKey[k]
+		if i, found := slices.BinarySearchFunc(lens, len(s), func(a, b int) int { return b - a }); !found {
+			m.byKey[k] = slices.Insert(lens, i, len(s))
+		}
 		pair := int(s[0])<<8 | int(s[1])
 		m.pairs[pair/64] |= 1 << (pair % 64)
 		m.maxLen = max(m.maxLen, len(s))
@@ -204,9 +208,12 @@ func longestAt[T string | []byte](m *masker, s T, i int) int {
 	if m.pairs[pair/64]&(1<<(pair%64)) == 0 {
 		return 0
 	}
-	for _, p := range m.byKey[key3(s, i)] {
-		if len(p) <= len(s)-i && string(s[i:i+len(p)]) == p {
-			return len(p)
+	for _, n := range m.byKey[key3(s, i)] {
+		if n > len(s)-i {
+			continue
+		}
+		if _, ok := m.patterns[string(s[i:i+n])]; ok {
+			return n
 		}
 	}
 	return 0

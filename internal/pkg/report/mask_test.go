@@ -222,3 +222,38 @@ func FuzzLongLineCut(f *testing.F) {
 		}
 	})
 }
+
+// jwtLike returns n distinct secrets that share their first 36 bytes, as
+// JSON Web Tokens signed with one algorithm do.
+func jwtLike(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkw%06d", i)
+	}
+	return out
+}
+
+// BenchmarkAddMaskSharedPrefix: adding the 5,001st of many values with one
+// prefix. Its cost should not grow with the values already there.
+func BenchmarkAddMaskSharedPrefix(b *testing.B) {
+	m := newMasker(jwtLike(5000)...)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		m.add(fmt.Sprintf("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhZG1pbiJ9%09d", i))
+	}
+}
+
+// BenchmarkMaskSharedPrefix: masking a log line with two tokens, one of
+// them a secret, in a job with 5,000 secrets that share the tokens' prefix.
+func BenchmarkMaskSharedPrefix(b *testing.B) {
+	m := newMasker(jwtLike(5000)...)
+	line := []byte("Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkw004999 and eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJub2JvZHkifQ")
+	b.ReportAllocs()
+	for b.Loop() {
+		if rows := cleanLine(m, line); len(rows) != 1 || !strings.Contains(rows[0], "Bearer *** and eyJ") {
+			b.Fatalf("rows %q", rows)
+		}
+	}
+}
