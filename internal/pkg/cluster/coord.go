@@ -1351,7 +1351,11 @@ func (c *coordinator) abort(ctx context.Context, cause error) {
 	// ABORTED also reads why. After a Redis restart the run's keys are
 	// gone: they are written back (an hour, like any finished run) so that
 	// `cluster status` still shows the run and why it ended.
-	_, _ = abortRun(dctx, c.rdb, c.k, doneTTLSeconds*time.Second, "abort_reason", cause.Error(), "coordinator", c.o.Coordinator)
+	fields := []string{"abort_reason", cause.Error(), "coordinator", c.o.Coordinator}
+	if errors.Is(cause, ErrStateLost) {
+		fields = append(fields, "abort_cause", causeStateLost)
+	}
+	_, _ = abortRun(dctx, c.rdb, c.k, doneTTLSeconds*time.Second, fields...)
 	c.bcast(dctx, c.rdb, cmdAbort, 0)
 	c.cleanup(dctx)
 }

@@ -271,6 +271,12 @@ func (m *member) heartbeat(ctx context.Context) error {
 	} else if err != nil {
 		return nil // transient; the fence timer decides when this becomes fatal
 	}
+	// An aborted run is the reason, whatever became of this runner's lease:
+	// after a Redis restart the coordinator writes the run back as ABORTED
+	// while the leases are gone, and "lease expired" would hide why.
+	if st.Val() == StateAborted {
+		return m.abortedErr(cctx)
+	}
 	switch n, err := renew.Int(); {
 	case err != nil:
 		return nil
@@ -282,11 +288,6 @@ func (m *member) heartbeat(ctx context.Context) error {
 		return fmt.Errorf("%w: stale generation %d", ErrRemoved, m.appliedGen)
 	}
 	switch st.Val() {
-	case StateAborted:
-		if why, err := m.p.rdb.HGet(cctx, m.k.meta(), "abort_reason").Result(); err == nil && why != "" {
-			return fmt.Errorf("%w: %s", ErrAborted, why)
-		}
-		return ErrAborted
 	case StateDone:
 		m.cur.Phase = phaseStop
 		m.stopped = true
@@ -307,6 +308,40 @@ func (m *member) heartbeat(ctx context.Context) error {
 		m.apply(ctx, d)
 	}
 	return nil
+}
+
+// causeStateLost is the meta field abort_cause of a run that the
+// coordinator aborted because the coordination state was lost.
+const causeStateLost = "state_lost"
+
+// stateLostError is a coordinator's state-lost reason as a worker reads it
+// back from Redis: its text, and [errors.Is] ErrStateLost.
+type stateLostError struct{ why string }
+
+func (e *stateLostError) Error() string {
+	if e.why == "" {
+		return ErrStateLost.Error()
+	}
+	return e.why
+}
+
+func (e *stateLostError) Is(target error) bool { return target == ErrStateLost }
+
+// abortedErr is why this runner leaves an ABORTED run: [ErrAborted] with
+// the coordinator's reason, and [ErrStateLost] too when that was the cause.
+func (m *member) abortedErr(ctx context.Context) error {
+	meta, err := m.p.rdb.HMGet(ctx, m.k.meta(), "abort_reason", "abort_cause").Result()
+	if err != nil {
+		return ErrAborted
+	}
+	why, _ := meta[0].(string)
+	if cause, _ := meta[1].(string); cause == causeStateLost {
+		return fmt.Errorf("%w: %w", ErrAborted, &stateLostError{why})
+	}
+	if why != "" {
+		return fmt.Errorf("%w: %s", ErrAborted, why)
+	}
+	return ErrAborted
 }
 
 // markAbandoned records that the run's coordinator is gone: the run becomes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,6 +224,40 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 	}
 	if rdb.Exists(ctx, k.alive("w1")).Val() != 0 {
 		t.Error("alive key still set after leaving")
+	}
+}
+
+// TestWorkerReadsRestartFromTheAbort: Redis restarts and the coordinator
+// writes the run back as ABORTED before the worker's next heartbeat, so
+// the worker finds the run but not its own lease. It leaves with the
+// coordinator's reason, as ErrStateLost, not as "lease expired".
+func TestWorkerReadsRestartFromTheAbort(t *testing.T) {
+	gate.Short(t)
+	srv, rdb := startRedis(t)
+	ctx := context.Background()
+	tp := startPool(t, srv.Addr(), "w1", &startedLog{}, nil)
+	waitRunners(t, rdb, 1)
+	createTestRun(t, rdb, "P7")
+	k := runKeys("P7")
+	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P7"}})
+	waitFor(t, 30*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	// One transaction, so no heartbeat falls between the restart's empty
+	// Redis and the coordinator's abort.
+	const why = "coordination state lost: redis restarted (run_id changed)"
+	if _, err := rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.FlushAll(ctx)
+		abortRunScript.Eval(ctx, pipe, []string{k.state(), k.meta()}, 3600, "abort_reason", why, "abort_cause", causeStateLost)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case lv := <-tp.leaves:
+		if !errors.Is(lv.err, ErrStateLost) || !errors.Is(lv.err, ErrAborted) || !strings.Contains(lv.err.Error(), why) {
+			t.Fatalf("left with %v, want ErrAborted and ErrStateLost with %q", lv.err, why)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("worker did not leave a run aborted after a Redis restart")
 	}
 }
 
