@@ -1,8 +1,8 @@
 package cmd
 
-// The cluster's promises on a real network: three forgeload daemons and a
-// Redis run as containers on a private Docker network the test creates;
-// the faults are `docker network disconnect` and `docker kill`. The target
+// The cluster's promise under a network fault, on a real network: three
+// forgeload daemons and a Redis run as containers on a private Docker
+// network the test creates; the fault is `docker network disconnect`. The target
 // is a container too (containertest's sut, which records every tagged
 // request's arrival), so its clock is not the test process's. The fake
 // forge runs in the test process, on 127.0.0.1, reached from the network
@@ -24,8 +24,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
@@ -264,102 +262,67 @@ func (rg *dockerRig) final(t *testing.T) {
 	}
 }
 
-// TestE2EClusterDockerNetwork runs the cluster's fault promises on a real
+// TestE2EClusterDockerNetwork runs the cluster's network fault on a real
 // network: three daemons and Redis in containers on a private Docker
-// network.
+// network, one of them disconnected from it mid-run. (A killed worker is
+// not a network fault: TestE2EClusterKillWorker covers it.)
 func TestE2EClusterDockerNetwork(t *testing.T) {
-	parallelLong(t, 32)
+	parallelLong(t, 22)
 	image := clusterImage(t) // TestMain removes it
 
 	// docker network disconnect of a worker: it loses Redis (and
 	// everything else). It stops its own load within its 3.5 s fence; its
 	// share moves to another worker only after that; the target never sees
 	// the share driven twice, nor more than the asked rate.
-	t.Run("disconnect", func(t *testing.T) {
-		parallelSub(t)
-		rg := newDockerRig(t, image)
-		cr := rg.cluster()
-		id := rg.job(lossJob)
-		seg := cr.startedLoad(t, "w3", 600)
-		t.Logf("disconnecting w3 at %s", time.Now().Format("15:04:05.000"))
-		docker(t, "network", "disconnect", rg.net, rg.name["w3"])
-		// The bounds count from when the command returned: the cut took
-		// effect at or before then, and the docker CLI can take seconds
-		// on a loaded machine. The strict check of the same promise is
-		// TestE2EClusterPartitionedWorkerFences, whose cut is instant.
-		cut := time.Now()
-		own := "w3/" + strconv.Itoa(seg)
-		waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
-		_, last, _ := rg.tg.span(own)
-		if d := last.Sub(cut); d > fenceBound {
-			t.Errorf("disconnected w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
-		} else {
-			t.Logf("disconnected w3 stopped %s after the cut", d.Round(time.Millisecond))
+	rg := newDockerRig(t, image)
+	cr := rg.cluster()
+	id := rg.job(lossJob)
+	seg := cr.startedLoad(t, "w3", 600)
+	t.Logf("disconnecting w3 at %s", time.Now().Format("15:04:05.000"))
+	docker(t, "network", "disconnect", rg.net, rg.name["w3"])
+	// The bounds count from when the command returned: the cut took
+	// effect at or before then, and the docker CLI can take seconds
+	// on a loaded machine. The strict check of the same promise is
+	// TestE2EClusterPartitionedWorkerFences, whose cut is instant.
+	cut := time.Now()
+	own := "w3/" + strconv.Itoa(seg)
+	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
+	_, last, _ := rg.tg.span(own)
+	if d := last.Sub(cut); d > fenceBound {
+		t.Errorf("disconnected w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
+	} else {
+		t.Logf("disconnected w3 stopped %s after the cut", d.Round(time.Millisecond))
+	}
+	tag, first := cr.takeover(t, seg, "w3", 15*time.Second)
+	if first.Before(last) {
+		t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
+	}
+	t.Logf("segment %d resumed by %s %s after the cut, at %s", seg, tag, first.Sub(cut).Round(time.Millisecond), first.Format("15:04:05.000"))
+	v := rg.waitDone(t, id)
+	rg.final(t)
+	log := strings.Join(v.Log, "\n")
+	if !strings.Contains(log, "worker w3 lost") || !strings.Contains(log, fmt.Sprintf("segment %d reassigned w3 →", seg)) || !strings.Contains(log, "Load test summary") {
+		t.Errorf("job result %v, want a summary with w3 lost and its segment reassigned:\n%s", v.Result, log)
+	}
+	// The fence itself (the load stopping) is checked above; the line
+	// saying so comes from w3's membership loop, which a partitioned
+	// host may reach some seconds later (seen 6 s and more after the
+	// fence on a busy machine), so it is waited for, not sampled.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(rg.logsOf("w3"), "self-fenced") {
+		if time.Now().After(deadline) {
+			t.Errorf("w3 does not say it fenced itself, %s after the cut:\n%s", time.Since(cut).Round(time.Second), rg.logsOf("w3"))
+			break
 		}
-		tag, first := cr.takeover(t, seg, "w3", 15*time.Second)
-		if first.Before(last) {
-			t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+	for _, l := range strings.Split(rg.logsOf("w3"), "\n") {
+		if strings.Contains(l, "self-fenced") {
+			t.Logf("cut at %s; w3: %s", cut.UTC().Format("15:04:05.000"), l)
 		}
-		t.Logf("segment %d resumed by %s %s after the cut, at %s", seg, tag, first.Sub(cut).Round(time.Millisecond), first.Format("15:04:05.000"))
-		v := rg.waitDone(t, id)
-		rg.final(t)
-		log := strings.Join(v.Log, "\n")
-		if !strings.Contains(log, "worker w3 lost") || !strings.Contains(log, fmt.Sprintf("segment %d reassigned w3 →", seg)) || !strings.Contains(log, "Load test summary") {
-			t.Errorf("job result %v, want a summary with w3 lost and its segment reassigned:\n%s", v.Result, log)
-		}
-		// The fence itself (the load stopping) is checked above; the line
-		// saying so comes from w3's membership loop, which a partitioned
-		// host may reach some seconds later (seen 6 s and more after the
-		// fence on a busy machine), so it is waited for, not sampled.
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(rg.logsOf("w3"), "self-fenced") {
-			if time.Now().After(deadline) {
-				t.Errorf("w3 does not say it fenced itself, %s after the cut:\n%s", time.Since(cut).Round(time.Second), rg.logsOf("w3"))
-				break
-			}
-			time.Sleep(200 * time.Millisecond) // polling interval
-		}
-		for _, l := range strings.Split(rg.logsOf("w3"), "\n") {
-			if strings.Contains(l, "self-fenced") {
-				t.Logf("cut at %s; w3: %s", cut.UTC().Format("15:04:05.000"), l)
-			}
-		}
-		rg.tg.checkNoDoubleDrive(t, 3)
-		checkLoad(t, rg.tg, seg)
-	})
-
-	// docker kill of a worker: its lease expires and its share moves to a
-	// survivor within about 7 s (takeoverBound); the share is never driven
-	// twice.
-	t.Run("kill", func(t *testing.T) {
-		parallelSub(t)
-		rg := newDockerRig(t, image)
-		cr := rg.cluster()
-		id := rg.job(lossJob)
-		seg := cr.startedLoad(t, "w2", 600)
-		docker(t, "kill", rg.name["w2"])
-		killed := time.Now() // as cut above: the kill took effect by now
-		tag, first := cr.takeover(t, seg, "w2", 15*time.Second)
-		t.Logf("killed w2 at %s; %s took segment %d over at %s", killed.Format("15:04:05.000"), tag, seg, first.Format("15:04:05.000"))
-		if d := first.Sub(killed); d > takeoverBound {
-			t.Errorf("segment %d resumed by %s %s after docker kill, want within %s", seg, tag, d, takeoverBound)
-		} else {
-			t.Logf("segment %d resumed by %s %s after docker kill", seg, tag, d.Round(time.Millisecond))
-		}
-		v := rg.waitDone(t, id)
-		rg.final(t)
-		log := strings.Join(v.Log, "\n")
-		if v.Result != runnerv1.Result_RESULT_FAILURE {
-			t.Errorf("job result %v, want failure: the run lost about a sixth of its plan", v.Result)
-		}
-		for _, want := range []string{"worker w2 lost (lease expired)", fmt.Sprintf("segment %d reassigned w2 →", seg), "Load test summary", "below the 90% a distributed run must deliver to pass"} {
-			if !strings.Contains(log, want) {
-				t.Errorf("step log lacks %q:\n%s", want, log)
-			}
-		}
-		rg.tg.checkNoDoubleDrive(t, 3)
-		checkLoad(t, rg.tg, seg)
-	})
+	}
+	rg.tg.checkNoDoubleDrive(t, 3)
+	checkLoad(t, rg.tg, seg)
 }
 
 // checkLoad judges the load by the target's own record: never more
