@@ -36,7 +36,11 @@ func TestBuildReusesAnUpToDateBinary(t *testing.T) {
 		return bin, fi, data
 	}
 	bin, first, before := build()
+	runs := goBuilds.Load()
 	again, second, after := build()
+	if n := goBuilds.Load() - runs; n != 0 {
+		t.Errorf("the second build of unchanged sources ran go %d times, want none", n)
+	}
 	if again != bin || !os.SameFile(first, second) || !bytes.Equal(before, after) {
 		t.Errorf("second build of unchanged sources: %s replaced %s (same file %v, same content %v), want it reused", again, bin, os.SameFile(first, second), bytes.Equal(before, after))
 	}
@@ -61,4 +65,59 @@ func TestBuildSaysWhatFailed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no-such-package") {
 		t.Fatalf("build of a missing package: %v, want an error naming it", err)
 	}
+}
+
+// TestBuildRebuildsWhatChanged: a change to any file of the module, or to
+// the build environment, reaches the binary; nothing else runs go.
+func TestBuildRebuildsWhatChanged(t *testing.T) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("GOCACHE") == "" {
+		// The default build cache lives under the user cache directory,
+		// which moves below; keep go's where it is.
+		t.Setenv("GOCACHE", filepath.Join(cache, "go-build"))
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	mod := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/tb\n\ngo 1.24\n")
+	write("main.go", "package main\n\nfunc main() { println(\"one\") }\n")
+	t.Chdir(mod)
+	run := func(env []string, want string, wantGo int64) {
+		t.Helper()
+		before := goBuilds.Load()
+		bin, err := Build("example.com/tb", env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin).CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != want {
+			t.Fatalf("the binary printed %q (%v), want %q", got, err, want)
+		}
+		if n := goBuilds.Load() - before; n != wantGo {
+			t.Fatalf("Build ran go %d times, want %d", n, wantGo)
+		}
+	}
+	run(nil, "one", 1)
+	run(nil, "one", 0)
+	write("main.go", "package main\n\nfunc main() { println(\"two\") }\n")
+	run(nil, "two", 1)
+	// A new file the build picks up, in a new directory.
+	if err := os.Mkdir(filepath.Join(mod, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write("sub/x.go", "package sub\n")
+	write("main.go", "package main\n\nimport _ \"example.com/tb/sub\"\n\nfunc main() { println(\"three\") }\n")
+	run(nil, "three", 1)
+	run(nil, "three", 0)
+	// The environment: GOFLAGS changes what go builds.
+	t.Setenv("GOFLAGS", "-tags=never")
+	run(nil, "three", 1)
 }
