@@ -285,18 +285,7 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	// on a loaded machine. The strict check of the same promise is
 	// TestE2EClusterPartitionedWorkerFences, whose cut is instant.
 	cut := time.Now()
-	own := "w3/" + strconv.Itoa(seg)
-	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
-	_, last, _ := rg.tg.span(own)
-	if d := last.Sub(cut); d > fenceBound {
-		t.Errorf("disconnected w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
-	} else {
-		t.Logf("disconnected w3 stopped %s after the cut", d.Round(time.Millisecond))
-	}
-	tag, first := cr.takeover(t, seg, "w3", 15*time.Second)
-	if first.Before(last) {
-		t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
-	}
+	tag, first := cr.fencedThenTakenOver(t, seg, "w3", cut, "disconnected")
 	t.Logf("segment %d resumed by %s %s after the cut, at %s", seg, tag, first.Sub(cut).Round(time.Millisecond), first.Format("15:04:05.000"))
 	v := rg.waitDone(t, id)
 	rg.final(t)

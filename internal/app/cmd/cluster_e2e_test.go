@@ -798,6 +798,27 @@ func workerRequests(t *testing.T, log, w string) int {
 	return n
 }
 
+// fencedThenTakenOver waits past the fence bound after worker w was cut
+// off at cut, checks that its last request of segment seg came within
+// fenceBound (w fenced itself) and that the worker that took seg over
+// started only after that; it returns the heir's tag and first request.
+func (rg *clusterRig) fencedThenTakenOver(t *testing.T, seg int, w string, cut time.Time, how string) (string, time.Time) {
+	t.Helper()
+	// w is fenced once nothing more arrives from it; wait past the bound.
+	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
+	_, last, _ := rg.tg.span(w + "/" + strconv.Itoa(seg))
+	if d := last.Sub(cut); d > fenceBound {
+		t.Errorf("%s %s sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", how, w, d, fenceBound)
+	} else {
+		t.Logf("%s %s stopped %s after the cut", how, w, d.Round(time.Millisecond))
+	}
+	tag, first := rg.takeover(t, seg, w, 15*time.Second)
+	if first.Before(last) {
+		t.Errorf("%s resumed segment %d at %s, before fenced %s stopped at %s", tag, seg, first.Format("15:04:05.000"), w, last.Format("15:04:05.000"))
+	}
+	return tag, first
+}
+
 // fenceBound bounds how long after a worker lost Redis its last request
 // reaches the target. Its check before every request refuses to send once
 // 3.5 s have passed since its last successful renewal (sent before the
@@ -822,18 +843,7 @@ func TestE2EClusterPartitionedWorkerFences(t *testing.T) {
 	cut := time.Now()
 	rg.proxy.Cut()
 	own := "w3/" + strconv.Itoa(seg)
-	// w3 is fenced once nothing more arrives from it; wait past the bound.
-	waitFor(t, "the fence bound to pass", 10*time.Second, func() bool { return time.Since(cut) > fenceBound+500*time.Millisecond })
-	_, last, _ := rg.tg.span(own)
-	if d := last.Sub(cut); d > fenceBound {
-		t.Errorf("partitioned w3 sent its last request %s after the cut, want ≤ 3.5s (%s with the time a request takes to arrive)", d, fenceBound)
-	} else {
-		t.Logf("partitioned w3 stopped %s after the cut", d.Round(time.Millisecond))
-	}
-	tag, first := rg.takeover(t, seg, "w3", 15*time.Second)
-	if first.Before(last) {
-		t.Errorf("%s resumed segment %d at %s, before fenced w3 stopped at %s", tag, seg, first.Format("15:04:05.000"), last.Format("15:04:05.000"))
-	}
+	rg.fencedThenTakenOver(t, seg, "w3", cut, "partitioned")
 	rg.proxy.Heal()
 	v := rg.waitDone(t, id)
 	log := strings.Join(v.Log, "\n")
