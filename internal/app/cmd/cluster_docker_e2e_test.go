@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -193,23 +194,40 @@ func newDockerRig(t *testing.T, image string) *dockerRig {
 	rg.tg = newSegTarget(t, "http://"+tgt+":8080", "http://"+ip+":8080")
 	redis := "redis-" + id
 	run(redis, image, "/usr/bin/redis-server", "--port", "6379", "--save", "", "--appendonly", "no", "--protected-mode", "no")
-	for _, w := range []string{"w1", "w2", "w3"} {
+	// The three daemons are registered and started at once: one after
+	// another, a register and a docker run each, they took some 10 s on a
+	// loaded machine, and this is the package's longest test.
+	var started sync.WaitGroup
+	errs := make([]error, 3)
+	for i, w := range []string{"w1", "w2", "w3"} {
 		label := "spare"
 		if w == "w1" {
 			label = "coord"
 		}
 		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\ncluster:\n  redis_url: redis://%s:6379/0\n  name: %s\n  max_segments: 2\n", label, redis, w))
-		code, out := n.forgeload("register", "--no-interactive", "--instance", "http://"+forge.Addr(), "--token", "reg-token", "--name", "dnet-"+w, "--wait", "20s")
-		if code != 0 {
-			t.Fatalf("register %s exit %d:\n%s", w, code, out)
-		}
-		rg.name[w] = w + "-" + id
-		// The node's directory is mounted at the same path, so the config's
-		// runner.file is valid inside the container; the daemon runs as this
-		// test's user, so what it writes there (the lock, the outbox) is
-		// removed with the test's temporary directory.
-		user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
-		run(rg.name[w], "--hostname", w, "--user", user, "-v", n.dir+":"+n.dir, "-w", n.dir, image, "/forgeload", "-c", n.cfg, "daemon")
+		name := w + "-" + id
+		rg.name[w] = name
+		t.Cleanup(func() { _, _ = dockerErr("rm", "-f", "-v", name) })
+		started.Go(func() {
+			code, out, err := n.forgeloadErr(nil, "register", "--no-interactive", "--instance", "http://"+forge.Addr(), "--token", "reg-token", "--name", "dnet-"+w, "--wait", "20s")
+			if err != nil || code != 0 {
+				errs[i] = fmt.Errorf("register %s: exit %d, %v:\n%s", w, code, err, out)
+				return
+			}
+			// The node's directory is mounted at the same path, so the
+			// config's runner.file is valid inside the container; the daemon
+			// runs as this test's user, so what it writes there (the lock,
+			// the outbox) is removed with the test's temporary directory.
+			user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+			if out, err := dockerErr("run", "-d", "--name", name, "--label", dockerLabel, "--network", rg.net,
+				"--hostname", w, "--user", user, "-v", n.dir+":"+n.dir, "-w", n.dir, image, "/forgeload", "-c", n.cfg, "daemon"); err != nil {
+				errs[i] = fmt.Errorf("docker run %s: %v\n%s", name, err, out)
+			}
+		})
+	}
+	started.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	for _, w := range []string{"w1", "w2", "w3"} {
 		waitFor(t, w+" to join the cluster pool", 60*time.Second, func() bool {

@@ -127,6 +127,16 @@ func (n *node) forgeload(args ...string) (int, string) {
 // forgeloadEnv is forgeload with extra environment variables.
 func (n *node) forgeloadEnv(env []string, args ...string) (int, string) {
 	n.t.Helper()
+	code, out, err := n.forgeloadErr(env, args...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return code, out
+}
+
+// forgeloadErr is forgeloadEnv for any goroutine: a binary that could not
+// be run is an error, not a failed test.
+func (n *node) forgeloadErr(env []string, args ...string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if len(args) == 0 || !slices.Contains([]string{"load", "version", "--version"}, args[0]) {
@@ -142,9 +152,9 @@ func (n *node) forgeloadEnv(env []string, args ...string) (int, string) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		n.t.Fatalf("run forgeload %v: %v", args, err)
+		return 0, "", fmt.Errorf("run forgeload %v: %v", args, err)
 	}
-	return code, out.String()
+	return code, out.String(), nil
 }
 
 // daemon is a running `forgeload daemon`.
