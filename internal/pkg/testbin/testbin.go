@@ -76,8 +76,9 @@ func path(pkg string, env, flags []string) (string, error) {
 	return filepath.Join(cache, "forgeload-test-bin", hex.EncodeToString(key[:8]), filepath.Base(pkg)), nil
 }
 
-// inputsKey hashes what a build of pkg depends on: the toolchain that
-// built this test (the go on PATH, as every `go test` runs it), the build
+// inputsKey hashes what a build of pkg depends on: the toolchain (the
+// version that built this test, and the path, size and time of the go on
+// PATH, which Build runs), the build
 // environment (every GO* and CGO_* variable, the C toolchain's, and env),
 // the flags, and the name, size and content of every file of the module
 // but its .git. The module's dependencies are pinned by go.sum, which is
@@ -120,7 +121,13 @@ func inputsKey(pkg string, env, flags []string) (string, error) {
 			vars = append(vars, kv)
 		}
 	}
-	fmt.Fprintf(h, "%s\x00%s\x00%q\x00%q\x00%q\x00", runtime.Version(), pkg, env, flags, vars)
+	goTool := "(none)"
+	if p, err := exec.LookPath("go"); err == nil {
+		if fi, err := os.Stat(p); err == nil {
+			goTool = fmt.Sprintf("%s %d %d", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%q\x00%q\x00%q\x00", runtime.Version(), goTool, pkg, env, flags, vars)
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
