@@ -63,6 +63,7 @@ func Build(pkg string, env []string, flags ...string) (string, error) {
 	return bin, nil
 }
 
+// path is where Build puts the binary of pkg built with env and flags.
 func path(pkg string, env, flags []string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -78,10 +79,9 @@ func path(pkg string, env, flags []string) (string, error) {
 
 // inputsKey hashes what a build of pkg depends on: the toolchain (the
 // version that built this test, and the path, size and time of the go on
-// PATH, which Build runs), the build
-// environment (every GO* and CGO_* variable, the C toolchain's, and env),
-// the flags, and the name, size and content of every file of the module
-// but its .git. The module's dependencies are pinned by go.sum, which is
+// PATH, which Build runs), the build environment (every GO* and CGO_*
+// variable, the C toolchain's, and env), the flags, and the name, size and
+// content of every file of the module but its .git. The module's dependencies are pinned by go.sum, which is
 // hashed, and the module cache never changes a version's files. With a
 // go.work in effect the key is refused, and Build asks go.
 func inputsKey(pkg string, env, flags []string) (string, error) {
@@ -115,7 +115,7 @@ func inputsKey(pkg string, env, flags []string) (string, error) {
 	}
 	h := sha256.New()
 	var vars []string
-	for _, kv := range append(os.Environ(), env...) {
+	for _, kv := range os.Environ() { // env is hashed whole below
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "GO") || strings.HasPrefix(name, "CGO_") || slices.Contains([]string{"CC", "CXX", "AR", "PKG_CONFIG"}, name) {
 			vars = append(vars, kv)

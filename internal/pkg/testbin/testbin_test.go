@@ -107,17 +107,20 @@ func TestBuildRebuildsWhatChanged(t *testing.T) {
 	}
 	run(nil, "one", 1)
 	run(nil, "one", 0)
-	write("main.go", "package main\n\nfunc main() { println(\"two\") }\n")
-	run(nil, "two", 1)
-	// A new file the build picks up, in a new directory.
+	write("main.go", "package main\n\nimport _ \"example.com/tb/sub\"\n\nfunc main() { println(\"two\") }\n")
 	if err := os.Mkdir(filepath.Join(mod, "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	write("sub/x.go", "package sub\n")
-	write("main.go", "package main\n\nimport _ \"example.com/tb/sub\"\n\nfunc main() { println(\"three\") }\n")
-	run(nil, "three", 1)
-	run(nil, "three", 0)
+	write("sub/x.go", "package sub\n\nfunc init() { println(\"sub\") }\n")
+	run(nil, "sub\ntwo", 1)
+	// Each of these changes one file that go reads and nothing else: a
+	// file in a directory below the root, then a new file beside main.go.
+	write("sub/x.go", "package sub\n\nfunc init() { println(\"sub2\") }\n")
+	run(nil, "sub2\ntwo", 1)
+	write("extra.go", "package main\n\nfunc init() { println(\"extra\") }\n")
+	run(nil, "sub2\nextra\ntwo", 1)
+	run(nil, "sub2\nextra\ntwo", 0)
 	// The environment: GOFLAGS changes what go builds.
 	t.Setenv("GOFLAGS", "-tags=never")
-	run(nil, "three", 1)
+	run(nil, "sub2\nextra\ntwo", 1)
 }
