@@ -69,6 +69,9 @@ type PoolOptions struct {
 
 	// skipAbandon makes shutdown behave like kill -9 (tests only).
 	skipAbandon bool
+	// joined, if set, runs once the runner has announced itself and before
+	// it reads its inbox (tests only).
+	joined func()
 }
 
 // Errors a runner leaves a run with (see [PoolOptions.OnLeave]).
@@ -156,12 +159,19 @@ func (p *Pool) Runs() []string {
 // [Pool.join]); it returns an error only if ctx ends before that.
 func (p *Pool) Run(ctx context.Context) error {
 	defer p.rdb.Close()
-	cl, err := p.join(ctx)
+	announced, err := p.join(ctx)
 	if err != nil {
 		return err
 	}
-	// Offers made before we announced ourselves are stale.
-	cursor := strconv.FormatInt(cl.redisNow().UnixMilli()-1, 10) + "-0"
+	if p.o.joined != nil {
+		p.o.joined()
+	}
+	// Offers made before we announced ourselves are stale; every offer made
+	// after it is read. The cursor is Redis's own time inside the announcing
+	// transaction, not a local reading taken after it: a coordinator may
+	// find this runner and offer it a run the moment that transaction is
+	// done, before this goroutine runs again.
+	cursor := strconv.FormatInt(announced.UnixMilli()-1, 10) + "-0"
 	p.o.Logf("cluster: runner %s joined the pool (capacity %d)", p.o.ID, p.advertisedCapacity())
 
 	offers := make(chan map[string]any)
@@ -180,7 +190,7 @@ func (p *Pool) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			done = true
 		case <-t.C:
-			if err := p.announce(ctx); err != nil && ctx.Err() == nil {
+			if _, err := p.announce(ctx); err != nil && ctx.Err() == nil {
 				p.o.Logf("cluster: runner %s: renew presence: %v", p.o.ID, err)
 			}
 		case off := <-offers:
@@ -211,25 +221,21 @@ func (p *Pool) Run(ctx context.Context) error {
 	return nil
 }
 
-// join measures the clock offset to Redis and announces this runner. A
+// join announces this runner and returns Redis's time when it did. A
 // Redis that is slow or away for a moment when the daemon starts must not
 // leave the runner outside the pool for the rest of its life, so a failure
 // is logged and retried with back-off (at most [readRetryMax] apart) until
-// both work; it returns an error only when ctx ends first.
-func (p *Pool) join(ctx context.Context) (clock, error) {
+// it works; it returns an error only when ctx ends first.
+func (p *Pool) join(ctx context.Context) (time.Time, error) {
 	var retry readRetry
 	for {
-		cl, err := measureClock(ctx, p.rdb)
+		at, err := p.announce(ctx)
 		if err == nil {
-			if err = p.announce(ctx); err != nil {
-				err = fmt.Errorf("announce presence: %w", err)
-			}
+			return at, nil
 		}
-		if err == nil {
-			return cl, nil
-		}
+		err = fmt.Errorf("announce presence: %w", err)
 		if ctx.Err() != nil {
-			return clock{}, fmt.Errorf("cluster pool %s: stopped before joining: %w", p.o.ID, err)
+			return time.Time{}, fmt.Errorf("cluster pool %s: stopped before joining: %w", p.o.ID, err)
 		}
 		p.o.Logf("cluster: runner %s cannot join the pool yet, retrying: %v", p.o.ID, err)
 		retry.wait(ctx)
@@ -243,7 +249,9 @@ func (p *Pool) readerClient() *redis.Client {
 	return redis.NewClient(opt)
 }
 
-func (p *Pool) announce(ctx context.Context) error {
+// announce writes this runner's presence (with a lease of LeaseTTL) and
+// returns Redis's time in the same transaction.
+func (p *Pool) announce(ctx context.Context) (time.Time, error) {
 	p.mu.Lock()
 	busy := make([]string, 0, len(p.members))
 	for r := range p.members {
@@ -253,6 +261,7 @@ func (p *Pool) announce(ctx context.Context) error {
 	slices.Sort(busy)
 	cctx, cancel := context.WithTimeout(ctx, p.o.Heartbeat)
 	defer cancel()
+	var now *redis.TimeCmd
 	_, err := p.rdb.TxPipelined(cctx, func(pipe redis.Pipeliner) error {
 		pipe.HSet(cctx, presenceKey(p.o.ID), map[string]any{
 			"host": p.o.Host, "labels": strings.Join(p.o.Labels, ","), "cpus": runtime.NumCPU(),
@@ -261,9 +270,13 @@ func (p *Pool) announce(ctx context.Context) error {
 		})
 		pipe.PExpire(cctx, presenceKey(p.o.ID), p.o.LeaseTTL)
 		pipe.SAdd(cctx, runnersKey, p.o.ID)
+		now = pipe.Time(cctx)
 		return nil
 	})
-	return err
+	if err != nil {
+		return time.Time{}, err
+	}
+	return now.Val(), nil
 }
 
 func (p *Pool) readInbox(ctx context.Context, rc *redis.Client, cursor string, out chan<- map[string]any) {

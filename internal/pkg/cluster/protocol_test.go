@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -259,6 +260,31 @@ func TestWorkerReadsRestartFromTheAbort(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("worker did not leave a run aborted after a Redis restart")
 	}
+}
+
+// TestOfferRightAfterAnnounceIsRead: a coordinator may offer a run to a
+// runner the moment its presence is in Redis, before the runner's pool
+// goroutine runs again; that offer must not be taken for a stale one.
+func TestOfferRightAfterAnnounceIsRead(t *testing.T) {
+	gate.Short(t)
+	srv, rdb := startRedis(t)
+	ctx := context.Background()
+	createTestRun(t, rdb, "P8")
+	k := runKeys("P8")
+	startPool(t, srv.Addr(), "w1", &startedLog{}, func(o *PoolOptions) {
+		o.joined = func() {
+			id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P8"}}).Val()
+			offered, _ := strconv.ParseInt(strings.SplitN(id, "-", 2)[0], 10, 64)
+			// The pool goes on only once Redis's clock is past the
+			// offer, as it is when its goroutine is slow to be scheduled.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				if now, err := rdb.Time(ctx).Result(); err == nil && now.UnixMilli() > offered+2 {
+					return
+				}
+			}
+		}
+	})
+	waitFor(t, 10*time.Second, "w1 to join P8", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
 }
 
 // TestShipperMergesWhileRedisIsAway: Second never blocks; with no writer
