@@ -23,11 +23,15 @@ import (
 
 // clusterParallel is how many tests run at once unless -test.parallel says
 // otherwise. They wait on leases, sweeps and a real Redis in real time and
-// hardly compute, so one per CPU (2 on CI machines) mostly queued them;
-// many more starves their heartbeats on a loaded machine (at 8, on a
-// machine at a load average of 26, leases expired that no test meant to
-// expire).
-const clusterParallel = 6
+// hardly compute (some 3 CPU seconds for the whole package), so at 6 the
+// package spent 14 s mostly waiting while it held one of go test's two
+// slots (on CI machines), and nothing else could build or run in it. At 16
+// every long test runs at once and the package takes as long as its
+// longest test, 11 s. What starves heartbeats is the machine's load, not
+// these tests: on a machine at a load average of 26, leases expired at 8
+// that no test meant to expire; beside three CPU-bound processes on two
+// cores, 16 pass.
+const clusterParallel = 16
 
 // gate runs the package's tests, the longest first (see testmain.Gate):
 // each calls gate.Short or gate.Long (with about how many seconds it takes
