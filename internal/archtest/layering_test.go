@@ -155,7 +155,7 @@ func TestEveryTestBinaryDropsRaceExitSleep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			found = found || bytes.Contains(src, []byte("testmain.Run(m)")) || bytes.Contains(src, []byte("testmain.NoRaceExitSleep()"))
+			found = found || bytes.Contains(src, []byte("testmain.Run(m)")) || bytes.Contains(src, []byte("testmain.RunParallel(m, ")) || bytes.Contains(src, []byte("testmain.NoRaceExitSleep()"))
 		}
 		if !found {
 			t.Errorf("%s: no test file calls testmain: add testmain_test.go with func TestMain(m *testing.M) { testmain.Run(m) }, or call testmain.NoRaceExitSleep() first in its own TestMain", p.ImportPath)

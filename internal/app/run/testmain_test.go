@@ -1,8 +1,6 @@
 package run
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/forgeload/forgeload/internal/pkg/testmain"
@@ -13,9 +11,4 @@ import (
 // per CPU left this package at three times its length.
 const runParallel = 6
 
-func TestMain(m *testing.M) {
-	testmain.NoRaceExitSleep()
-	flag.Parse()
-	testmain.DefaultParallel(runParallel)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testmain.RunParallel(m, runParallel) }

@@ -15,6 +15,16 @@ func Run(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// RunParallel is Run for a package whose tests mostly wait in real time:
+// -test.parallel is n unless the command line gave it (see
+// DefaultParallel).
+func RunParallel(m *testing.M, n int) {
+	NoRaceExitSleep()
+	flag.Parse()
+	DefaultParallel(n)
+	os.Exit(m.Run())
+}
+
 // NoRaceExitSleep starts this test binary again, in the same process with
 // the same arguments, with atexit_sleep_ms=0 added to GORACE, when it was
 // built with -race and GORACE does not already set atexit_sleep_ms. It
