@@ -48,6 +48,25 @@ func createTestRun(t *testing.T, rdb *redis.Client, run string) {
 	}
 }
 
+// sendJoinOffer puts a join offer for run on worker w's inbox, as a
+// coordinator does, and returns the entry's id.
+func sendJoinOffer(ctx context.Context, rdb *redis.Client, w, run string) string {
+	return rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey(w), Values: map[string]any{"type": "join", "run": run}}).Val()
+}
+
+// waitJoined waits until worker w is one of run's workers.
+func waitJoined(t *testing.T, rdb *redis.Client, w, run string, within time.Duration) {
+	t.Helper()
+	waitFor(t, within, w+" to join "+run, func() bool { return rdb.HExists(context.Background(), runKeys(run).workers(), w).Val() })
+}
+
+// offerJoin offers run to worker w and waits until w has joined it.
+func offerJoin(t *testing.T, rdb *redis.Client, w, run string) {
+	t.Helper()
+	sendJoinOffer(context.Background(), rdb, w, run)
+	waitJoined(t, rdb, w, run, 30*time.Second)
+}
+
 // TestApplyIgnoresStaleCommands: duplicated, reordered and older-term
 // commands are ignored and applied_gen only grows.
 func TestApplyIgnoresStaleCommands(t *testing.T) {
@@ -114,8 +133,7 @@ func TestConvergesFromDesired(t *testing.T) {
 	waitRunners(t, rdb, 1)
 	createTestRun(t, rdb, "P2")
 	k := runKeys("P2")
-	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P2"}})
-	waitFor(t, 30*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	offerJoin(t, rdb, "w1", "P2")
 	seq, _ := segment.Equal(1)
 	// gens 2, 3 and 4 were "sent" while w1 was away; only desired gen 5 is there.
 	d := desired{Gen: 5, Term: 1, Phase: phaseRun, Segments: []int{0}, Seq: seq.Bounds(), StartAtMs: time.Now().UnixMilli()}
@@ -212,8 +230,7 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 	waitRunners(t, rdb, 1)
 	createTestRun(t, rdb, "P4")
 	k := runKeys("P4")
-	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P4"}})
-	waitFor(t, 30*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	offerJoin(t, rdb, "w1", "P4")
 	rdb.Del(ctx, k.coord())
 	select {
 	case lv := <-tp.leaves:
@@ -240,8 +257,7 @@ func TestWorkerReadsRestartFromTheAbort(t *testing.T) {
 	waitRunners(t, rdb, 1)
 	createTestRun(t, rdb, "P7")
 	k := runKeys("P7")
-	rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P7"}})
-	waitFor(t, 30*time.Second, "w1 to join", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	offerJoin(t, rdb, "w1", "P7")
 	// One transaction, so no heartbeat falls between the restart's empty
 	// Redis and the coordinator's abort.
 	const why = "coordination state lost: redis restarted (run_id changed)"
@@ -270,10 +286,9 @@ func TestOfferRightAfterAnnounceIsRead(t *testing.T) {
 	srv, rdb := startRedis(t)
 	ctx := context.Background()
 	createTestRun(t, rdb, "P8")
-	k := runKeys("P8")
 	startPool(t, srv.Addr(), "w1", &startedLog{}, func(o *PoolOptions) {
 		o.joined = func() {
-			id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: inboxKey("w1"), Values: map[string]any{"type": "join", "run": "P8"}}).Val()
+			id := sendJoinOffer(ctx, rdb, "w1", "P8")
 			offered, _ := strconv.ParseInt(strings.SplitN(id, "-", 2)[0], 10, 64)
 			// The pool goes on only once Redis's clock is past the
 			// offer, as it is when its goroutine is slow to be scheduled.
@@ -284,7 +299,7 @@ func TestOfferRightAfterAnnounceIsRead(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, 10*time.Second, "w1 to join P8", func() bool { return rdb.HExists(ctx, k.workers(), "w1").Val() })
+	waitJoined(t, rdb, "w1", "P8", 10*time.Second)
 }
 
 // TestShipperMergesWhileRedisIsAway: Second never blocks; with no writer

@@ -81,9 +81,10 @@ func path(pkg string, env, flags []string) (string, error) {
 // version that built this test, and the path, size and time of the go on
 // PATH, which Build runs), the build environment (every GO* and CGO_*
 // variable, the C toolchain's, and env), the flags, and the name, size and
-// content of every file of the module but its .git. The module's dependencies are pinned by go.sum, which is
-// hashed, and the module cache never changes a version's files. With a
-// go.work in effect the key is refused, and Build asks go.
+// content of every file of the module but its .git. The module's
+// dependencies are pinned by go.sum, which is hashed, and the module cache
+// never changes a version's files. With a go.work in effect the key is
+// refused, and Build asks go.
 func inputsKey(pkg string, env, flags []string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
