@@ -17,6 +17,7 @@
 // Gate replaces the testing package's parallel limit in packages whose tests
 // wait in real time for seconds (daemons, leases, outages): it starts the
 // long tests first, the longest first, where the testing package often
-// started them last. DefaultParallel raises the limit for packages whose
-// tests wait briefly. It is linked into test binaries only.
+// started them last. DefaultParallel (or RunParallel, a whole TestMain
+// with it) raises the limit for packages whose tests wait briefly. It is
+// linked into test binaries only.
 package testmain
