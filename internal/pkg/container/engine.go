@@ -19,6 +19,8 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
+
+	"github.com/forgeload/forgeload/internal/pkg/backoff"
 )
 
 // Labels set on every container, network and volume the Engine creates.
@@ -538,17 +540,45 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	return fmt.Errorf("remove container %s: %w", short(id), err)
 }
 
-// waitRemoved returns once container id is gone, or with ctx's error.
+// waitRemoved returns once container id, whose removal another caller has
+// asked for, is gone, or with ctx's error. The Engine's wait for removal is
+// not relied on alone: Docker 20.10, under load, once left it unanswered
+// for minutes after the other removal had finished (moby and its clients
+// report the same race), and a removal that fails leaves the container
+// behind. So each wait is bounded (100 ms, doubling to 2 s) and followed by
+// a removal of its own, which says the container is gone (404), is still
+// being removed (409: wait again), or removes it.
 func (e *Engine) waitRemoved(ctx context.Context, id string) error {
-	w := e.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: ctypes.WaitConditionRemoved})
-	select {
-	case <-w.Result:
-		return nil
-	case err := <-w.Error:
-		if cerrdefs.IsNotFound(err) {
-			return nil
+	b := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, b.Next())
+		w := e.cli.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: ctypes.WaitConditionRemoved})
+		select {
+		case res := <-w.Result:
+			cancel()
+			if res.Error == nil || res.Error.Message == "" {
+				return nil
+			}
+			// The other removal failed: try it here, for its error.
+		case err := <-w.Error:
+			cancel()
+			if cerrdefs.IsNotFound(err) {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), ctx.Err())
+			}
 		}
-		return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), err)
+		_, err := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil || cerrdefs.IsNotFound(err):
+			return nil
+		case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+			continue
+		case ctx.Err() != nil:
+			return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), ctx.Err())
+		}
+		return fmt.Errorf("remove container %s after another caller's removal: %w", short(id), err)
 	}
 }
 
