@@ -572,8 +572,8 @@ func TestE2EClusterTotals(t *testing.T) {
 // workers for long enough (lossSecs) to lose one, see its share move and
 // the rate recover. Their checks are about when, and by whom, a segment is
 // driven; 50 req/s a segment tells that to 20 ms. (They ran at twice the
-// rate once; every request costs the machine about 0.6 ms of CPU at both
-// ends, and these tests sent about half of the suite's requests.)
+// rate once; at about 0.6 ms of the machine's CPU a request, at both ends,
+// that cost each test 0.5 to 1 CPU second more.)
 const (
 	lossRate    = 150
 	lossSecs    = 12

@@ -80,9 +80,11 @@ func startLostWaitProxy(t *testing.T, id string) *lostWaitProxy {
 		sock = p
 	}
 	fwd := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: "docker"})
-	fwd.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	fwd.Transport = tr
 	px := &lostWaitProxy{}
 	ours := "/containers/" + id
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
