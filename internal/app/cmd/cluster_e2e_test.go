@@ -1048,8 +1048,8 @@ func TestE2EClusterPausedWorker(t *testing.T) {
 	// before SIGSTOP could still go out on resume (at most one per worker
 	// goroutine; in practice none). Without the check before each request,
 	// the goroutines that woke before the fence timer sent their backlog:
-	// 44 and 201 here (at 450 req/s once none, hence this rate), hundreds
-	// in the issue.
+	// 44 and 201 here (at 450 req/s one run of two sent none, hence this
+	// rate), hundreds in the issue.
 	n := rg.tg.since(own, resumed)
 	if n > 3 {
 		t.Errorf("w2 sent %d requests of segment %d after it resumed past its lease, want none (3 tolerated: a request already past its lease check when the pause hit)", n, seg)

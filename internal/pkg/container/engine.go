@@ -529,56 +529,44 @@ func (e *Engine) Exec(ctx context.Context, id string, cmd, env []string, dir, us
 // else is removing (a daemon killed in the middle of its cleanup, whose
 // request the Engine still carries out) is waited for until it is gone:
 // until then it holds its network, whose removal would fail.
+//
+// The Engine's wait for removal is not relied on alone: Docker 20.10, under
+// load, once left it unanswered for minutes after the other removal had
+// finished (moby's clients report the same race), and a removal that fails
+// leaves the container behind. So each wait is bounded (100 ms, doubling to
+// 2 s) and followed by another removal, which finds the container gone
+// (404), still being removed (409: wait again), or removes it.
 func (e *Engine) Remove(ctx context.Context, id string) error {
-	_, err := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	switch {
-	case err == nil || cerrdefs.IsNotFound(err):
-		return nil
-	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
-		return e.waitRemoved(ctx, id)
-	}
-	return fmt.Errorf("remove container %s: %w", short(id), err)
-}
-
-// waitRemoved returns once container id, whose removal another caller has
-// asked for, is gone, or with ctx's error. The Engine's wait for removal is
-// not relied on alone: Docker 20.10, under load, once left it unanswered
-// for minutes after the other removal had finished (moby and its clients
-// report the same race), and a removal that fails leaves the container
-// behind. So each wait is bounded (100 ms, doubling to 2 s) and followed by
-// a removal of its own, which says the container is gone (404), is still
-// being removed (409: wait again), or removes it.
-func (e *Engine) waitRemoved(ctx context.Context, id string) error {
 	b := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, b.Next())
-		w := e.cli.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: ctypes.WaitConditionRemoved})
-		select {
-		case res := <-w.Result:
-			cancel()
-			if res.Error == nil || res.Error.Message == "" {
-				return nil
-			}
-			// The other removal failed: try it here, for its error.
-		case err := <-w.Error:
-			cancel()
-			if cerrdefs.IsNotFound(err) {
-				return nil
-			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), ctx.Err())
-			}
-		}
 		_, err := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		switch {
 		case err == nil || cerrdefs.IsNotFound(err):
 			return nil
-		case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
-			continue
-		case ctx.Err() != nil:
+		case !cerrdefs.IsConflict(err) || !strings.Contains(err.Error(), "already in progress"):
+			return fmt.Errorf("remove container %s: %w", short(id), err)
+		}
+		if e.removedWithin(ctx, id, b.Next()) {
+			return nil
+		}
+		if ctx.Err() != nil {
 			return fmt.Errorf("wait for container %s, which another caller is removing, to be gone: %w", short(id), ctx.Err())
 		}
-		return fmt.Errorf("remove container %s after another caller's removal: %w", short(id), err)
+	}
+}
+
+// removedWithin waits at most d for container id to be removed and reports
+// whether the Engine said it was. A removal that failed, or a wait that ran
+// out, reports false.
+func (e *Engine) removedWithin(ctx context.Context, id string, d time.Duration) bool {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	w := e.cli.ContainerWait(wctx, id, client.ContainerWaitOptions{Condition: ctypes.WaitConditionRemoved})
+	select {
+	case res := <-w.Result:
+		return res.Error == nil || res.Error.Message == ""
+	case err := <-w.Error:
+		return cerrdefs.IsNotFound(err)
 	}
 }
 
