@@ -86,3 +86,47 @@ func BenchmarkRunClosed(b *testing.B) {
 		b.Fatalf("requests = %d, want %d", res.Requests, b.N)
 	}
 }
+
+// secondSnapshot is one host's second at a modest rate: 300 requests
+// between 0.5 and 2.6 ms on one endpoint, as a collector hands it over.
+func secondSnapshot(sec int) *Snapshot {
+	s := &Snapshot{Second: sec, Endpoints: []EndpointStats{{Name: "GET /"}}}
+	h := NewHistogram()
+	for i := range 300 {
+		h.Record(time.Duration(500+i*7) * time.Microsecond)
+	}
+	s.Endpoints[0].Stats = Stats{Requests: 300, Latency: h}
+	s.Stats = Stats{Requests: 300, Latency: h.Clone()}
+	return s
+}
+
+// BenchmarkResultSecond is the per-second bookkeeping of a run: one host's
+// snapshot added to the result (the "one host" case, every second of
+// every run), and a second host's snapshot of the same second merged in
+// (what a multi-host coordinator does for each worker every second).
+func BenchmarkResultSecond(b *testing.B) {
+	b.Run("one host", func(b *testing.B) {
+		var r Result
+		snaps := []*Snapshot{secondSnapshot(0)}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s := snaps[0]
+			s.Second = i
+			r.AddSnapshot(s)
+			i++
+		}
+	})
+	b.Run("second host", func(b *testing.B) {
+		var r Result
+		a, c := secondSnapshot(0), secondSnapshot(0)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			a.Second, c.Second = i, i
+			r.AddSnapshot(a)
+			r.AddSnapshot(c)
+			i++
+		}
+	})
+}

@@ -134,9 +134,10 @@ type Second struct {
 	P95  time.Duration `json:"p95"`
 	P99  time.Duration `json:"p99"`
 	P999 time.Duration `json:"p99_9"`
-	// Hist is the second's latency histogram in V2 compressed encoding, kept
-	// so that series from several hosts merge exactly.
-	Hist []byte `json:"hist,omitempty"`
+	// Hist is the second's latency histogram, kept so that series from
+	// several hosts merge exactly; nil when nothing completed. In JSON it
+	// is the V2 compressed encoding.
+	Hist *PackedHistogram `json:"hist,omitempty"`
 }
 
 // Result is the outcome of a run, or of several hosts' runs merged. Build one
@@ -200,7 +201,7 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 		Status: maps.Clone(s.Status), Classes: maps.Clone(s.Classes),
 	}
 	if s.Latency != nil && s.Latency.Count() > 0 {
-		row.Hist, _ = s.Latency.Encode() // encoding an in-range histogram does not fail
+		row.Hist = s.Latency.Pack()
 	}
 	r.addSecond(row)
 }
@@ -215,7 +216,8 @@ func (r *Result) endpoint(name string) *Stats {
 	return &r.Endpoints[len(r.Endpoints)-1].Stats
 }
 
-// addSecond merges row into the series, keeping it sorted by second.
+// addSecond merges row into the series, keeping it sorted by second; r
+// takes row's maps and histogram.
 func (r *Result) addSecond(row Second) {
 	i, found := slices.BinarySearchFunc(r.Seconds, row.Second, func(s Second, n int) int { return s.Second - n })
 	if !found {
@@ -232,30 +234,18 @@ func (r *Result) addSecond(row Second) {
 	s.Classes = addCounts(s.Classes, row.Classes)
 	s.InFlight += row.InFlight
 	s.TargetRPS = max(s.TargetRPS, row.TargetRPS) // the same global plan on every host
-	if len(row.Hist) > 0 {
-		h := NewHistogram()
-		for _, b := range [][]byte{s.Hist, row.Hist} {
-			if len(b) == 0 {
-				continue
-			}
-			if d, err := DecodeHistogram(b); err == nil {
-				h.Merge(d)
-			}
+	if row.Hist.Count() > 0 {
+		if s.Hist == nil {
+			s.Hist = row.Hist.Clone()
+		} else {
+			s.Hist.Merge(row.Hist)
 		}
-		s.Hist, _ = h.Encode()
 	}
 	s.percentiles()
 }
 
 func (s *Second) percentiles() {
-	s.P50, s.P90, s.P95, s.P99, s.P999 = 0, 0, 0, 0, 0
-	if len(s.Hist) == 0 {
-		return
-	}
-	h, err := DecodeHistogram(s.Hist)
-	if err != nil {
-		return
-	}
+	h := s.Hist
 	s.P50, s.P90, s.P95, s.P99, s.P999 = h.Quantile(0.50), h.Quantile(0.90), h.Quantile(0.95), h.Quantile(0.99), h.Quantile(0.999)
 }
 
@@ -291,6 +281,8 @@ func (r *Result) Merge(o *Result) {
 		r.endpoint(o.Endpoints[i].Name).Merge(&o.Endpoints[i].Stats)
 	}
 	for _, s := range o.Seconds {
+		// r's rows are changed by later merges: they must not share o's.
+		s.Status, s.Classes, s.Hist = maps.Clone(s.Status), maps.Clone(s.Classes), s.Hist.Clone()
 		r.addSecond(s)
 	}
 	if o.Protocol != nil {

@@ -275,11 +275,21 @@ func FuzzDecodeHistogram(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeHistogram(b)
+		j, _ := json.Marshal(b)
+		var p PackedHistogram
+		perr := p.UnmarshalJSON(j)
+		if (err == nil) != (perr == nil) {
+			t.Fatalf("dense decode error %v, packed %v", err, perr)
+		}
 		if err != nil {
 			return
 		}
 		if h.Count() < 0 || h.Quantile(0.99) < 0 {
 			t.Errorf("decoded histogram has negative values")
+		}
+		// The series' packed form reads the same counts.
+		if p.Count() != h.Count() || p.Quantile(0.99) != h.Quantile(0.99) {
+			t.Errorf("packed read %d values, p99 %v; dense %d, %v", p.Count(), p.Quantile(0.99), h.Count(), h.Quantile(0.99))
 		}
 	})
 }

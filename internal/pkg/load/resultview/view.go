@@ -195,16 +195,14 @@ func buckets(secs []load.Second, points int) ([]row, int) {
 			for k, c := range s.Classes {
 				r.classes[k] += float64(c) / n
 			}
-			if len(s.Hist) == 0 {
+			if s.Hist.Count() == 0 {
 				continue
 			}
 			if size == 1 {
 				r.p50, r.p90, r.p99, r.p999 = ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999)
 				continue
 			}
-			if d, err := load.DecodeHistogram(s.Hist); err == nil {
-				h.Merge(d)
-			}
+			s.Hist.MergeInto(h)
 		}
 		if size > 1 && h.Count() > 0 {
 			r.p50, r.p90, r.p99, r.p999 = ms(h.Quantile(0.5)), ms(h.Quantile(0.9)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999))
