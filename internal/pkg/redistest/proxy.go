@@ -168,11 +168,12 @@ func (p *Proxy) do(cmd string) {
 
 // relay is the proxy itself, wherever it runs.
 type relay struct {
-	ln    net.Listener
-	cut   atomic.Bool
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
+	ln     net.Listener
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool // under mu: a connection accepted after close is closed at once
+	wg     sync.WaitGroup
 }
 
 func startRelay(ln net.Listener, target string) *relay {
@@ -191,9 +192,17 @@ func startRelay(ln net.Listener, target string) *relay {
 				continue
 			}
 			r.mu.Lock()
+			if r.closed {
+				// close ran between Accept and here: it did not see
+				// these, and its wait would never end.
+				r.mu.Unlock()
+				c.Close()
+				up.Close()
+				return
+			}
 			r.conns = append(r.conns, c, up)
-			r.mu.Unlock()
 			r.wg.Add(2)
+			r.mu.Unlock()
 			go func() { defer r.wg.Done(); r.pipe(up, c) }()
 			go func() { defer r.wg.Done(); r.pipe(c, up) }()
 		}
@@ -214,6 +223,7 @@ func (r *relay) heal() {
 func (r *relay) close() {
 	r.ln.Close()
 	r.mu.Lock()
+	r.closed = true
 	for _, c := range r.conns {
 		c.Close()
 	}
@@ -221,7 +231,11 @@ func (r *relay) close() {
 	r.wg.Wait()
 }
 
+// pipe copies src to dst until either fails, then closes both, so that
+// the other direction ends too: a peer that closes its side is seen closed
+// on the far side, as through a real network path.
 func (r *relay) pipe(dst, src net.Conn) {
+	defer func() { dst.Close(); src.Close() }()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
