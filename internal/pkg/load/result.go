@@ -236,7 +236,7 @@ func (r *Result) addSecond(row Second) {
 	s.TargetRPS = max(s.TargetRPS, row.TargetRPS) // the same global plan on every host
 	if row.Hist.Count() > 0 {
 		if s.Hist == nil {
-			s.Hist = row.Hist.Clone()
+			s.Hist = row.Hist
 		} else {
 			s.Hist.Merge(row.Hist)
 		}
