@@ -39,6 +39,9 @@ const (
 	// stepTimeout bounds each round of Redis calls in the run loop, so a
 	// partition (silence, no reset) cannot hold the loop past its checks.
 	stepTimeout = 2 * time.Second
+	// finalReadTries bounds the tries of the final metrics read; with
+	// readStreams' backoff they span some 3 s.
+	finalReadTries = 5
 )
 
 // ErrRedisUnreachable: the coordinator could not reach Redis for longer
@@ -321,7 +324,7 @@ func (c *coordinator) partial(ctx context.Context) *Outcome {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	for dctx.Err() == nil {
-		_ = c.readStreams(dctx, 200*time.Millisecond)
+		_, _ = c.readStreams(dctx, 200*time.Millisecond)
 		final := true
 		for _, w := range c.workers {
 			if !w.lost && len(w.everSegs) > 0 && !w.final {
@@ -848,7 +851,7 @@ func (c *coordinator) runLoop(ctx context.Context) error {
 func (c *coordinator) runStep(ctx context.Context, endMs int64, nextSweep, stopDeadline *time.Time) (done bool, err error) {
 	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
-	if err := c.readStreams(sctx, 200*time.Millisecond); err != nil {
+	if _, err := c.readStreams(sctx, 200*time.Millisecond); err != nil {
 		return false, err
 	}
 	// A plan that ends early is checked at once when its last worker
@@ -927,19 +930,24 @@ func (c *coordinator) allStopped() bool {
 	return true
 }
 
-func (c *coordinator) readStreams(ctx context.Context, block time.Duration) error {
+// readStreams takes in what the workers wrote to the events and metrics
+// streams since the last read. It reports whether Redis answered the read:
+// after a failed one, what the workers last shipped is unknown, and no
+// decision that rests on it (a worker lost, and its segment handed on with
+// what it reported) may be taken. The error is that of handling an event.
+func (c *coordinator) readStreams(ctx context.Context, block time.Duration) (read bool, err error) {
 	res, err := c.reader.XRead(ctx, &redis.XReadArgs{
 		Streams: []string{c.k.events(), c.k.metrics(), c.evCursor, c.mtCursor}, Block: block, Count: 256,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		c.retry.reset()
-		return nil
+		return true, nil
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			c.retry.wait(ctx) // back off a broken connection
 		}
-		return nil
+		return false, nil
 	}
 	c.retry.reset()
 	// Metrics first: a worker ships its last metrics before it says
@@ -966,11 +974,11 @@ func (c *coordinator) readStreams(ctx context.Context, block time.Duration) erro
 		for _, msg := range s.Messages {
 			c.evCursor = msg.ID
 			if err := c.onEvent(ctx, msg.Values); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
@@ -1013,9 +1021,15 @@ func (c *coordinator) sweep(ctx context.Context, ended bool) error {
 			// A worker that hands its segments back (SIGTERM) writes
 			// "abandoned" and then deletes its alive key: take in what
 			// it wrote since the last read (without blocking) before
-			// calling its disappearance a lease expiry.
-			if err := c.readStreams(ctx, -1); err != nil {
+			// calling its disappearance a lease expiry. Without that
+			// read, its segment would be handed on with less than it
+			// reported, and a closed-model total sent twice in part.
+			read, err := c.readStreams(ctx, -1)
+			if err != nil {
 				return err
+			}
+			if !read {
+				return nil // cannot tell what it shipped; the next sweep decides
 			}
 			break
 		}
@@ -1234,12 +1248,22 @@ func (c *coordinator) closeSeconds(nowMs int64) {
 }
 
 func (c *coordinator) finalize(ctx context.Context) (*Outcome, error) {
-	// Drain what is left of the metrics stream.
-	for range 100 {
+	// Drain what is left of the metrics stream. A read that fails is
+	// tried again (readStreams backs off): totals built without the last
+	// metrics would claim less than was sent.
+	for batches, failed := 0, 0; batches < 100; batches++ {
 		before := c.mtCursor
-		if err := c.readStreams(ctx, -1); err != nil { // -1: no BLOCK
+		read, err := c.readStreams(ctx, -1) // -1: no BLOCK
+		if err != nil {
 			return nil, err
 		}
+		if !read {
+			if failed++; failed == finalReadTries {
+				return nil, fmt.Errorf("%w: run %s: could not read the workers' last metrics in %d tries, so its totals would miss them", ErrRedisUnreachable, c.run, finalReadTries)
+			}
+			continue
+		}
+		failed = 0
 		if c.mtCursor == before {
 			break
 		}

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
@@ -238,14 +240,91 @@ func TestLastMetricsCountBeforeAbandon(t *testing.T) {
 	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.events(), Values: map[string]any{"type": "abandoned", "w": "b", "g": 1, "reason": "test"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.readStreams(ctx, -1); err != nil { // -1: no BLOCK, both streams in one read
-		t.Fatal(err)
+	if read, err := c.readStreams(ctx, -1); err != nil || !read { // -1: no BLOCK, both streams in one read
+		t.Fatalf("read the streams: read %v, %v", read, err)
 	}
 	if !c.workers["b"].lost {
 		t.Fatal("worker b was not found lost after its abandoned event")
 	}
 	if got := c.prior[1]; got != 5 {
 		t.Errorf("segment 1 handed on with prior %d, want the 5 requests b shipped before abandoning", got)
+	}
+}
+
+// TestNoLossDecidedOnAFailedRead: a worker's lease has expired and its
+// last metrics wait in the stream, but the coordinator's read of the
+// streams fails (its reader's connection is cut; its other calls still
+// work). The sweep must not call the worker lost then: its segment would
+// be handed on with less than it reported, and a closed-model total sent
+// twice in part. Once the read works, the loss is decided with the count.
+func TestNoLossDecidedOnAFailedRead(t *testing.T) {
+	gate.Short(t)
+	srv, rdb := startRedis(t)
+	px := startProxy(t, srv.Addr())
+	px.Cut()
+	ctx := context.Background()
+	seq, err := segment.Equal(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := func(id string, seg int) *workerInfo {
+		return &workerInfo{id: id, segs: map[int]bool{seg: true}, everSegs: map[int]bool{seg: true}}
+	}
+	k := runKeys("cutread")
+	c := &coordinator{
+		rdb: rdb, reader: newClient(t, px.Addr()), def: Run{Duration: time.Minute, OnWorkerLoss: LossReassign}, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
+		run: "cutread", k: k, workers: map[string]*workerInfo{"a": worker("a", 0), "b": worker("b", 1)}, order: []string{"a", "b"},
+		owners: map[int]string{0: "a:1", 1: "b:1"}, seq: seq, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
+	}
+	// a is alive; b's lease has expired after it shipped 5 requests.
+	if err := rdb.Set(ctx, k.alive("a"), 1, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot.New(0)
+	snap.Requests = 5
+	body, err := snap.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": "b", "g": 1, "q": 1, "s": 0, "f": 0, "b": body}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.sweep(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if c.workers["b"].lost {
+		t.Fatalf("worker b found lost by a sweep that could not read what it shipped; its segment went on with prior %d, want 5", c.prior[1])
+	}
+	px.Heal()
+	waitFor(t, 20*time.Second, "a sweep to find b lost once the read works", func() bool {
+		return c.sweep(ctx, false) == nil && c.workers["b"].lost
+	})
+	if got := c.prior[1]; got != 5 {
+		t.Errorf("segment 1 handed on with prior %d, want the 5 requests b shipped", got)
+	}
+}
+
+// TestFinalTotalsNeedTheLastRead: at the run's end the coordinator reads
+// the workers' last metrics; when that read keeps failing, the run fails
+// as unreachable rather than report totals without them.
+func TestFinalTotalsNeedTheLastRead(t *testing.T) {
+	gate.Short(t)
+	srv, rdb := startRedis(t)
+	px := startProxy(t, srv.Addr())
+	px.Cut()
+	ctx := context.Background()
+	k := runKeys("cutfinal")
+	reader := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	t.Cleanup(func() { _ = reader.Close() })
+	c := &coordinator{
+		rdb: rdb, reader: reader, def: Run{Duration: time.Second}, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
+		run: "cutfinal", k: k, workers: map[string]*workerInfo{}, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
+		out: &Outcome{RunID: "cutfinal"},
+	}
+	out, err := c.finalize(ctx)
+	if !errors.Is(err, ErrRedisUnreachable) {
+		t.Fatalf("finalize with the last metrics unreadable: outcome %+v, error %v; want ErrRedisUnreachable", out, err)
 	}
 }
 
