@@ -65,6 +65,10 @@ type member struct {
 	leaseBase  time.Time
 	leaseUntil atomic.Int64
 
+	// keeping runs keepLease until stopKeeping.
+	keeping  sync.WaitGroup
+	stopKeep context.CancelFunc
+
 	fenceMu   sync.Mutex
 	fenceT    *time.Timer
 	fenced    chan struct{}
@@ -113,6 +117,11 @@ func (m *member) loop(parent context.Context) (err error) {
 	defer cancel()
 	m.loadCtx, m.cancelLoad = context.WithCancelCause(ctx)
 	m.armFence()
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	m.keeping.Add(1)
+	go func() { defer m.keeping.Done(); m.keepLease(keepCtx) }()
+	m.stopKeep = stopKeep
+	defer m.stopKeeping()
 
 	if m.clock, err = measureClock(ctx, m.p.rdb); err != nil {
 		m.logf("%v", err)
@@ -244,6 +253,50 @@ func (m *member) renewed(sent time.Duration) {
 		m.leaseUntil.Store(until)
 	}
 	m.fenceT.Reset(max(m.leaseLeft(), 0))
+}
+
+// keepLease renews this runner's lease by itself whenever the last renewal
+// was sent more than a heartbeat and a half ago. The loop renews it with
+// each heartbeat, but between heartbeats the loop may wait: for Redis's
+// clock at the start and again on "prepare", for a segment to stop. On a
+// machine whose CPU the load itself saturates, such waits took longer
+// than the lease, and a worker whose Redis answered all along fenced
+// itself. Only a successful renewal counts here; what another answer means
+// (the run aborted, the worker removed or superseded) is the next
+// heartbeat's to say, with the run's state in hand.
+func (m *member) keepLease(ctx context.Context) {
+	every := m.p.o.Heartbeat
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if m.sinceRenewal() < every*3/2 || m.isFencedNow() {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, every)
+		sent := time.Since(m.leaseBase)
+		n, err := aliveRenewScript.Run(cctx, m.p.rdb, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.shipGen.Load(), m.p.o.LeaseTTL.Milliseconds()).Int()
+		cancel()
+		if err == nil && n == 1 {
+			m.renewed(sent)
+		}
+	}
+}
+
+// sinceRenewal is how long ago the last successful renewal was sent.
+func (m *member) sinceRenewal() time.Duration {
+	return m.p.o.FenceAfter - m.leaseLeft()
+}
+
+// stopKeeping ends keepLease and waits for it, so that no renewal lands
+// after the loop deletes this runner's lease or leaves.
+func (m *member) stopKeeping() {
+	m.stopKeep()
+	m.keeping.Wait()
 }
 
 func (m *member) heartbeat(ctx context.Context) error {
@@ -441,6 +494,11 @@ func (m *member) apply(ctx context.Context, d desired) {
 		if c, err := measureClock(cctx, m.p.rdb); err == nil {
 			m.clock = c
 		}
+		// The clock may have taken the whole budget (a slow Redis, a
+		// saturated machine): saying "prepared" gets its own, or the
+		// run would wait for this worker until its barrier timeout.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, _ = m.p.rdb.Pipelined(cctx, func(pipe redis.Pipeliner) error {
 			pipe.HSet(cctx, m.k.ready(), m.p.o.ID, d.Gen)
 			pipe.ExpireNX(cctx, m.k.ready(), time.Duration(m.ttl)*time.Second)
@@ -566,6 +624,7 @@ func (m *member) flushAndStopped(ctx context.Context, typ string) {
 // doAbandon hands the segments back: stop load, flush metrics, XADD
 // abandoned (the coordinator then reaps resources and reassigns), DEL alive.
 func (m *member) doAbandon(ctx context.Context, why string) {
+	m.stopKeeping()
 	segs := slices.Sorted(maps.Keys(m.segs))
 	if len(segs) == 0 {
 		segs = m.cur.Segments
@@ -589,6 +648,7 @@ func (m *member) doAbandon(ctx context.Context, why string) {
 }
 
 func (m *member) delAlive(ctx context.Context) {
+	m.stopKeeping()
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	m.p.rdb.Del(cctx, m.k.alive(m.p.o.ID))
