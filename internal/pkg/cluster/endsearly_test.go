@@ -206,6 +206,40 @@ func TestFinishedShareIsNotSentAgain(t *testing.T) {
 	}
 }
 
+// twoWorkerCoordinator is a running coordinator of run id, in memory, with
+// workers a (segment 0 of 2) and b (segment 1), that reads the streams
+// through reader and makes every other call through rdb.
+func twoWorkerCoordinator(t *testing.T, rdb, reader *redis.Client, id string, def Run) *coordinator {
+	t.Helper()
+	seq, err := segment.Equal(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := func(id string, seg int) *workerInfo {
+		return &workerInfo{id: id, segs: map[int]bool{seg: true}, everSegs: map[int]bool{seg: true}}
+	}
+	return &coordinator{
+		rdb: rdb, reader: reader, def: def, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
+		run: id, k: runKeys(id), workers: map[string]*workerInfo{"a": worker("a", 0), "b": worker("b", 1)}, order: []string{"a", "b"},
+		owners: map[int]string{0: "a:1", 1: "b:1"}, seq: seq, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
+	}
+}
+
+// shipRequests writes to k's metrics stream, as worker w ships them, a
+// snapshot of second 0 with n requests.
+func shipRequests(t *testing.T, rdb *redis.Client, k runKeys, w string, n int64) {
+	t.Helper()
+	snap := snapshot.New(0)
+	snap.Requests = n
+	body, err := snap.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": w, "g": 1, "q": 1, "s": 0, "f": 0, "b": body}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLastMetricsCountBeforeAbandon: a worker ships its last metrics and
 // then says "abandoned"; when the coordinator reads both in one batch, the
 // metrics count first, so the segment is handed on with what the worker
@@ -214,29 +248,10 @@ func TestLastMetricsCountBeforeAbandon(t *testing.T) {
 	gate.Short(t)
 	_, rdb := startRedis(t)
 	ctx := context.Background()
-	seq, err := segment.Equal(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := func(id string, seg int) *workerInfo {
-		return &workerInfo{id: id, segs: map[int]bool{seg: true}, everSegs: map[int]bool{seg: true}}
-	}
-	k := runKeys("order")
-	c := &coordinator{
-		rdb: rdb, reader: rdb, def: Run{Duration: time.Second}, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
-		run: "order", k: k, workers: map[string]*workerInfo{"a": worker("a", 0), "b": worker("b", 1)}, order: []string{"a", "b"},
-		owners: map[int]string{0: "a:1", 1: "b:1"}, seq: seq, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
-	}
-	snap := snapshot.New(0)
-	snap.Requests = 5
-	body, err := snap.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := twoWorkerCoordinator(t, rdb, rdb, "order", Run{Duration: time.Second})
+	k := c.k
 	// As the worker writes them: metrics first, then the event.
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": "b", "g": 1, "q": 1, "s": 0, "f": 0, "b": body}}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	shipRequests(t, rdb, k, "b", 5)
 	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.events(), Values: map[string]any{"type": "abandoned", "w": "b", "g": 1, "reason": "test"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -263,32 +278,12 @@ func TestNoLossDecidedOnAFailedRead(t *testing.T) {
 	px := startProxy(t, srv.Addr())
 	px.Cut()
 	ctx := context.Background()
-	seq, err := segment.Equal(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	worker := func(id string, seg int) *workerInfo {
-		return &workerInfo{id: id, segs: map[int]bool{seg: true}, everSegs: map[int]bool{seg: true}}
-	}
-	k := runKeys("cutread")
-	c := &coordinator{
-		rdb: rdb, reader: newClient(t, px.Addr()), def: Run{Duration: time.Minute, OnWorkerLoss: LossReassign}, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
-		run: "cutread", k: k, workers: map[string]*workerInfo{"a": worker("a", 0), "b": worker("b", 1)}, order: []string{"a", "b"},
-		owners: map[int]string{0: "a:1", 1: "b:1"}, seq: seq, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
-	}
+	c := twoWorkerCoordinator(t, rdb, newClient(t, px.Addr()), "cutread", Run{Duration: time.Minute, OnWorkerLoss: LossReassign})
 	// a is alive; b's lease has expired after it shipped 5 requests.
-	if err := rdb.Set(ctx, k.alive("a"), 1, time.Minute).Err(); err != nil {
+	if err := rdb.Set(ctx, c.k.alive("a"), 1, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	snap := snapshot.New(0)
-	snap.Requests = 5
-	body, err := snap.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.metrics(), Values: map[string]any{"w": "b", "g": 1, "q": 1, "s": 0, "f": 0, "b": body}}).Err(); err != nil {
-		t.Fatal(err)
-	}
+	shipRequests(t, rdb, c.k, "b", 5)
 	if err := c.sweep(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -312,17 +307,14 @@ func TestFinalTotalsNeedTheLastRead(t *testing.T) {
 	srv, rdb := startRedis(t)
 	px := startProxy(t, srv.Addr())
 	px.Cut()
-	ctx := context.Background()
-	k := runKeys("cutfinal")
+	// A reader that gives up fast: five failed reads, not five seconds' worth.
 	reader := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	t.Cleanup(func() { _ = reader.Close() })
-	c := &coordinator{
-		rdb: rdb, reader: reader, def: Run{Duration: time.Second}, o: CoordOptions{Observer: &countObserver{}, Logf: t.Logf},
-		run: "cutfinal", k: k, workers: map[string]*workerInfo{}, mg: newMerger(), prior: map[int]int64{}, evCursor: "0", mtCursor: "0",
-		out: &Outcome{RunID: "cutfinal"},
-	}
-	out, err := c.finalize(ctx)
+	c := twoWorkerCoordinator(t, rdb, reader, "cutfinal", Run{Duration: time.Second})
+	c.out = &Outcome{RunID: c.run}
+	shipRequests(t, rdb, c.k, "b", 5)
+	out, err := c.finalize(context.Background())
 	if !errors.Is(err, ErrRedisUnreachable) {
 		t.Fatalf("finalize with the last metrics unreadable: outcome %+v, error %v; want ErrRedisUnreachable", out, err)
 	}
