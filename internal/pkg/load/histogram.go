@@ -206,22 +206,18 @@ func (p *PackedHistogram) MarshalJSON() ([]byte, error) {
 	return json.Marshal(b)
 }
 
-// UnmarshalJSON decodes the form written by MarshalJSON. Values outside
-// 1 µs–60 s are clamped, as [DecodeHistogram] does.
+// UnmarshalJSON decodes the form written by MarshalJSON, through
+// [DecodeHistogram] (so out-of-range values are clamped the same way).
 func (p *PackedHistogram) UnmarshalJSON(data []byte) error {
 	var b []byte
 	if err := json.Unmarshal(data, &b); err != nil {
 		return fmt.Errorf("decode latency histogram: want a base64 string: %w", err)
 	}
-	d, err := hdr.DecodePacked(b)
+	d, err := DecodeHistogram(b)
 	if err != nil {
-		return fmt.Errorf("decode latency histogram (%d bytes): %w: it must be HdrHistogram V2 compressed, as written by Histogram.Encode", len(b), err)
+		return err
 	}
-	p.p = hdr.NewPacked(histMin, histMax, histSigFigs)
-	if dropped := p.p.Merge(d); dropped > 0 {
-		// Re-record out-of-range values at the clamp so no count is lost.
-		_ = p.p.RecordValues(histMax, dropped)
-	}
+	*p = *d.Pack()
 	return nil
 }
 
