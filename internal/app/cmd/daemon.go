@@ -27,6 +27,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/container"
+	"github.com/forgeload/forgeload/internal/pkg/leftover"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
@@ -228,6 +229,7 @@ func newDaemon(cfgPath string, once bool, stderr io.Writer) (*Daemon, error) {
 // [Daemon.Shutdown], which must be called after Run, whatever it returned.
 func (d *Daemon) Run(ctx context.Context) error {
 	cfg, reg, log := d.cfg, d.reg, d.log
+	stopLeftovers(ctx, reg.UUID, log)
 	eng, labels, engErr, err := startEngine(ctx, cfg, reg.UUID, d.labels, log)
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -282,6 +284,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	log.WithField("labels", config.LabelNames(labels)).WithField("capacity", cfg.Runner.Capacity).Infof("forgeload %s polling %s", ver.Version(), reg.Address)
 	return d.poller.Run(ctx)
+}
+
+// stopLeftovers kills the processes that steps of an earlier daemon of
+// this registration left running because that daemon was killed: the
+// registration's lock, which this daemon holds, means none of them belongs
+// to a live daemon. It never stops the daemon from starting.
+func stopLeftovers(ctx context.Context, owner string, log *logrus.Entry) {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	procs, err := leftover.Stop(sctx, owner)
+	if len(procs) > 0 {
+		log.Warn(leftover.Summary(procs))
+	}
+	if err != nil {
+		log.WithError(err).Warn("could not stop every process that steps of an earlier run of this runner left running")
+	}
 }
 
 // taskRunner builds the task runner that polling hands jobs to: the target
@@ -344,6 +362,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		Outbox:           outbox,
 		Cancelling:       true,
 		Instance:         d.reg.Address,
+		ProcessOwner:     d.reg.UUID,
 		Policy:           pol,
 		Limits:           limits,
 		ProgressInterval: cfg.Load.ProgressInterval,

@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -228,7 +230,7 @@ func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
 	parallelLong(t, 14)
 	n := newDockerNode(t, "e2e-svc-stop", "  shutdown_timeout: 0s\n")
-	payload := fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n        image: %s\n    steps:\n      - run: echo step-started; sleep 60\n", n.img)
+	payload := fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n        image: %s\n    steps:\n      - run: sleep 60 & echo step-started pids=$$,$!; wait\n", n.img)
 	started := func(id int64, d *daemon) {
 		waitFor(t, "the step to start", 60*time.Second, func() bool {
 			return strings.Contains(strings.Join(n.f.Task(id).Log, "\n"), "step-started")
@@ -261,11 +263,48 @@ func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
 	if objs := n.objects(t); len(objs) == 0 {
 		t.Fatal("kill -9 left nothing behind; the restart test would prove nothing")
 	}
+	// The step's shell and its sleep outlive the daemon, as they would
+	// outside a systemd unit or a container; the next daemon stops them.
+	m := regexp.MustCompile(`step-started pids=(\d+),(\d+)`).FindStringSubmatch(strings.Join(n.f.Task(id).Log, "\n"))
+	if m == nil {
+		t.Fatalf("the step printed no pids:\n%s", strings.Join(n.f.Task(id).Log, "\n"))
+	}
+	var pids []int
+	for _, s := range m[1:] {
+		pid, _ := strconv.Atoi(s)
+		if !processRuns(pid) {
+			t.Fatalf("process %d of the step ended with the daemon; the restart test would prove nothing", pid)
+		}
+		pids = append(pids, pid)
+	}
+	t.Cleanup(func() { // if the test failed: the step's processes, if still the same
+		for _, pid := range pids {
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); bytes.Contains(cmd, []byte("step-0.sh")) || bytes.Equal(cmd, []byte("sleep\x0060\x00")) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	d = n.startDaemon()
 	n.waitNoObjects(t, 30*time.Second, d)
-	waitFor(t, "the reaper's log line", 30*time.Second, func() bool {
-		return strings.Contains(d.out.String(), "left behind by an earlier run of this runner")
+	waitFor(t, "the reaper's log lines", 30*time.Second, func() bool {
+		out := d.out.String()
+		return strings.Contains(out, "left behind by an earlier run of this runner") &&
+			strings.Contains(out, "stopped 2 processes that steps of an earlier run of this runner left running")
 	})
+	for _, pid := range pids {
+		waitFor(t, fmt.Sprintf("the step's process %d to end", pid), 10*time.Second, func() bool { return !processRuns(pid) })
+	}
+}
+
+// processRuns reports whether pid is a running process (a zombie has
+// ended: its parent has just not reaped it).
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // A container: job runs its run: steps in the container, with the checked

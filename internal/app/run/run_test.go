@@ -9,6 +9,7 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/leftover"
 )
 
 func TestRunStepsOutputsAndEnvFiles(t *testing.T) {
@@ -359,4 +360,33 @@ jobs:
 	log := logText(v)
 	wantContains(t, "job log", log, "workflow line 6")
 	wantContains(t, "job log", log, "not of the workflow file in the repository")
+}
+
+// In the daemon, every host step's process carries the runner's leftover
+// marker, whatever the job's env says, so that the next daemon can stop
+// what a killed one left running; forgeload exec (no owner) adds none.
+func TestRunMarksStepProcesses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	payload := `
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    env:
+      FORGELOAD_STEP_OWNER: from-the-job
+    steps:
+      - run: echo "FORGELOAD_STEP_OWNER=forged" >> "$GITHUB_ENV"
+      - env:
+          FORGELOAD_STEP_OWNER: from-the-step
+        run: echo "marked with <$FORGELOAD_STEP_OWNER>"
+`
+	v := h.run(payload, Options{ProcessOwner: "runner-uuid"})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result = %v; log:\n%s", v.Result, logText(v))
+	}
+	wantContains(t, "step 1 log", strings.Join(stepLog(t, v, 1), "\n"), "marked with <"+strings.TrimPrefix(leftover.Marker("runner-uuid"), leftover.Key+"=")+">")
+
+	v = h.run(payload, Options{})
+	wantContains(t, "step 1 log without an owner", strings.Join(stepLog(t, v, 1), "\n"), "marked with <from-the-step>")
 }

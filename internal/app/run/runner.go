@@ -76,6 +76,11 @@ type Options struct {
 	// actions/checkout copies into the workspace instead of fetching from a
 	// forge.
 	LocalRepo string
+	// ProcessOwner, the registration's UUID in the daemon, marks every
+	// process a host step starts (see package leftover), so that the next
+	// daemon of the registration can stop those this one left running if
+	// it is killed. Empty (forgeload exec): not marked.
+	ProcessOwner string
 	// Policy is the admin's target policy; nil means the default policy.
 	Policy *policy.Policy
 	// Resolver resolves load targets at dial time; nil is the system
@@ -175,6 +180,7 @@ type jobDeps struct {
 	cancelling    bool
 	instance      string // the forge's address; empty for local runs
 	localRepo     string // what actions/checkout copies in a local run
+	processOwner  string // marks host steps' processes; empty: not marked
 	log           *logrus.Entry
 	containers    containerDeps
 	load          loadDeps
@@ -239,6 +245,7 @@ func New(c Client, o Options) *Runner {
 		cancelling:   o.Cancelling,
 		instance:     o.Instance,
 		localRepo:    o.LocalRepo,
+		processOwner: o.ProcessOwner,
 		log:          o.Logger,
 		containers: containerDeps{
 			eng:            o.Containers,

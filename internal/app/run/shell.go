@@ -14,6 +14,7 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/leftover"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -336,7 +337,9 @@ func shellEcho(shell, script string) string {
 // whole tree: SIGTERM first, SIGKILL after killGrace. Background processes
 // a step leaves behind keep running until the job ends (as on GitHub), when
 // killGroups stops them; their output after the step ends (once the
-// output has been silent for drainIdle) is dropped.
+// output has been silent for drainIdle) is dropped. In the daemon every
+// process carries the runner's leftover marker, for the daemon that
+// follows a killed one.
 func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, stdout, stderr *lineWriter) error {
 	// The output is copied on goroutines of their own: a panic there (in
 	// masking, say) must fail this step, not end the daemon.
@@ -344,6 +347,9 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, st
 	pipes, err := newOutputPipes(guarded[0], guarded[1])
 	if err != nil {
 		return fmt.Errorf("create the output pipes of %s: %w", argv[0], err)
+	}
+	if j.deps.processOwner != "" {
+		env = leftover.Mark(env, j.deps.processOwner)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
