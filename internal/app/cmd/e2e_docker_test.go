@@ -231,9 +231,11 @@ func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
 	parallelLong(t, 14)
 	n := newDockerNode(t, "e2e-svc-stop", "  shutdown_timeout: 0s\n")
 	payload := fmt.Sprintf("on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n        image: %s\n    steps:\n      - run: sleep 60 & echo step-started pids=$$,$!; wait\n", n.img)
+	// The step's output, not the echo of its command, which comes first.
+	startedLine := regexp.MustCompile(`step-started pids=(\d+),(\d+)`)
 	started := func(id int64, d *daemon) {
 		waitFor(t, "the step to start", 60*time.Second, func() bool {
-			return strings.Contains(strings.Join(n.f.Task(id).Log, "\n"), "step-started")
+			return startedLine.MatchString(strings.Join(n.f.Task(id).Log, "\n"))
 		})
 		if objs := n.objects(t); len(objs) != 2 {
 			t.Fatalf("while the job runs: %v, want its container and network\n%s", objs, d.out.String())
@@ -265,7 +267,7 @@ func TestE2EContainersRemovedOnCancelSignalAndRestart(t *testing.T) {
 	}
 	// The step's shell and its sleep outlive the daemon, as they would
 	// outside a systemd unit or a container; the next daemon stops them.
-	m := regexp.MustCompile(`step-started pids=(\d+),(\d+)`).FindStringSubmatch(strings.Join(n.f.Task(id).Log, "\n"))
+	m := startedLine.FindStringSubmatch(strings.Join(n.f.Task(id).Log, "\n"))
 	if m == nil {
 		t.Fatalf("the step printed no pids:\n%s", strings.Join(n.f.Task(id).Log, "\n"))
 	}

@@ -546,7 +546,8 @@ func TestE2ESecondSignalCancelsAtOnce(t *testing.T) {
 	registered(t, f, n, "e2e-second-signal")
 	d := n.startDaemon()
 	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo begin; sleep 120\n")})
-	waitFor(t, "job start", 20*time.Second, func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "begin") })
+	// The step's own line, not the echo of its command ("[bash] echo begin; …").
+	waitFor(t, "job start", 20*time.Second, func() bool { return slices.Contains(f.Task(id).Log, "begin") })
 	d.signal(t, syscall.SIGTERM)
 	waitFor(t, "the drain message", 30*time.Second, func() bool { return strings.Contains(d.out.String(), "send the signal again") })
 	d.signal(t, syscall.SIGTERM)
