@@ -293,6 +293,11 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	// share moves to another worker only after that; the target never sees
 	// the share driven twice, nor more than the asked rate.
 	rg := newDockerRig(t, image)
+	t.Cleanup(func() { // before the containers go: what the daemons said
+		if t.Failed() {
+			t.Logf("daemon logs:\n%s", rg.logs())
+		}
+	})
 	cr := rg.cluster()
 	id := rg.job(lossJob)
 	seg := cr.startedLoad(t, "w3", lossStarted)
