@@ -50,5 +50,5 @@ func Summary(procs []Proc) string {
 	if len(procs) > 10 {
 		s += fmt.Sprintf(" and %d more", len(procs)-10)
 	}
-	return fmt.Sprintf("stopped %d processes that steps of an earlier run of this runner left running (it was killed before it could stop them): %s", len(procs), s)
+	return fmt.Sprintf("stopped %d processes that steps of an earlier run of this runner left running (that daemon ended without stopping them: kill -9, the OOM killer or a crash): %s", len(procs), s)
 }

@@ -83,10 +83,10 @@ func killIfMarked(pid int, marker []byte) (*Proc, error) {
 	switch {
 	case err == nil:
 		defer unix.Close(fd)
-	case errors.Is(err, unix.ENOSYS):
-		fd = -1 // kernels before 5.3 have no pidfd
+	case errors.Is(err, unix.ESRCH):
+		return nil, nil // gone already
 	default:
-		return nil, nil // gone already (ESRCH)
+		fd = -1 // no pidfd (a kernel before 5.3, no descriptor left): signal by pid
 	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil || !hasEntry(env, marker) {
