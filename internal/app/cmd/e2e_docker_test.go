@@ -164,6 +164,9 @@ func TestE2EServiceLoadWithSUTThresholds(t *testing.T) {
 			t.Fatalf("log lacks %q:\n%s", want, log)
 		}
 	}
+	if !regexp.MustCompile(`SUT api sampled +\d+ readings? covering \d+\.\d s of the run's \d+\.\d s`).MatchString(log) {
+		t.Fatalf("the summary does not say how much of the run the service's readings cover:\n%s", log)
+	}
 	if !regexp.MustCompile(`api CPU peak \d+\.\d% \(\d+\.\d{3} cores\), memory peak \d+\.\d MiB`).MatchString(log) {
 		t.Fatalf("the sut outputs are not in the next step's log:\n%s", log)
 	}

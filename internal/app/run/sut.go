@@ -48,7 +48,7 @@ func (j *job) sampleServices(ctx context.Context, obs load.ResourceObserver) (st
 		wg.Go(func() {
 			err := j.deps.containers.eng.Stats(ctx, s.cid, func(c container.Sample) {
 				obs.Observe(load.ResourceSample{
-					Target: s.id, Time: c.Time,
+					Target: s.id, Time: c.Time, Interval: c.Interval,
 					CPUCores: c.CPUCores, CPULimitCores: c.CPULimitCores,
 					MemBytes: c.MemBytes, MemLimitBytes: c.MemLimitBytes,
 					NetRxBytes: c.NetRxBytes, NetTxBytes: c.NetTxBytes,

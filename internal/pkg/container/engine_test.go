@@ -87,6 +87,9 @@ func TestServiceLifecycle(t *testing.T) {
 	if s.CPULimitCores != 0.5 || s.MemLimitBytes != 64<<20 || s.MemBytes == 0 {
 		t.Fatalf("sample = %+v, want CPU limit 0.5, memory limit 64MiB and some memory in use", s)
 	}
+	if s.Interval <= 0 || s.Interval != s.Time.Sub(samples[0].Time) {
+		t.Fatalf("sample interval %s, want the time since the reading before (%s)", s.Interval, s.Time.Sub(samples[0].Time))
+	}
 
 	var out bytes.Buffer
 	code, err := e.Exec(ctx, id, []string{"sh", "-c", "echo in-$X; exit 4"}, []string{"X=ctr"}, "/tmp", "", &out, &out)

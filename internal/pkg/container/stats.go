@@ -19,6 +19,9 @@ import (
 type Sample struct {
 	// Time is when the Engine read the counters.
 	Time time.Time
+	// Interval is the time since the previous reading, which CPUCores
+	// covers.
+	Interval time.Duration
 	// CPUCores is the CPU used since the previous reading, in cores (1.5 =
 	// one and a half cores busy).
 	CPUCores float64
@@ -83,7 +86,7 @@ func cpuLimit(r ctypes.Resources) float64 {
 // toSample turns one stats frame into a Sample; limit is the CPU cap in
 // cores, 0 for none.
 func toSample(s *ctypes.StatsResponse, limit float64) Sample {
-	out := Sample{Time: s.Read}
+	out := Sample{Time: s.Read, Interval: max(s.Read.Sub(s.PreRead), 0)}
 	online := float64(s.CPUStats.OnlineCPUs)
 	if online == 0 {
 		online = float64(len(s.CPUStats.CPUUsage.PercpuUsage))

@@ -13,6 +13,9 @@ type ResourceSample struct {
 	Target string `json:"target"`
 	// Time is when it was read.
 	Time time.Time `json:"time"`
+	// Interval is the time since the previous reading, which CPUCores
+	// covers; 0 when unknown.
+	Interval time.Duration `json:"interval_ns,omitempty"`
 	// CPUCores is the CPU used since the previous reading, in cores.
 	CPUCores float64 `json:"cpu_cores"`
 	// CPULimitCores is the CPU the target may use, in cores: its limit,
@@ -59,6 +62,7 @@ type Resources struct {
 type resourceAgg struct {
 	first, last              ResourceSample
 	n                        int
+	covered                  time.Duration
 	cpuMax, cpuSum           float64
 	shareMax, shareSum       float64
 	memMax, memSum, memLimit float64
@@ -80,6 +84,7 @@ func (r *Resources) Observe(s ResourceSample) {
 	}
 	a.last = s
 	a.n++
+	a.covered += s.Interval
 	a.cpuMax, a.cpuSum = max(a.cpuMax, s.CPUCores), a.cpuSum+s.CPUCores
 	share := s.CPUShare()
 	a.shareMax, a.shareSum = max(a.shareMax, share), a.shareSum+share
@@ -107,6 +112,10 @@ func (r *Resources) Latest() []ResourceSample {
 type ResourceSummary struct {
 	Target  string `json:"target"`
 	Samples int    `json:"samples"`
+	// SampledSeconds is how much of the run the samples' intervals cover
+	// (0 when the sampler does not say): peaks and means describe that
+	// time only.
+	SampledSeconds float64 `json:"sampled_seconds"`
 	// CPU in cores, and as a percentage of the limit (100 = at the limit).
 	CPUCoresMax   float64 `json:"cpu_cores_max"`
 	CPUCoresMean  float64 `json:"cpu_cores_mean"`
@@ -145,7 +154,7 @@ func (r *Resources) Summaries() []ResourceSummary {
 	for _, a := range r.targets {
 		n := float64(a.n)
 		out = append(out, ResourceSummary{
-			Target: a.last.Target, Samples: a.n,
+			Target: a.last.Target, Samples: a.n, SampledSeconds: a.covered.Seconds(),
 			CPUCoresMax: a.cpuMax, CPUCoresMean: a.cpuSum / n, CPULimitCores: a.last.CPULimitCores,
 			CPUPctMax: 100 * a.shareMax, CPUPctMean: 100 * a.shareSum / n,
 			MemBytesMax: a.memMax, MemBytesMean: a.memSum / n, MemLimitBytes: a.memLimit,

@@ -21,7 +21,7 @@ func TestResources(t *testing.T) {
 	for _, target := range []string{"api", "db"} {
 		wg.Go(func() {
 			for i := range 4 {
-				r.Observe(ResourceSample{Target: target, Time: t0.Add(time.Duration(i) * time.Second),
+				r.Observe(ResourceSample{Target: target, Time: t0.Add(time.Duration(i) * time.Second), Interval: 900 * time.Millisecond,
 					CPUCores: float64(i) / 4, CPULimitCores: 1, MemBytes: uint64(i+1) << 20, MemLimitBytes: 64 << 20,
 					NetRxBytes: uint64(100 * i), NetTxBytes: uint64(200 * i)})
 			}
@@ -33,7 +33,7 @@ func TestResources(t *testing.T) {
 		t.Fatalf("Summaries() = %+v, want 2 targets", sums)
 	}
 	for _, s := range sums {
-		if s.Samples != 4 || s.CPUCoresMax != 0.75 || s.CPUCoresMean != 0.375 || s.CPUPctMax != 75 ||
+		if s.Samples != 4 || s.SampledSeconds != 3.6 || s.CPUCoresMax != 0.75 || s.CPUCoresMean != 0.375 || s.CPUPctMax != 75 ||
 			s.MemBytesMax != 4<<20 || s.MemBytesMean != 2.5*(1<<20) || s.NetRxBytes != 300 || s.NetTxBytes != 600 {
 			t.Errorf("summary = %+v", s)
 		}
@@ -51,7 +51,7 @@ func TestResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "SUT " + sums[0].Target + " CPU peak / mean"
-	if !strings.Contains(text.String(), want) || !strings.Contains(text.String(), "0.75 / 0.38 cores (75.00% / 37.50% of 1.00)") || !strings.Contains(text.String(), "4.0 MiB / 2.5 MiB (limit 64.0 MiB)") {
+	if !strings.Contains(text.String(), want) || !strings.Contains(text.String(), "4 readings covering 3.6 s of the run's 4.0 s") || !strings.Contains(text.String(), "0.75 / 0.38 cores (75.00% / 37.50% of 1.00)") || !strings.Contains(text.String(), "4.0 MiB / 2.5 MiB (limit 64.0 MiB)") {
 		t.Errorf("text summary lacks the SUT rows:\n%s", text.String())
 	}
 	if err := WriteJSON(&js, res, nil); err != nil {

@@ -305,7 +305,16 @@ func summaryRows(s *Summary) [][2]string {
 		{"Worker-bound", WorkerVerdict(s)},
 	}
 	for _, u := range s.SUT {
+		sampled := strconv.Itoa(u.Samples) + " readings"
+		if u.Samples == 1 {
+			sampled = "1 reading"
+		}
+		if u.SampledSeconds > 0 {
+			sampled += " covering " + strconv.FormatFloat(u.SampledSeconds, 'f', 1, 64) + " s of the run's " +
+				strconv.FormatFloat(s.ElapsedSeconds, 'f', 1, 64) + " s"
+		}
 		rows = append(rows,
+			[2]string{"SUT " + u.Target + " sampled", sampled},
 			[2]string{"SUT " + u.Target + " CPU peak / mean", fmtCores(u.CPUCoresMax) + " / " + fmtCores(u.CPUCoresMean) + " cores (" +
 				fmtPct(u.CPUPctMax/100) + " / " + fmtPct(u.CPUPctMean/100) + " of " + fmtCores(u.CPULimitCores) + ")"},
 			[2]string{"SUT " + u.Target + " memory peak / mean", fmtBytes(int64(u.MemBytesMax)) + " / " + fmtBytes(int64(u.MemBytesMean)) +
