@@ -293,13 +293,13 @@ func TestE2EClusterDockerNetwork(t *testing.T) {
 	// share moves to another worker only after that; the target never sees
 	// the share driven twice, nor more than the asked rate.
 	rg := newDockerRig(t, image)
-	t.Cleanup(func() { // before the containers go: what the daemons said
-		if t.Failed() {
-			t.Logf("daemon logs:\n%s", rg.logs())
-		}
-	})
 	cr := rg.cluster()
 	id := rg.job(lossJob)
+	t.Cleanup(func() { // before the containers go: what the job and the daemons said
+		if t.Failed() {
+			t.Logf("job log:\n%s\ndaemon logs:\n%s", strings.Join(rg.f.Task(id).Log, "\n"), rg.logs())
+		}
+	})
 	seg := cr.startedLoad(t, "w3", lossStarted)
 	t.Logf("disconnecting w3 at %s", time.Now().Format("15:04:05.000"))
 	docker(t, "network", "disconnect", rg.net, rg.name["w3"])
