@@ -16,7 +16,9 @@ type Proc struct {
 	Name string // its command name (/proc/PID/comm)
 }
 
-func (p Proc) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Name) }
+// String is the pid and the quoted name: a job chooses its processes'
+// names, and a quoted one cannot break the daemon's log line.
+func (p Proc) String() string { return fmt.Sprintf("%d (%q)", p.PID, p.Name) }
 
 // Marker returns the environment entry (KEY=value) that marks a process as
 // started by a step of owner, the registration's UUID. The value is a hash

@@ -35,7 +35,7 @@ func TestSummaryNamesAtMostTen(t *testing.T) {
 		procs = append(procs, Proc{PID: 100 + i, Name: "sleep"})
 	}
 	s := Summary(procs)
-	if !strings.Contains(s, "stopped 12 processes") || !strings.Contains(s, "109 (sleep) and 2 more") || strings.Contains(s, "110 (sleep)") {
+	if !strings.Contains(s, "stopped 12 processes") || !strings.Contains(s, `109 ("sleep") and 2 more`) || strings.Contains(s, `110 ("sleep")`) {
 		t.Fatalf("Summary = %q", s)
 	}
 }
@@ -139,5 +139,36 @@ func TestStopSparesItselfAndItsAncestors(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "killed [] err <nil>") || !strings.Contains(string(out), "shell-lived") {
 		t.Fatalf("Stop from a marked process: %v\n%s", err, out)
+	}
+}
+
+// The environment is scanned entry by entry, whatever its size: the marker
+// after an entry of 100 KB is found, and a long entry that merely ends
+// with the marker's text is not the marker.
+func TestStopReadsLongEnvironments(t *testing.T) {
+	t.Parallel()
+	owner := fmt.Sprintf("owner-%s-%d", t.Name(), time.Now().UnixNano())
+	big := "BIG=" + strings.Repeat("x", 100<<10)
+	marked, _ := start(t, []string{big, Marker(owner), big}, "/bin/sh", "-c", "echo up; exec sleep 60")
+	// Its text before the marker's fills the scan buffer exactly twice, so
+	// the last piece read of it is the marker's text and its NUL.
+	fake, _ := start(t, []string{"FAKE=" + strings.Repeat("y", 2*envBuf-len("FAKE=")) + Marker(owner)}, "/bin/sh", "-c", "echo up; exec sleep 60")
+	// Both have become sleep: an exec's instant, when a process shows no
+	// environment, is not what this test is about.
+	for _, c := range []*exec.Cmd{marked, fake} {
+		deadline := time.Now().Add(10 * time.Second)
+		for comm(c.Process.Pid) != "sleep" {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d is %q, not sleep, after 10 s", c.Process.Pid, comm(c.Process.Pid))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	procs, err := Stop(context.Background(), owner)
+	if err != nil || len(procs) != 1 || procs[0].PID != marked.Process.Pid {
+		t.Fatalf("Stop = %v, %v; want only %d, whose marker follows a 100 KB entry", procs, err, marked.Process.Pid)
+	}
+	if !alive(fake.Process.Pid) {
+		t.Fatalf("Stop killed %d, whose long entry only ends with the marker's text", fake.Process.Pid)
 	}
 }

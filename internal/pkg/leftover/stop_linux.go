@@ -3,10 +3,12 @@
 package leftover
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -14,14 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// envBuf is the buffer an environment is scanned through; the marker is
+// far shorter.
+const envBuf = 512
+
 // rounds bounds Stop's searches: a script that forks in a loop is found
-// again, with its new children, until one search finds no one new.
+// again, with its new children, until two searches in a row find no one
+// new.
 const rounds = 10
 
 // Stop kills (SIGKILL) every process whose environment holds Marker(owner),
 // other than this process and its ancestors, and returns those it killed.
 // It searches /proc again after each round of kills, so that children
-// forked meanwhile are found too, until a search finds no one new. Each
+// forked meanwhile are found too, until two searches in a row find no one
+// new. Each
 // process is signalled through a pidfd opened before its environment is
 // read, so a process id reused in between is never signalled. Processes
 // whose environment this user may not read are not its own and are left
@@ -31,6 +39,7 @@ func Stop(ctx context.Context, owner string) ([]Proc, error) {
 	skip := ancestors()
 	var killed []Proc
 	var errs []error
+	quiet := 0 // searches in a row that found no one new
 	for range rounds {
 		if err := ctx.Err(); err != nil {
 			return killed, err
@@ -40,10 +49,15 @@ func Stop(ctx context.Context, owner string) ([]Proc, error) {
 		if err != nil {
 			return killed, errors.Join(append(errs, err)...)
 		}
-		if len(found) == 0 {
+		if len(found) > 0 {
+			killed, quiet = append(killed, found...), 0
+			continue
+		}
+		// A process in the middle of an exec shows no environment for
+		// that instant: it is taken to be done only after two searches.
+		if quiet++; quiet == 2 {
 			return killed, errors.Join(errs...)
 		}
-		killed = append(killed, found...)
 	}
 	errs = append(errs, fmt.Errorf("processes marked %s were still starting after %d rounds of kills; find them with: grep -l %s /proc/[0-9]*/environ", Key, rounds, Marker(owner)))
 	return killed, errors.Join(errs...)
@@ -88,8 +102,7 @@ func killIfMarked(pid int, marker []byte) (*Proc, error) {
 	default:
 		fd = -1 // no pidfd (a kernel before 5.3, no descriptor left): signal by pid
 	}
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil || !hasEntry(env, marker) {
+	if !environHas(pid, marker) {
 		return nil, nil
 	}
 	p := &Proc{PID: pid, Name: comm(pid)}
@@ -108,14 +121,33 @@ func killIfMarked(pid int, marker []byte) (*Proc, error) {
 	}
 }
 
-// hasEntry reports whether the NUL-separated environment env holds entry.
-func hasEntry(env, entry []byte) bool {
-	for kv := range bytes.SplitSeq(env, []byte{0}) {
-		if bytes.Equal(kv, entry) {
-			return true
+// environHas reports whether pid's environment holds entry, false when it
+// cannot be read. A job sets that environment, up to megabytes of it, so it
+// is scanned through a small buffer, one NUL-ended entry at a time, never
+// read whole: an entry longer than the buffer cannot be the marker.
+func environHas(pid int, entry []byte) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, envBuf)
+	long := false // inside an entry longer than the buffer
+	for {
+		kv, err := r.ReadSlice(0)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = true
+			continue
+		case err == nil:
+			if !long && bytes.Equal(kv[:len(kv)-1], entry) {
+				return true
+			}
+			long = false
+		default: // the end: the last entry may lack its NUL
+			return err == io.EOF && !long && bytes.Equal(kv, entry)
 		}
 	}
-	return false
 }
 
 // comm is pid's command name, or "?" when it cannot be read.
