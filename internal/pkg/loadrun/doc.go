@@ -2,8 +2,8 @@
 // `forgeload load` command and the cluster's segment runner all run a load
 // test through it: [Load] assembles a config from a file and inline keys
 // and validates it; [New] checks every target against the runner's target
-// policy before a byte is sent, installs the same check at dial time (a
-// refusal stops the run) and builds the engine's run under the runner's
+// policy before a byte is sent, installs the same check at dial time and
+// on every redirect (a refusal stops the run) and builds the engine's run under the runner's
 // limits; [Test.Run] runs it and evaluates the thresholds.
 //
 // For a test split over several hosts it holds both sides: [Coordinate]

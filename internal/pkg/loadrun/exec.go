@@ -2,7 +2,9 @@ package loadrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"syscall"
@@ -88,14 +90,15 @@ func CheckTargets(ctx context.Context, pol *policy.Policy, cfg *spec.Config, mas
 // Settings configure [New].
 type Settings struct {
 	// Policy is the runner's target policy: every target is checked before
-	// anything is sent and every connection at dial time. nil checks
-	// nothing: the local CLI, whose user owns the machine.
+	// anything is sent, every redirect before it is followed and every
+	// connection at dial time. nil checks nothing: the local CLI, whose
+	// user owns the machine.
 	Policy *policy.Policy
 	// Mask receives the config's secrets; see [CheckTargets].
 	Mask func(secret string)
 	// Engine are the plan settings (limits, resolver, progress, per-second
-	// hook, resources, failure log). Its DialControl is set by New when
-	// Policy is set.
+	// hook, resources, failure log). Its DialControl and CheckRedirect are
+	// set by New when Policy is set.
 	Engine build.Settings
 }
 
@@ -123,6 +126,7 @@ func New(ctx context.Context, cfg *spec.Config, s Settings) (*Test, error) {
 		}
 		t.g = &dialGuard{control: s.Policy.Control(s.Policy.HostsAllowed(hosts))}
 		es.DialControl = t.g.dial
+		es.CheckRedirect = t.g.redirect(s.Policy.CheckRedirect)
 	}
 	p, err := build.New(cfg, es)
 	if err != nil {
@@ -139,7 +143,8 @@ type Outcome struct {
 	// Checks are the thresholds evaluated on Result.
 	Checks []load.Check
 	// Refused is the policy's refusal at dial time (the DNS answer changed
-	// to a denied address), which stopped the run; nil if none.
+	// to a denied address) or of a redirect, which stopped the run; nil if
+	// none.
 	Refused error
 	// Stopped is why the engine stopped the run before its end (feeder
 	// rows ran out with recycle off, …); nil if it did not.
@@ -157,7 +162,7 @@ func (o *Outcome) Stop() error {
 
 // Run runs the test and evaluates its thresholds. The error is non-nil only
 // when the run could not start (or panicked: see [load.Panic]). A refusal
-// at dial time cancels the run at once.
+// at dial time or of a redirect cancels the run at once.
 func (t *Test) Run(ctx context.Context) (*Outcome, error) {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -179,8 +184,8 @@ func (t *Test) Run(ctx context.Context) (*Outcome, error) {
 // rows it claimed and did not use; its error is that of the give-back.
 func (t *Test) Close() error { return t.Engine.Close() }
 
-// dialGuard enforces the policy at dial time and stops the run at the
-// first refusal, keeping it for the result.
+// dialGuard enforces the policy at dial time and on redirects, and stops
+// the run at the first refusal, keeping it for the result.
 type dialGuard struct {
 	control func(network, address string, c syscall.RawConn) error
 	mu      sync.Mutex
@@ -190,9 +195,27 @@ type dialGuard struct {
 
 func (g *dialGuard) dial(network, address string, c syscall.RawConn) error {
 	err := g.control(network, address, c)
-	if err == nil {
-		return nil
+	if err != nil {
+		g.refuse(err)
 	}
+	return err
+}
+
+// redirect wraps the policy's redirect check: a refusal fails the
+// request and stops the run. Other errors (too many redirects, a name
+// that does not resolve) fail only the request.
+func (g *dialGuard) redirect(check func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		err := check(req, via)
+		if errors.Is(err, policy.ErrDenied) {
+			g.refuse(err)
+		}
+		return err
+	}
+}
+
+// refuse keeps the first refusal and stops the run.
+func (g *dialGuard) refuse(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.refused == nil {
@@ -201,7 +224,6 @@ func (g *dialGuard) dial(network, address string, c syscall.RawConn) error {
 			g.stop(err)
 		}
 	}
-	return err
 }
 
 // arm makes the first refusal stop the run; a refusal before it (while

@@ -70,8 +70,8 @@ func (r rule) matchHost(host string) bool { return r.Match(host, netip.Addr{}) }
 // concurrent use and immutable after [New].
 type Policy struct {
 	allow, deny []rule
-	forgeIPs    []netip.Addr
-	forgeHost   string
+	forgeIPs    []netip.Addr // unmapped, without zones
+	forgeHost   string       // canonical: see canonHost
 	forgePort   int
 	// forgeLocal is set when the forge runs on this host: then the forge's
 	// port on any local address (loopback, unspecified, or an interface
@@ -95,7 +95,7 @@ func (p *Policy) WithOwn(addrs []netip.AddrPort) *Policy {
 // isOwn reports whether ip:port is one of the job's own services.
 func (p *Policy) isOwn(ip netip.Addr, port int) bool {
 	for _, a := range p.own {
-		if a.Addr().Unmap() == ip && int(a.Port()) == port {
+		if canonIP(a.Addr()) == ip && int(a.Port()) == port {
 			return true
 		}
 	}
@@ -132,13 +132,13 @@ func New(ctx context.Context, o Options) (*Policy, error) {
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("policy: forge address %q is not a URL; fix the runner registration's address", o.Forge)
 		}
-		p.forgeHost = strings.ToLower(u.Hostname())
+		p.forgeHost = canonHost(u.Hostname())
 		p.forgePort = portOf(u)
 		if ip, err := netip.ParseAddr(p.forgeHost); err == nil {
-			p.forgeIPs = []netip.Addr{ip.Unmap()}
+			p.forgeIPs = []netip.Addr{ip}
 		} else if ips, err := p.resolver.LookupNetIP(ctx, "ip", p.forgeHost); err == nil {
 			for _, ip := range ips {
-				p.forgeIPs = append(p.forgeIPs, ip.Unmap())
+				p.forgeIPs = append(p.forgeIPs, canonIP(ip))
 			}
 		}
 		p.localIPs = interfaceAddrs()
@@ -165,7 +165,7 @@ func interfaceAddrs() []netip.Addr {
 	for _, a := range addrs {
 		if pn, ok := a.(*net.IPNet); ok {
 			if ip, ok := netip.AddrFromSlice(pn.IP); ok {
-				out = append(out, ip.Unmap())
+				out = append(out, canonIP(ip))
 			}
 		}
 	}
@@ -193,13 +193,53 @@ func parseRule(s, key string) (rule, error) {
 	return rule{TargetRule: tr, text: strings.TrimSpace(s), key: key}, nil
 }
 
+// canonIP is ip as the policy compares addresses: IPv4-mapped IPv6 as
+// IPv4, and without an IPv6 zone. A zone only picks the interface a
+// link-local or loopback packet leaves by; fe80::1%eth0 and fe80::1%lo are
+// the same address to every rule, and the forge's address with any zone
+// (or none) is the forge.
+func canonIP(ip netip.Addr) netip.Addr { return ip.Unmap().WithZone("") }
+
+// canonHost is a URL's host as the policy compares host names: an IP
+// address (brackets and zone, "%" or URL-escaped "%25", dropped) in its
+// canonical form, IPv4-mapped IPv6 as IPv4; a name in lower case without
+// its trailing dot. "[FD00::1%25lo]", "fd00::1%lo" and "fd00:0::1" are all
+// "fd00::1"; "Forge.Example." is "forge.example".
+func canonHost(host string) string {
+	h := strings.ToLower(host)
+	if ip, ok := parseIPHost(h); ok {
+		return canonIP(ip).String()
+	}
+	if n := strings.TrimRight(h, "."); n != h {
+		if _, ok := parseIPHost(n); !ok {
+			return n
+		}
+		// "127.0.0.1." stays a name, as resolvers read it: CheckURL
+		// refuses it as a number before any lookup.
+	}
+	return h
+}
+
+// parseIPHost parses an IP address host, bracketed or not, with or without
+// a zone.
+func parseIPHost(h string) (netip.Addr, bool) {
+	if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	if i := strings.IndexByte(h, '%'); i >= 0 && strings.Contains(h[:i], ":") {
+		h = h[:i] // a zone: only IPv6 addresses have one
+	}
+	ip, err := netip.ParseAddr(h)
+	return ip, err == nil
+}
+
 func portOf(u *url.URL) int {
 	if p := u.Port(); p != "" {
 		n, _ := strconv.Atoi(p)
 		return n
 	}
 	switch u.Scheme {
-	case "https", "wss":
+	case "https", "wss", "grpcs":
 		return 443
 	default:
 		return 80
@@ -237,13 +277,15 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 		return fmt.Errorf("load target %q is not an absolute URL; write it as http://host:port/path", raw)
 	}
 	host := strings.ToLower(u.Hostname())
+	canon := canonHost(host)
 	port := portOf(u)
-	if _, err := netip.ParseAddr(host); err != nil && config.NumericHost(host) {
+	literal, litErr := netip.ParseAddr(canon)
+	if litErr != nil && config.NumericHost(host) {
 		// Refused before any lookup: the system resolver would read it as
 		// an IPv4 address, the policy would see a name.
 		return fmt.Errorf("load target %s: host %q is an IP address written as a number (hex, octal, a single integer or fewer than four parts); write it in dotted decimal, e.g. 127.0.0.2", redact.URL(raw), host)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && p.isOwn(ip.Unmap(), port) && !p.builtinDenied(ip.Unmap(), port) {
+	if litErr == nil && p.isOwn(literal, port) && !p.builtinDenied(literal, port) {
 		return nil
 	}
 	for _, r := range p.deny {
@@ -252,19 +294,19 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 		}
 	}
 	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip.Unmap()}
+	if litErr == nil {
+		ips = []netip.Addr{literal}
 	} else {
 		got, err := p.resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return fmt.Errorf("load target %s: resolve %q: %w", raw, host, err)
 		}
 		for _, ip := range got {
-			ips = append(ips, ip.Unmap())
+			ips = append(ips, canonIP(ip))
 		}
 	}
-	if host == p.forgeHost && port == p.forgePort {
-		return &Violation{Target: raw, Rule: fmt.Sprintf("%s:%d", host, port), Key: keyForge}
+	if canon == p.forgeHost && port == p.forgePort {
+		return &Violation{Target: raw, Rule: net.JoinHostPort(canon, strconv.Itoa(port)), Key: keyForge}
 	}
 	hostAllowed := false
 	for _, r := range p.allow {
@@ -282,6 +324,7 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 
 // builtinDenied reports whether a built-in rule refuses ip:port.
 func (p *Policy) builtinDenied(ip netip.Addr, port int) bool {
+	ip = canonIP(ip)
 	for _, r := range p.deny {
 		if r.key == keyBuiltin && r.matchIP(ip) {
 			return true
@@ -292,6 +335,7 @@ func (p *Policy) builtinDenied(ip netip.Addr, port int) bool {
 
 // checkAddr applies the address rules to one resolved address.
 func (p *Policy) checkAddr(ip netip.Addr, port int, hostAllowed bool, target string) error {
+	ip = canonIP(ip)
 	if p.isOwn(ip, port) && !p.builtinDenied(ip, port) {
 		return nil
 	}
@@ -333,7 +377,7 @@ func (p *Policy) Control(hostsAllowed bool) func(network, address string, c sysc
 		if err != nil {
 			return fmt.Errorf("load policy: cannot parse dial address %q: %w", address, err)
 		}
-		return p.checkAddr(ap.Addr().Unmap(), int(ap.Port()), hostsAllowed, address)
+		return p.checkAddr(ap.Addr(), int(ap.Port()), hostsAllowed, address)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/dnstest"
 )
 
-func mustNew(t *testing.T, o Options) *Policy {
+func mustNew(t testing.TB, o Options) *Policy {
 	t.Helper()
 	p, err := New(context.Background(), o)
 	if err != nil {

@@ -4,6 +4,7 @@
 // before the first request and again refresh_before_expiry ahead of its
 // expiry, and static bearer tokens (Crankfire's OIDC types). Token
 // requests go through the caller's HTTP client, so the runner's target
-// policy applies to the token endpoint too. Errors never contain a token,
+// policy applies to the token endpoint, and to every redirect it answers
+// with, too. Errors never contain a token,
 // a secret or the token endpoint's response body.
 package auth

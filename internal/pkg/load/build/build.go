@@ -33,6 +33,12 @@ type Settings struct {
 	// Resolver is passed to httpload.Options.Resolver; nil is the system
 	// resolver.
 	Resolver *net.Resolver
+	// CheckRedirect enforces the target policy on every redirect of the
+	// clients that follow them (the WebSocket handshake, OAuth2 token
+	// requests, OTLP/HTTP export): see policy.Policy.CheckRedirect. nil
+	// follows up to 10, as net/http does. The HTTP and SSE drivers follow
+	// none: a 3xx is their response.
+	CheckRedirect func(req *http.Request, via []*http.Request) error
 	// Progress and ProgressInterval are passed to load.Options.
 	Progress         func(load.Progress)
 	ProgressInterval time.Duration
@@ -328,7 +334,7 @@ func (p *Engine) tracing(cfg *spec.Config, s Settings) error {
 		return fmt.Errorf("tracing.endpoint: %w", err)
 	}
 	c := tracing.Config{URL: u, Protocol: t.Protocol, ServiceName: t.ServiceName,
-		DialControl: s.DialControl, Resolver: s.Resolver, LoadProtocol: string(cfg.Protocol)}
+		DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect, LoadProtocol: string(cfg.Protocol)}
 	if s.Getenv != nil {
 		// forgeload load, as Crankfire: the backend's headers (an API key)
 		// and the service name from the standard OpenTelemetry variables.
@@ -369,7 +375,8 @@ func (p *Engine) flushTraces(ctx context.Context) {
 }
 
 // auth sets up cfg's auth block, if any, in p.vars. Token requests go
-// through the target policy's dial control like the load itself.
+// through the target policy's dial control and redirect check like the
+// load itself.
 func (p *Engine) auth(cfg *spec.Config, s Settings) error {
 	a := cfg.Auth
 	if a == nil {
@@ -388,7 +395,8 @@ func (p *Engine) auth(cfg *spec.Config, s Settings) error {
 		}
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: s.DialControl, Resolver: s.Resolver}
-	c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext}}
+	c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil, DialContext: dialer.DialContext},
+		CheckRedirect: s.CheckRedirect}
 	src, err := auth.New(c)
 	if err != nil {
 		return err

@@ -27,7 +27,8 @@ func (p *Engine) driver(cfg *spec.Config, s Settings, workers int) (load.Request
 		d, err := wsload.New(wsload.Options{
 			URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
 			ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
-			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect,
+			Vars: p.vars,
 		})
 		if err != nil {
 			return nil, err

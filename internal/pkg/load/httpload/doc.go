@@ -7,5 +7,6 @@
 // allocation-free HTTP/1.1 client; https:// and h2c go through net/http.
 // The runner enforces its target policy through
 // [Options.DialControl], which runs on the resolved address of every
-// connection, so DNS rebinding cannot get around it.
+// connection, so DNS rebinding cannot get around it. It follows no
+// redirect: a 3xx is the response.
 package httpload

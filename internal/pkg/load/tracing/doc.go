@@ -6,6 +6,7 @@
 // ([Sampler]), made when the traceparent is built and carried in its
 // flags. Spans are queued and sent in batches off the request path; a
 // full queue drops spans rather than slowing requests. The exporter dials
-// through the caller's DialControl (the target policy) and reads no
-// OTEL_* environment variable.
+// through the caller's DialControl and follows an OTLP/HTTP redirect only
+// past its CheckRedirect (the target policy), and reads no OTEL_*
+// environment variable.
 package tracing

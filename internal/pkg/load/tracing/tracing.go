@@ -60,6 +60,9 @@ type Config struct {
 	// connections, as to the load's.
 	DialControl func(network, address string, c syscall.RawConn) error
 	Resolver    *net.Resolver
+	// CheckRedirect applies the target policy to a redirect of an
+	// OTLP/HTTP export before it is followed; nil follows up to 10.
+	CheckRedirect func(req *http.Request, via []*http.Request) error
 	// LoadProtocol is the load's protocol (http, websocket, sse or grpc),
 	// for the span name.
 	LoadProtocol string
@@ -127,7 +130,7 @@ func New(c Config) (*Exporter, error) {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			Proxy: nil, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
 			TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}, MaxIdleConns: 2,
-		}}
+		}, CheckRedirect: c.CheckRedirect}
 		// The URL sets TLS both ways, whatever OTEL_* says.
 		full := url.URL{Scheme: u.Scheme, Host: u.Host, Path: path}
 		exp, err = otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(full.String()),

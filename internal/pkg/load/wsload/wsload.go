@@ -69,6 +69,10 @@ type Options struct {
 	DialControl func(network, address string, c syscall.RawConn) error
 	// Resolver resolves host names at dial time; nil is the system one.
 	Resolver *net.Resolver
+	// CheckRedirect is called before the handshake follows a redirect (the
+	// runner's target policy on the new URL; its scheme is already http or
+	// https); an error fails the session. nil follows up to 10.
+	CheckRedirect func(req *http.Request, via []*http.Request) error
 	// Vars fills {{placeholders}} in URL, header values and messages with
 	// the session's feeder row and the user's variables; nil renders
 	// defaults only. A session whose URL or headers have placeholders
@@ -138,7 +142,7 @@ func New(o Options) (*Driver, error) {
 		DialContext:       dialer.DialContext,
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: o.InsecureSkipVerify}, //nolint:gosec // opt-in for self-signed targets
 		DisableKeepAlives: true,
-	}}
+	}, CheckRedirect: o.CheckRedirect}
 	return d, nil
 }
 
