@@ -5,6 +5,9 @@
 #   FORGELOAD_INSTANCE                  forge URL (required to register)
 #   FORGELOAD_REGISTRATION_TOKEN        registration token, or
 #   FORGELOAD_REGISTRATION_TOKEN_FILE   a file holding it (e.g. a secret mount)
+#   GITEA_RUNNER_REGISTRATION_TOKEN     read when FORGELOAD_REGISTRATION_TOKEN is not set
+#   FORGELOAD_REGISTRATION_SECRET       Forgejo offline registration secret (instead of a token), or
+#   FORGELOAD_REGISTRATION_SECRET_FILE  a file holding it
 #   FORGELOAD_RUNNER_NAME               runner name (default: container host name)
 #   FORGELOAD_RUNNER_LABELS             comma-separated labels (default: forgeload)
 #   FORGELOAD_EPHEMERAL                 "true": take one job, then exit
@@ -34,6 +37,9 @@ if [ ! -s "$runner_file" ]; then
   if [ -n "${FORGELOAD_REGISTRATION_TOKEN_FILE:-}" ]; then
     reg+=(--token-file "$FORGELOAD_REGISTRATION_TOKEN_FILE")
   fi
+  if [ -n "${FORGELOAD_REGISTRATION_SECRET_FILE:-}" ]; then
+    reg+=(--secret-file "$FORGELOAD_REGISTRATION_SECRET_FILE")
+  fi
   [ -n "${FORGELOAD_RUNNER_NAME:-}" ] && reg+=(--name "$FORGELOAD_RUNNER_NAME")
   [ -n "${FORGELOAD_RUNNER_LABELS:-}" ] && reg+=(--labels "$FORGELOAD_RUNNER_LABELS")
   [ "${FORGELOAD_EPHEMERAL:-}" = "true" ] && reg+=(--ephemeral)
@@ -51,7 +57,8 @@ if [ ! -s "$runner_file" ]; then
   done
 fi
 
-unset FORGELOAD_REGISTRATION_TOKEN FORGELOAD_REGISTRATION_TOKEN_FILE
+unset FORGELOAD_REGISTRATION_TOKEN FORGELOAD_REGISTRATION_TOKEN_FILE GITEA_RUNNER_REGISTRATION_TOKEN \
+  FORGELOAD_REGISTRATION_SECRET FORGELOAD_REGISTRATION_SECRET_FILE
 
 daemon=(daemon)
 [ "${FORGELOAD_ONCE:-}" = "true" ] && daemon+=(--once)

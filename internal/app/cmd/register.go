@@ -26,6 +26,10 @@ type registerFlags struct {
 	instance      string
 	token         string
 	tokenFile     string
+	secret        string
+	secretFile    string
+	uuid          string
+	connect       bool
 	name          string
 	labels        string
 	ephemeral     bool
@@ -49,9 +53,16 @@ registration token (Site/Org/Repo settings -> Actions -> Runners), and writes
 it to the registration file (runner.file, default .runner) with mode 0600.
 Then run "forgeload daemon".
 
-The token comes from --token, --token-file or FORGELOAD_REGISTRATION_TOKEN.
-When standard input is a terminal and --no-interactive is not given, missing
-values are asked for.`,
+The token comes from --token, --token-file, FORGELOAD_REGISTRATION_TOKEN or
+GITEA_RUNNER_REGISTRATION_TOKEN. When standard input is a terminal and
+--no-interactive is not given, missing values are asked for.
+
+Forgejo's offline registration needs no token and no Register call: the
+admin registers a 40-character hexadecimal secret on the Forgejo host
+(forgejo forgejo-cli actions register --secret SECRET --name NAME), and
+--secret (or --secret-file, or FORGELOAD_REGISTRATION_SECRET) writes the
+registration file from the same secret. --connect then checks that Forgejo
+knows it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runRegister(c.Context(), g, f, c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr())
@@ -61,6 +72,10 @@ values are asked for.`,
 	fl.StringVar(&f.instance, "instance", "", "forge URL, e.g. https://gitea.example.com")
 	fl.StringVar(&f.token, "token", "", "registration token (or FORGELOAD_REGISTRATION_TOKEN, or --token-file)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the registration token")
+	fl.StringVar(&f.secret, "secret", "", "Forgejo offline registration: the 40-hex-character secret given to `forgejo forgejo-cli actions register --secret` (or FORGELOAD_REGISTRATION_SECRET, or --secret-file)")
+	fl.StringVar(&f.secretFile, "secret-file", "", "file holding the Forgejo offline registration secret")
+	fl.StringVar(&f.uuid, "uuid", "", "with --secret/--secret-file: the runner's uuid, for a runner the forge made itself (Forgejo 15's POST .../actions/runners answers uuid and token; give the token as the secret); may be --ephemeral")
+	fl.BoolVar(&f.connect, "connect", false, "with --secret: check that the forge knows the runner (a Declare call) before writing the file")
 	fl.StringVar(&f.name, "name", "", "runner name shown in the forge (default: host name)")
 	fl.StringVar(&f.labels, "labels", "", "comma-separated labels, name[:schema[:arg]] (default: runner.labels, i.e. forgeload)")
 	fl.BoolVar(&f.ephemeral, "ephemeral", false, "register a runner that takes one job and is then removed by the forge")
@@ -119,6 +134,9 @@ func runRegister(ctx context.Context, g *globalFlags, f *registerFlags, stdin io
 type registration struct {
 	instance  string // as given; see [registration.check]
 	token     string
+	secret    string // Forgejo offline registration, instead of token
+	uuid      string // with secret: given, not derived
+	connect   bool   // with secret: Declare before writing the file
 	name      string
 	labels    []string
 	ephemeral bool
@@ -129,7 +147,7 @@ type registration struct {
 // --token-file, else FORGELOAD_REGISTRATION_TOKEN; the name from --name,
 // else the host name; the labels from --labels, else runner.labels.
 func newRegistration(f *registerFlags, labels []string) (*registration, error) {
-	r := &registration{instance: f.instance, token: f.token, name: f.name, labels: labels, ephemeral: f.ephemeral, wait: f.pingTimeout}
+	r := &registration{instance: f.instance, token: f.token, name: f.name, labels: labels, ephemeral: f.ephemeral, wait: f.pingTimeout, connect: f.connect, uuid: f.uuid}
 	if r.token == "" && f.tokenFile != "" {
 		data, err := os.ReadFile(f.tokenFile)
 		if err != nil {
@@ -137,8 +155,30 @@ func newRegistration(f *registerFlags, labels []string) (*registration, error) {
 		}
 		r.token = strings.TrimSpace(string(data))
 	}
-	if r.token == "" {
-		r.token = os.Getenv("FORGELOAD_REGISTRATION_TOKEN")
+	r.secret = f.secret
+	if r.secret == "" && f.secretFile != "" {
+		data, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return nil, withCode(ExitBadInput, fmt.Errorf("read --secret-file: %w", err))
+		}
+		r.secret = strings.TrimSpace(string(data))
+	}
+	if r.secret == "" && r.token == "" {
+		r.secret = strings.TrimSpace(os.Getenv("FORGELOAD_REGISTRATION_SECRET"))
+	}
+	switch {
+	case r.secret != "" && r.token != "":
+		return nil, withCode(ExitBadInput, errors.New("register takes a registration token (--token, --token-file) or a Forgejo offline secret (--secret, --secret-file, FORGELOAD_REGISTRATION_SECRET), not both"))
+	case r.uuid != "" && r.secret == "":
+		return nil, withCode(ExitBadInput, errors.New("--uuid names a runner the forge already made: give its token with --secret or --secret-file"))
+	case r.secret != "" && r.ephemeral && r.uuid == "":
+		return nil, withCode(ExitBadInput, errors.New("--ephemeral needs a registration token, or --uuid for a runner the forge made ephemeral: a runner registered offline with --secret alone is never ephemeral"))
+	case r.secret == "" && r.connect:
+		return nil, withCode(ExitBadInput, errors.New("--connect checks an offline registration: give it with --secret"))
+	}
+	if r.secret == "" && r.token == "" {
+		// Gitea's runner and its container image read this name.
+		r.token = firstEnv("FORGELOAD_REGISTRATION_TOKEN", "GITEA_RUNNER_REGISTRATION_TOKEN")
 	}
 	if r.name == "" {
 		r.name, _ = os.Hostname()
@@ -147,6 +187,17 @@ func newRegistration(f *registerFlags, labels []string) (*registration, error) {
 		r.labels = splitList(f.labels)
 	}
 	return r, nil
+}
+
+// firstEnv returns the first of the variables that is set and not blank,
+// without surrounding white space.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // ask asks on a terminal for the instance and token when they are missing
@@ -178,7 +229,7 @@ func (r *registration) ask(stdin io.Reader, stdout io.Writer) {
 	if r.instance == "" {
 		r.instance = ask("Forge instance URL (e.g. https://gitea.example.com)", "", false)
 	}
-	if r.token == "" {
+	if r.token == "" && r.secret == "" {
 		r.token = ask("Registration token", "", true)
 	}
 	r.name = ask("Runner name", r.name, false)
@@ -196,8 +247,13 @@ func (r *registration) check(ctx context.Context, cfg *config.Config) error {
 	if r.instance == "" {
 		missing = append(missing, "--instance")
 	}
-	if r.token == "" {
-		missing = append(missing, "--token (or --token-file, or FORGELOAD_REGISTRATION_TOKEN)")
+	if r.token == "" && r.secret == "" {
+		missing = append(missing, "--token (or --token-file, FORGELOAD_REGISTRATION_TOKEN or GITEA_RUNNER_REGISTRATION_TOKEN; or Forgejo's --secret)")
+	}
+	if r.secret != "" && r.uuid == "" {
+		if _, err := config.SecretUUID(r.secret); err != nil {
+			return withCode(ExitBadInput, fmt.Errorf("--secret: %w", err))
+		}
 	}
 	if len(missing) > 0 {
 		return withCode(ExitBadInput, fmt.Errorf("register needs %s", strings.Join(missing, " and ")))
@@ -232,6 +288,9 @@ func (r *registration) register(ctx context.Context, insecure bool, stderr io.Wr
 	if err := waitForForge(ctx, cl, r.instance, r.name, r.wait, stderr); err != nil {
 		return nil, err
 	}
+	if r.secret != "" {
+		return r.offline(ctx, insecure)
+	}
 	resp, err := cl.Register(ctx, connect.NewRequest(&runnerv1.RegisterRequest{
 		Name:         r.name,
 		Token:        r.token,
@@ -257,6 +316,33 @@ func (r *registration) register(ctx context.Context, insecure bool, stderr io.Wr
 		Labels:    r.labels,
 		Ephemeral: r.ephemeral,
 	}, nil
+}
+
+// offline is Forgejo's offline registration: the identity is derived from
+// the secret (see [config.SecretUUID]) with no Register call, and with
+// --connect a Declare checks that the forge knows it.
+func (r *registration) offline(ctx context.Context, insecure bool) (*config.Registration, error) {
+	uuid := r.uuid
+	if uuid == "" {
+		var err error
+		if uuid, err = config.SecretUUID(r.secret); err != nil {
+			return nil, withCode(ExitBadInput, fmt.Errorf("--secret: %w", err))
+		}
+	}
+	if r.connect {
+		cl, err := client.New(client.Options{Address: r.instance, UUID: uuid, Token: r.secret, Insecure: insecure, Version: ver.Version()})
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		_, err = cl.Declare(ctx, connect.NewRequest(&runnerv1.DeclareRequest{Version: ver.Version(), Labels: config.LabelNames(r.labels), Capabilities: capabilities}))
+		if client.IsUnauthenticated(err) {
+			return nil, withCode(ExitBadInput, fmt.Errorf("--connect: %s does not know the runner of this secret (uuid %s); register the secret there first: forgejo forgejo-cli actions register --secret <SECRET> --name %s", r.instance, uuid, r.name))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--connect: declare the runner to %s: %w", r.instance, err)
+		}
+	}
+	return &config.Registration{UUID: uuid, Name: r.name, Token: r.secret, Address: r.instance, Labels: r.labels, Ephemeral: r.ephemeral}, nil
 }
 
 // waitForForge pings the forge until it answers. A forge that does not

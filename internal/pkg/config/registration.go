@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,4 +132,20 @@ func (r Registration) String() string {
 		tok = "[redacted]"
 	}
 	return fmt.Sprintf("{ID:%d UUID:%s Name:%s Token:%s Address:%s Labels:%v Ephemeral:%t}", r.ID, r.UUID, r.Name, tok, r.Address, r.Labels, r.Ephemeral)
+}
+
+// SecretUUID returns the runner uuid of a Forgejo offline registration
+// secret, the one `forgejo forgejo-cli actions register --secret` gives
+// the runner: the secret must be 40 hexadecimal characters, and its first
+// 16 characters, as bytes (their ASCII codes, not hex-decoded), are the 16
+// bytes of the uuid. The runner's token is the whole secret.
+func SecretUUID(secret string) (string, error) {
+	if len(secret) != 40 {
+		return "", fmt.Errorf("a Forgejo runner secret is exactly 40 hexadecimal characters, this one has %d; make one with `forgejo forgejo-cli actions generate-secret` or `openssl rand -hex 20`", len(secret))
+	}
+	if _, err := hex.DecodeString(secret); err != nil {
+		return "", errors.New("a Forgejo runner secret is 40 hexadecimal characters (0-9, a-f), this one has others; make one with `forgejo forgejo-cli actions generate-secret` or `openssl rand -hex 20`")
+	}
+	h := hex.EncodeToString([]byte(secret[:16]))
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], nil
 }

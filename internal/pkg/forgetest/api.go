@@ -98,18 +98,25 @@ func (f *Forge) apiRuns(w http.ResponseWriter, req *http.Request) {
 	f.mu.Unlock()
 	list := []apiRun{}
 	for _, r := range runs {
+		if f.flavor == Forgejo {
+			branch = "" // Forgejo's ListActionRuns has no branch filter
+		}
 		if branch != "" && r.HeadBranch != branch || status != "" && r.Conclusion != status && r.Status != status {
 			continue
 		}
 		list = append(list, *r)
 	}
 	slices.SortFunc(list, func(a, b apiRun) int { return int(b.ID - a.ID) }) // newest first
+	if f.flavor == Forgejo {
+		writeJSON(w, map[string]any{"total_count": len(list), "workflow_runs": forgejoRuns(list)})
+		return
+	}
 	writeJSON(w, map[string]any{"total_count": len(list), "workflow_runs": list})
 }
 
 func (f *Forge) apiRunArtifacts(w http.ResponseWriter, req *http.Request) {
 	repo, ok := f.apiAuth(w, req)
-	if !ok {
+	if !ok || f.refuseArtifactAPI(w) {
 		return
 	}
 	name := req.URL.Query().Get("name")
@@ -124,8 +131,15 @@ func (f *Forge) apiRunArtifacts(w http.ResponseWriter, req *http.Request) {
 			"id": a.ID, "name": a.Name, "size_in_bytes": a.Size, "expired": false,
 			"archive_download_url": "http://" + req.Host + "/api/v1/repos/" + repo + "/actions/artifacts/" + strconv.FormatInt(a.ID, 10) + "/zip",
 		})
+		if f.flavor == Forgejo {
+			list[len(list)-1]["run_id"], _ = strconv.ParseInt(a.RunID, 10, 64)
+		}
 	}
 	f.mu.Unlock()
+	if f.flavor == Forgejo {
+		writeJSON(w, list) // Forgejo answers a bare array
+		return
+	}
 	writeJSON(w, map[string]any{"total_count": len(list), "artifacts": list})
 }
 
@@ -151,14 +165,23 @@ func (f *Forge) rawSig(repo string, id string) string {
 
 func (f *Forge) apiArtifactZip(w http.ResponseWriter, req *http.Request) {
 	repo, ok := f.apiAuth(w, req)
-	if !ok {
+	if !ok || f.refuseArtifactAPI(w) {
 		return
 	}
 	f.mu.Lock()
 	a := f.apiArtifact(repo, req.PathValue("id"))
+	var data []byte
+	if a != nil {
+		data = append(data, a.Data...)
+	}
 	f.mu.Unlock()
 	if a == nil {
 		http.Error(w, `{"message":"artifact not found"}`, http.StatusNotFound)
+		return
+	}
+	if f.flavor == Forgejo { // Forgejo serves the archive itself
+		w.Header().Set("Content-Type", "application/zip")
+		_, _ = w.Write(data)
 		return
 	}
 	http.Redirect(w, req, req.URL.Path+"/raw?sig="+f.rawSig(repo, req.PathValue("id")), http.StatusFound)
@@ -183,6 +206,31 @@ func (f *Forge) apiArtifactRaw(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/zip")
 	_, _ = w.Write(data)
+}
+
+// refuseArtifactAPI answers 404, as a forge without the route does, when
+// the Forge was made WithoutArtifactAPI.
+func (f *Forge) refuseArtifactAPI(w http.ResponseWriter) bool {
+	if !f.noArtifactAPI {
+		return false
+	}
+	http.NotFound(w, nil)
+	return true
+}
+
+// forgejoRuns renders runs as Forgejo's ActionRun: the branch in
+// "prettyref" and one "status" (Forgejo's status names) instead of
+// head_branch, status and conclusion.
+func forgejoRuns(runs []apiRun) []map[string]any {
+	out := make([]map[string]any, 0, len(runs))
+	for _, r := range runs {
+		st := r.Conclusion
+		if r.Status != "completed" {
+			st = "running"
+		}
+		out = append(out, map[string]any{"id": r.ID, "prettyref": r.HeadBranch, "status": st, "index_in_repo": r.ID})
+	}
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -37,6 +37,10 @@
 // [Forge.Cancelled] counts calls the client abandoned while the server was
 // handling them, which Gitea logs as "context canceled".
 //
+// [WithForgejo] makes a Forge imitate Forgejo instead (see [Forgejo] for
+// every difference, and [Forge.RegisterSecret] for Forgejo's offline
+// registration), so that tests can run in both flavors.
+//
 // Where the fake is deliberately simpler than Gitea: one global scope (no
 // owner/repo runners), no pick semaphore, no zombie cron ([Forge.Reap] does
 // it on demand), and task ids are fixed when the job is queued.

@@ -77,6 +77,9 @@ type Forge struct {
 	down, closed bool
 	conns        map[net.Conn]struct{}
 
+	flavor        Flavor // Gitea unless WithForgejo
+	noArtifactAPI bool   // WithoutArtifactAPI
+
 	regTokens    map[string]bool
 	capabilities string
 	runners      []*runner

@@ -57,6 +57,14 @@ func errUnregistered() error {
 // authLocked returns the runner named by the request headers, comparing the
 // token hash in constant time. f.mu must be held.
 func (f *Forge) authLocked(h http.Header) (*runner, error) {
+	r, err := f.authRunnerLocked(h)
+	if err != nil && f.flavor == Forgejo {
+		return nil, errForgejoUnregistered()
+	}
+	return r, err
+}
+
+func (f *Forge) authRunnerLocked(h http.Header) (*runner, error) {
 	uuid, token := h.Get(headerUUID), h.Get(headerToken)
 	for _, r := range f.runners {
 		if r.uuid != uuid || r.deleted {
@@ -81,6 +89,9 @@ func (s *service) Register(_ context.Context, req *connect.Request[runnerv1.Regi
 	f := s.f
 	m := req.Msg
 	if m.GetToken() == "" || m.GetName() == "" {
+		if f.flavor == Forgejo {
+			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("missing runner token, name"))
+		}
 		return nil, errors.New("missing runner token, name")
 	}
 	f.mu.Lock()
@@ -94,7 +105,11 @@ func (s *service) Register(_ context.Context, req *connect.Request[runnerv1.Regi
 	if len(labels) == 0 && len(agent) > 0 {
 		labels = append(slices.Clone(agent), custom...)
 	}
-	r, token := f.addRunnerLocked(m.GetName(), m.GetVersion(), labels, m.GetCapabilities(), m.GetEphemeral())
+	caps, ephemeral := m.GetCapabilities(), m.GetEphemeral()
+	if f.flavor == Forgejo {
+		caps, ephemeral = nil, false // Forgejo's Register reads neither
+	}
+	r, token := f.addRunnerLocked(m.GetName(), m.GetVersion(), labels, caps, ephemeral)
 	return connect.NewResponse(&runnerv1.RegisterResponse{Runner: &runnerv1.Runner{
 		Id: r.id, Uuid: r.uuid, Token: token, Name: r.name, Version: r.version,
 		Labels: slices.Clone(r.labels), Ephemeral: r.ephemeral,
@@ -112,10 +127,13 @@ func (s *service) Declare(_ context.Context, req *connect.Request[runnerv1.Decla
 	}
 	r.labels = slices.Clone(req.Msg.GetLabels())
 	r.version = req.Msg.GetVersion()
-	r.capabilities = slices.Clone(req.Msg.GetCapabilities())
 	res := connect.NewResponse(&runnerv1.DeclareResponse{Runner: &runnerv1.Runner{
 		Id: r.id, Uuid: r.uuid, Name: r.name, Version: r.version, Labels: slices.Clone(r.labels),
 	}})
+	if f.flavor == Forgejo {
+		return res, nil // no capabilities either way
+	}
+	r.capabilities = slices.Clone(req.Msg.GetCapabilities())
 	res.Header().Set(headerCapabilities, f.capabilities)
 	return res, nil
 }
@@ -280,6 +298,9 @@ func (s *service) UpdateLog(_ context.Context, req *connect.Request[runnerv1.Upd
 	}
 	ack := int64(len(t.log))
 	res := &runnerv1.UpdateLogResponse{AckIndex: ack}
+	if f.flavor == Forgejo && len(m.GetRows()) == 0 {
+		return connect.NewResponse(res), nil // Forgejo ignores no_more without rows
+	}
 	if m.GetIndex() > ack {
 		return connect.NewResponse(res), nil // gap: the client must resend from ack
 	}

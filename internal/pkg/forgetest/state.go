@@ -346,6 +346,9 @@ func (f *Forge) QueueJob(j Job) int64 {
 	}
 	j.Secrets["GITHUB_TOKEN"] = t.token
 	j.Secrets["GITEA_TOKEN"] = t.token
+	if f.flavor == Forgejo {
+		j.Secrets["FORGEJO_TOKEN"] = t.token
+	}
 	j.Vars = maps.Clone(j.Vars)
 	j.Needs = maps.Clone(j.Needs)
 	ctx := f.defaultContext(jobKey)
@@ -367,6 +370,9 @@ func (f *Forge) QueueJob(j Job) int64 {
 		t.runtimeToken = runtimeToken(f.jwtKey, f.now(), t.id, t.runID, t.jobID)
 		ctx["gitea_runtime_token"] = t.runtimeToken
 	}
+	if f.flavor == Forgejo {
+		ctx["forgejo_runtime_token"] = ctx["gitea_runtime_token"]
+	}
 	s, err := toStruct(ctx)
 	if err != nil {
 		panic(fmt.Sprintf("forgetest: QueueJob: Job.Context cannot become a protobuf Struct (use strings, numbers, bools, maps and slices): %v", err))
@@ -387,6 +393,17 @@ func (f *Forge) QueueJob(j Job) int64 {
 }
 
 func (f *Forge) defaultContext(jobKey string) map[string]any {
+	ctx := f.giteaContext(jobKey)
+	if f.flavor == Forgejo {
+		ctx["forgejo_default_actions_url"] = ctx["gitea_default_actions_url"]
+		ctx["forgejo_server_version"] = ForgejoServerVersion
+		ctx["repository_id"] = "1"
+		ctx["ref_protected"] = false
+	}
+	return ctx
+}
+
+func (f *Forge) giteaContext(jobKey string) map[string]any {
 	u := f.URL()
 	return map[string]any{
 		"actor":                     "forgeload-tester",
