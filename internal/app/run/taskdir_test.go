@@ -146,3 +146,106 @@ jobs:
 	}
 	wantContains(t, "first step's log", strings.Join(stepLog(t, v, 0), "\n"), "files/step-0/env in the task directory")
 }
+
+// A runner of a registration makes its task directories in a directory of
+// its own, and RemoveStaleTaskDirs removes those a killed daemon left
+// there: none of another registration's, nothing a symlink in them points
+// at, nothing that is not a task directory.
+func TestRemoveStaleTaskDirs(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	host := newHostFiles(t)
+	h := newHarness(t)
+	r := h.runner(Options{WorkDir: work, ProcessOwner: "registration-1"})
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo "temp=$RUNNER_TEMP"
+`, Options{WorkDir: work, ProcessOwner: "registration-1"})
+	own := taskRoot(work, "registration-1")
+	wantContains(t, "log", logText(v), "temp="+own+string(filepath.Separator)+"task-")
+
+	other := taskRoot(work, "registration-2")
+	mk := func(p, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := filepath.Join(own, "task-7-123")
+	mk(filepath.Join(stale, "workspace", "secret.txt"), "s3cret")
+	mk(filepath.Join(stale, "files", "event.json"), "{}")
+	for target, link := range map[string]string{
+		host.envDir:  filepath.Join(stale, "workspace", "hostdir"),
+		host.file:    filepath.Join(stale, "temp", "step-1.sh"),
+		host.dir:     filepath.Join(own, "task-8-link"),
+		"../../../x": filepath.Join(stale, "files", "up"),
+	} {
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(stale, "files"), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	mk(filepath.Join(own, "notes"), "not a task directory")
+	mk(filepath.Join(other, "task-9-456", "workspace", "x"), "another runner's")
+
+	removed, err := r.RemoveStaleTaskDirs()
+	if err != nil {
+		t.Fatalf("RemoveStaleTaskDirs: %v", err)
+	}
+	want := []string{stale, filepath.Join(own, "task-8-link")}
+	if strings.Join(removed, ",") != strings.Join(want, ",") {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	ents, _ := os.ReadDir(own)
+	if len(ents) != 1 || ents[0].Name() != "notes" {
+		t.Errorf("left in the runner's directory: %v, want only notes", ents)
+	}
+	if _, err := os.Stat(filepath.Join(other, "task-9-456", "workspace", "x")); err != nil {
+		t.Errorf("another registration's task directory: %v, want it kept", err)
+	}
+	host.untouched(t, "")
+
+	// A runner with no owner (forgeload exec) removes nothing.
+	if removed, err := h.runner(Options{WorkDir: other}).RemoveStaleTaskDirs(); len(removed) != 0 || err != nil {
+		t.Errorf("RemoveStaleTaskDirs without an owner = %v, %v; want nothing", removed, err)
+	}
+}
+
+// A load step reads its config inside the workspace the daemon made, even
+// when an earlier step replaced the workspace with a symlink to the host.
+func TestLoadConfigReadInsideTaskDir(t *testing.T) {
+	t.Parallel()
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "api.yaml"), []byte("host_only_key: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	v := h.run(fmt.Sprintf(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: cd .. && mv workspace old && ln -s %s workspace
+      - uses: forgeload/load@v1
+        with:
+          config: api.yaml
+`, host), Options{})
+	log := logText(v)
+	if strings.Contains(log, "host_only_key") || v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v; the load step read the host's file, or did not fail:\n%s", v.Result, log)
+	}
+	wantContains(t, "load step's log", strings.Join(stepLog(t, v, 1), "\n"), "open workspace in the task directory")
+}

@@ -41,8 +41,19 @@ func (d *Dir) Close() error { return d.root.Close() }
 // Path is the directory's path, as given to OpenDir.
 func (d *Dir) Path() string { return d.root.Name() }
 
-// Root is the directory's [os.Root], for readers such as [ReadIn].
-func (d *Dir) Root() *os.Root { return d.root }
+// OpenRoot opens the directory at path as an [os.Root] of its own, for
+// readers such as [ReadIn]; the caller closes it.
+func (d *Dir) OpenRoot(path string) (*os.Root, error) {
+	rel, err := d.rel(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.root.OpenRoot(rel)
+	if err != nil {
+		return nil, d.confine("open", rel, err)
+	}
+	return r, nil
+}
 
 // rel turns path into a path relative to the directory, refusing one
 // outside it.

@@ -215,3 +215,21 @@ func TestDirOpenRealDir(t *testing.T) {
 		t.Fatalf("host directory: %v; want only the victim", ents)
 	}
 }
+
+// OpenRoot opens a directory inside, and refuses one behind a link out.
+func TestDirOpenRoot(t *testing.T) {
+	t.Parallel()
+	d, dir, host, _ := taskDir(t)
+	r, err := d.OpenRoot(filepath.Join(dir, "temp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Close()
+	symlink(t, host, filepath.Join(dir, "workspace"))
+	if r, err := d.OpenRoot(filepath.Join(dir, "workspace")); !errors.Is(err, ErrOutside) || !strings.Contains(err.Error(), "open workspace in the task directory") {
+		if r != nil {
+			_ = r.Close()
+		}
+		t.Fatalf("OpenRoot of a link out = %v; want ErrOutside naming workspace", err)
+	}
+}
