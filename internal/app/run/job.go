@@ -263,12 +263,12 @@ func (j *job) continueOnError(ec *workflow.Context, st workflow.Step, i int) boo
 
 // prepare makes the task directory and the job-wide env.
 func (j *job) prepare() error {
-	if err := os.MkdirAll(j.deps.workDir, 0o755); err != nil {
-		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.workDir, err)
+	if err := os.MkdirAll(j.deps.taskRoot, 0o700); err != nil {
+		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.taskRoot, err)
 	}
-	dir, err := os.MkdirTemp(j.deps.workDir, fmt.Sprintf("task-%d-", j.task.GetId()))
+	dir, err := os.MkdirTemp(j.deps.taskRoot, fmt.Sprintf("%s%d-", taskDirPrefix, j.task.GetId()))
 	if err != nil {
-		return fmt.Errorf("create task dir in %s: %w", j.deps.workDir, err)
+		return fmt.Errorf("create task dir in %s: %w", j.deps.taskRoot, err)
 	}
 	j.dir = dir
 	if j.td, err = jobfile.OpenDir(dir); err != nil {
