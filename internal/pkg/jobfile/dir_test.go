@@ -233,3 +233,31 @@ func TestDirOpenRoot(t *testing.T) {
 		t.Fatalf("OpenRoot of a link out = %v; want ErrOutside naming workspace", err)
 	}
 }
+
+// Whatever path a job makes the runner use, the runner creates, reads and
+// removes nothing outside the task directory; the links on the way lead
+// out absolutely, relatively, and back in.
+func FuzzDirStaysInside(f *testing.F) {
+	for _, s := range []string{"temp/x", "out/victim", "up/victim", "in/x", "../host/victim", "/etc/passwd", "temp/../out/y", "loop/x", ".", "temp/", "a/b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		d, dir, host, victim := taskDir(t)
+		symlink(t, host, filepath.Join(dir, "out"))
+		symlink(t, "../host", filepath.Join(dir, "up"))
+		symlink(t, "temp", filepath.Join(dir, "in"))
+		symlink(t, "loop", filepath.Join(dir, "loop"))
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		_ = d.CreateNew(p, []byte("x"), 0o644)
+		_, _ = d.ReadNoFollow(p, "GITHUB_ENV", 10)
+		_ = d.MkdirAll(p, 0o755)
+		_ = d.MkdirNew(p, 0o755)
+		if f, _, err := d.OpenRealDir(p); err == nil {
+			_ = f.Close()
+		}
+		_ = d.RemoveAll(p)
+		wantHost(t, host, victim)
+	})
+}
