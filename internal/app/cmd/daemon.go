@@ -302,6 +302,24 @@ func stopLeftovers(ctx context.Context, owner string, log *logrus.Entry) {
 	}
 }
 
+// removeStaleTaskDirs removes the task directories (workspaces, secrets
+// in them) that an earlier daemon of this registration left when it was
+// killed; like stopLeftovers, it runs before the first job and never
+// stops the daemon from starting.
+func removeStaleTaskDirs(runner *run.Runner, log *logrus.Entry) {
+	removed, err := runner.RemoveStaleTaskDirs()
+	if len(removed) > 0 {
+		names := strings.Join(removed[:min(len(removed), 10)], ", ")
+		if len(removed) > 10 {
+			names += fmt.Sprintf(" and %d more", len(removed)-10)
+		}
+		log.Warnf("removed %d task directories that an earlier run of this runner left (that daemon ended without removing them: kill -9, the OOM killer or a crash): %s", len(removed), names)
+	}
+	if err != nil {
+		log.WithError(err).Warn("could not remove every task directory an earlier run of this runner left; remove them by hand")
+	}
+}
+
 // taskRunner builds the task runner that polling hands jobs to: the target
 // policy, the jobs' env, the cluster link (and this runner's place in the
 // pool, running segments until ctx ends), and the outbox of kept final
@@ -379,6 +397,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		ServiceTimeout:   cfg.Container.ServiceTimeout,
 		ValidVolumes:     cfg.Container.ValidVolumes,
 	})
+	removeStaleTaskDirs(runner, log)
 	if link != nil {
 		// The pool ends with the first signal (abandoning its segments so
 		// they move at once) or in Shutdown.

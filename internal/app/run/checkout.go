@@ -113,10 +113,11 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	dest := j.ws
-	if c.path != "" {
-		dest = filepath.Join(j.ws, c.path)
+	dest, dir, err := j.checkoutDir(c.path)
+	if err != nil {
+		return fail("%v", err)
 	}
+	defer dir.Close()
 	if j.deps.localRepo != "" && c.repository == "" {
 		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
 		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
@@ -139,25 +140,31 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		sha = j.ctxString("sha")
 		ref = j.ctxString("ref")
 	}
-	if err := os.MkdirAll(dest, 0o755); err != nil {
-		return fail("create %s: %v", dest, err)
+	// A .git already there was written by the job (this task's directory
+	// is new): its config, hooks or a gitdir: link would make the daemon's
+	// git run the job's commands or write elsewhere. It is replaced.
+	if err := j.td.RemoveAll(filepath.Join(dest, ".git")); err != nil {
+		return fail("remove the .git an earlier step left in %s: %v", dest, err)
 	}
 	url := server + "/" + repo + ".git"
 	j.rep.Logf(i, "Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
 
-	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	// No hook or fsmonitor command of the repository runs: git runs as
+	// the daemon, on the host.
+	config := [][2]string{{"core.hooksPath", os.DevNull}, {"core.fsmonitor", "false"}}
 	if token != "" {
 		auth := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-		env = append(env,
-			"GIT_CONFIG_COUNT=1",
-			"GIT_CONFIG_KEY_0=http.extraheader",
-			"GIT_CONFIG_VALUE_0=AUTHORIZATION: basic "+auth,
-		)
+		config = append(config, [2]string{"http.extraheader", "AUTHORIZATION: basic " + auth})
 		j.rep.AddMask(auth)
 	}
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
+	for n, kv := range config {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, kv[1]))
+	}
+	cwd := dirPath(dir, dest)
 	git := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dest
+		cmd.Dir = cwd
 		cmd.Env = env
 		var out bytes.Buffer
 		cmd.Stdout = &out
@@ -178,16 +185,7 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 	if c.depth > 0 {
 		depthArgs = []string{"--depth=" + strconv.Itoa(c.depth)}
 	}
-	steps := [][]string{
-		{"init", "-q", "."},
-		{"remote", "add", "origin", url},
-	}
-	if c.clean {
-		if _, err := os.Stat(filepath.Join(dest, ".git")); err == nil {
-			steps = [][]string{{"remote", "set-url", "origin", url}}
-		}
-	}
-	for _, a := range steps {
+	for _, a := range [][]string{{"init", "-q", "."}, {"remote", "add", "origin", url}} {
 		if err := git(a...); err != nil {
 			return fail("%v", err)
 		}
@@ -221,6 +219,30 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		}
 	}
 	return runnerv1.Result_RESULT_SUCCESS
+}
+
+// checkoutDir makes the checkout's destination, the workspace or path
+// in it, inside the task directory, and opens it: it must be a real
+// directory reached through no symlink, so that the job cannot point the
+// daemon's git at a directory elsewhere on the host. It returns the
+// destination's path and the open directory, which the caller closes.
+func (j *job) checkoutDir(path string) (string, *os.File, error) {
+	dest := j.ws
+	if path != "" {
+		dest = filepath.Join(j.ws, path)
+	}
+	what := "the workspace"
+	if path != "" {
+		what = fmt.Sprintf("with.path %q", path)
+	}
+	if err := j.td.MkdirAll(dest, 0o755); err != nil {
+		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+	}
+	dir, real, err := j.td.OpenRealDir(dest)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+	}
+	return real, dir, nil
 }
 
 func firstNonEmptyStr(ss ...string) string {

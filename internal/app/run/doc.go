@@ -10,7 +10,10 @@
 // [Runner] as a read-only jobDeps fixed by [New]; it never reads the
 // runner's [Options]. What a job publishes beside its log (the load step's
 // report artifact and baseline, each step's job summary) goes through the
-// [Publisher] the daemon gives it; forgeload exec has none. The package owns the job's workspace, its env files
+// [Publisher] the daemon gives it; forgeload exec has none. The package
+// owns the job's task directory (workspace, temp, files), every file
+// operation in which goes through a [jobfile.Dir] so that what a job
+// plants there cannot lead the daemon out of it; its env files
 // (GITHUB_ENV, GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY), the
 // workflow commands in step output (::add-mask::, ::group::, ::error:: …),
 // job and step timeouts, cancel, and panic recovery: a panic fails its job

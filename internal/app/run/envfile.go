@@ -18,11 +18,13 @@ import (
 // summary is only not uploaded), and the daemon never reads more.
 const MaxStepFileBytes = 1 << 20
 
-// readStepFile reads a file a step wrote for the runner: it must be the
-// regular file the runner created (not replaced by a symlink, device or
-// pipe) and at most MaxStepFileBytes long. A missing file is empty.
-func readStepFile(path, name string) ([]byte, error) {
-	data, err := jobfile.ReadNoFollow(path, name, MaxStepFileBytes)
+// readStepFile reads a file a step wrote for the runner, inside the task
+// directory td: it must be the regular file the runner created (not
+// replaced by a symlink, device or pipe, nor reached through a directory
+// that leads out of td) and at most MaxStepFileBytes long. A missing file
+// is empty.
+func readStepFile(td *jobfile.Dir, path, name string) ([]byte, error) {
+	data, err := td.ReadNoFollow(path, name, MaxStepFileBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -35,8 +37,8 @@ func readStepFile(path, name string) ([]byte, error) {
 // parseEnvFile reads a GITHUB_ENV or GITHUB_OUTPUT file: lines of NAME=value,
 // or multi-line values written as NAME<<DELIMITER, the lines, then
 // DELIMITER alone on a line. A missing file is empty.
-func parseEnvFile(path, name string) (map[string]string, error) {
-	data, err := readStepFile(path, name)
+func parseEnvFile(td *jobfile.Dir, path, name string) (map[string]string, error) {
+	data, err := readStepFile(td, path, name)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +93,8 @@ func parseEnvData(name string, data []byte) (map[string]string, error) {
 
 // readPathFile reads GITHUB_PATH: one directory per line, later lines first
 // in PATH as on GitHub.
-func readPathFile(path string) ([]string, error) {
-	data, err := readStepFile(path, "GITHUB_PATH")
+func readPathFile(td *jobfile.Dir, path string) ([]string, error) {
+	data, err := readStepFile(td, path, "GITHUB_PATH")
 	if err != nil {
 		return nil, err
 	}

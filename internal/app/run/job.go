@@ -13,6 +13,7 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/jobfile"
 	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
@@ -27,8 +28,9 @@ type job struct {
 	parseErr error
 
 	github map[string]any
-	dir    string // task directory: workspace, temp, env files
-	ws     string // GITHUB_WORKSPACE
+	dir    string       // task directory: workspace, temp, env files
+	td     *jobfile.Dir // dir, opened before the job runs: every file operation in it goes through td
+	ws     string       // GITHUB_WORKSPACE
 	env    map[string]string
 	path   []string // GITHUB_PATH additions, newest first
 	steps  map[string]workflow.StepResult
@@ -261,25 +263,28 @@ func (j *job) continueOnError(ec *workflow.Context, st workflow.Step, i int) boo
 
 // prepare makes the task directory and the job-wide env.
 func (j *job) prepare() error {
-	if err := os.MkdirAll(j.deps.workDir, 0o755); err != nil {
-		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.workDir, err)
+	if err := os.MkdirAll(j.deps.taskRoot, 0o700); err != nil {
+		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.taskRoot, err)
 	}
-	dir, err := os.MkdirTemp(j.deps.workDir, fmt.Sprintf("task-%d-", j.task.GetId()))
+	dir, err := os.MkdirTemp(j.deps.taskRoot, fmt.Sprintf("%s%d-", taskDirPrefix, j.task.GetId()))
 	if err != nil {
-		return fmt.Errorf("create task dir in %s: %w", j.deps.workDir, err)
+		return fmt.Errorf("create task dir in %s: %w", j.deps.taskRoot, err)
 	}
 	j.dir = dir
+	if j.td, err = jobfile.OpenDir(dir); err != nil {
+		return err
+	}
 	j.ws = filepath.Join(dir, "workspace")
 	for _, d := range []string{j.ws, filepath.Join(dir, "temp"), filepath.Join(dir, "files")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+		if err := j.td.MkdirAll(d, 0o755); err != nil {
+			return err
 		}
 	}
 	j.github["workspace"] = j.ws
 	if ev, ok := j.github["event"]; ok {
 		data, _ := json.Marshal(ev)
 		p := filepath.Join(dir, "files", "event.json")
-		if err := os.WriteFile(p, data, 0o600); err != nil {
+		if err := j.td.CreateNew(p, data, 0o600); err != nil {
 			return fmt.Errorf("write event file: %w", err)
 		}
 		j.github["event_path"] = p
@@ -315,7 +320,11 @@ func sortedKeys(m map[string]string) []string {
 func (j *job) cleanup() {
 	j.killGroups()
 	j.stopContainers()
+	if j.td != nil {
+		_ = j.td.Close()
+	}
 	if j.dir != "" {
+		// os.RemoveAll follows no symlink the job left in the directory.
 		_ = os.RemoveAll(j.dir)
 	}
 }

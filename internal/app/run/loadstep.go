@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -76,8 +75,10 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	}
 	st := s.st
 	// Every file the step names (config, body_file) is read inside the
-	// workspace, bounded, and only if it is a regular file.
-	root, err := os.OpenRoot(j.ws)
+	// workspace, bounded, and only if it is a regular file. The workspace
+	// is opened through the task directory: an earlier step may have
+	// replaced it with a symlink.
+	root, err := j.td.OpenRoot(j.ws)
 	if err != nil {
 		return fail("open the workspace: %v", err)
 	}

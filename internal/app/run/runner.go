@@ -47,7 +47,9 @@ type Options struct {
 	Envs map[string]string
 	// WorkDir is where job workspaces are made, one directory per task,
 	// removed when the task ends. Default: <user cache dir>/forgeload/work
-	// (e.g. ~/.cache/forgeload/work), else <temp dir>/forgeload-work.
+	// (e.g. ~/.cache/forgeload/work), else <temp dir>/forgeload-work. With
+	// a ProcessOwner, the task directories are made in a directory of
+	// that registration's own in WorkDir (see [Runner.RemoveStaleTaskDirs]).
 	WorkDir string
 	// Timeout bounds one job (runner.timeout). Default 3h.
 	Timeout time.Duration
@@ -175,6 +177,7 @@ type jobDeps struct {
 	labels        []string  // the runner's labels, for docker:// runs-on
 	envs          map[string]string
 	workDir       string
+	taskRoot      string        // where task directories are made: taskRoot(workDir, processOwner)
 	timeout       time.Duration // runner.timeout, above timeout-minutes
 	capabilities  string        // the forge's, from Declare
 	cancelling    bool
@@ -240,6 +243,7 @@ func New(c Client, o Options) *Runner {
 		labels:       o.Labels,
 		envs:         o.Envs,
 		workDir:      o.WorkDir,
+		taskRoot:     taskRoot(o.WorkDir, o.ProcessOwner),
 		timeout:      o.Timeout,
 		capabilities: o.Capabilities,
 		cancelling:   o.Cancelling,

@@ -14,6 +14,7 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/jobfile"
 	"github.com/forgeload/forgeload/internal/pkg/leftover"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
@@ -53,9 +54,17 @@ type stepFiles struct {
 	env, output, path, summary string
 }
 
+// newStepFiles makes step i's env files, new and empty, in a new
+// directory files/step-i of the task directory: whatever an earlier step
+// left at these paths (in a job container, which mounts the task
+// directory, a symlink to a host path, say) is removed, never written
+// through.
 func (j *job) newStepFiles(i int) (stepFiles, error) {
+	if err := j.td.MkdirAll(filepath.Join(j.dir, "files"), 0o755); err != nil {
+		return stepFiles{}, err
+	}
 	base := filepath.Join(j.dir, "files", fmt.Sprintf("step-%d", i))
-	if err := os.MkdirAll(base, 0o755); err != nil {
+	if err := j.td.MkdirNew(base, 0o755); err != nil {
 		return stepFiles{}, err
 	}
 	f := stepFiles{
@@ -65,27 +74,28 @@ func (j *job) newStepFiles(i int) (stepFiles, error) {
 		summary: filepath.Join(base, "summary.md"),
 	}
 	for _, p := range []string{f.env, f.output, f.path, f.summary} {
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
+		if err := j.td.CreateNew(p, nil, 0o644); err != nil {
 			return stepFiles{}, err
 		}
 	}
 	return f, nil
 }
 
-// collect reads back what the step wrote to its env files.
+// collect reads back what the step wrote to its env files, inside the
+// task directory.
 func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
-	env, err := parseEnvFile(f.env, "GITHUB_ENV")
+	env, err := parseEnvFile(j.td, f.env, "GITHUB_ENV")
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range env {
 		j.env[k] = v
 	}
-	out, err := parseEnvFile(f.output, "GITHUB_OUTPUT")
+	out, err := parseEnvFile(j.td, f.output, "GITHUB_OUTPUT")
 	if err != nil {
 		return nil, err
 	}
-	dirs, err := readPathFile(f.path)
+	dirs, err := readPathFile(j.td, f.path)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +104,7 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 	}
 	// A summary the runner cannot take is not uploaded, as on GitHub; the
 	// step's result does not depend on it.
-	if md, err := readStepFile(f.summary, "GITHUB_STEP_SUMMARY"); err != nil {
+	if md, err := readStepFile(j.td, f.summary, "GITHUB_STEP_SUMMARY"); err != nil {
 		j.rep.Logf(i, "::warning::job summary not uploaded: %v", err)
 	} else if len(md) > 0 {
 		j.uploadSummary(i, md)
@@ -266,22 +276,22 @@ func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, ma
 	}
 	files, err := j.newStepFiles(i)
 	if err != nil {
-		return fail("create env files: %v", err)
+		return fail("create env files: %v%s", err, leaveHint(err))
 	}
 	ext := ".sh"
 	if s.shell == "python" {
 		ext = ".py"
 	}
 	scriptPath := filepath.Join(j.dir, "temp", fmt.Sprintf("step-%d%s", i, ext))
-	if err := os.WriteFile(scriptPath, []byte(s.script+"\n"), 0o700); err != nil {
-		return fail("write script: %v", err)
+	if err := j.td.CreateNew(scriptPath, []byte(s.script+"\n"), 0o700); err != nil {
+		return fail("write script: %v%s", err, leaveHint(err))
 	}
 	argv, err := shellCommand(s.shell, scriptPath)
 	if err != nil {
 		return fail("%v", err)
 	}
 	env := j.stepEnv(s.env, files)
-	if fi, err := os.Stat(s.dir); err != nil || !fi.IsDir() {
+	if !j.isDir(s.dir) {
 		return fail("working-directory %s does not exist; create it in an earlier step or fix the path", s.dir)
 	}
 	j.rep.Logf(i, "%s", shellEcho(argv[0], s.script))
@@ -324,6 +334,26 @@ func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, ma
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
 	return runnerv1.Result_RESULT_SUCCESS, sink.outputs
+}
+
+// leaveHint is the fix for a step that made the runner's own files lead
+// out of the task directory.
+func leaveHint(err error) string {
+	if errors.Is(err, jobfile.ErrOutside) {
+		return "; a step must leave temp/ and files/ of the task directory, and what is in them, to the runner"
+	}
+	return ""
+}
+
+// isDir reports whether dir is a directory; inside the task directory it
+// is looked up there, through no symlink that leads out.
+func (j *job) isDir(dir string) bool {
+	stat := os.Stat
+	if _, err := jobfile.Rel(j.dir, dir); err == nil {
+		stat = j.td.Stat
+	}
+	fi, err := stat(dir)
+	return err == nil && fi.IsDir()
 }
 
 // shellEcho is the first row of a run: step: the shell and the script's

@@ -17,31 +17,16 @@ var ErrTooLarge = errors.New("file too large")
 // ErrNotRegular is wrapped by errors for files that are not regular files.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrNotDir is wrapped by errors for paths that must be a real directory,
+// reached through no symlink, and are not.
+var ErrNotDir = errors.New("not a real directory")
+
 // ErrOutside is wrapped by errors for paths outside the confining directory.
-var ErrOutside = errors.New("path outside the workspace")
+var ErrOutside = errors.New("path outside the job's directory")
 
 // openFlags open without blocking on a FIFO; reads of a regular file are
 // unaffected by O_NONBLOCK.
 const openFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-
-// ReadNoFollow reads the file at path, which must itself be a regular file
-// (not a symlink, device, FIFO or directory) of at most limit bytes. name
-// is the file's name in errors (e.g. "GITHUB_OUTPUT"). A missing file is
-// reported with an error that satisfies errors.Is(err, fs.ErrNotExist).
-func ReadNoFollow(path, name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, openFlags|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symlink, which this file must not be: %w; write to the file itself", name, ErrNotRegular)
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("open %s: %w", name, err)
-	}
-	defer f.Close()
-	return read(f, name, limit)
-}
 
 // Read reads the file at path, following symlinks: a regular file of at
 // most limit bytes. name is the file's name in errors.

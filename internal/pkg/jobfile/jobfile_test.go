@@ -2,56 +2,11 @@ package jobfile
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
-
-func TestReadNoFollow(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	ok := filepath.Join(dir, "out")
-	if err := os.WriteFile(ok, []byte("a=1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, make([]byte, 2048), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink("/dev/zero", link); err != nil {
-		t.Fatal(err)
-	}
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := ReadNoFollow(ok, "GITHUB_OUTPUT", 1024); err != nil || string(got) != "a=1\n" {
-		t.Fatalf("regular file: got %q, %v", got, err)
-	}
-	for _, tt := range []struct {
-		path string
-		want error
-		msg  string
-	}{
-		{big, ErrTooLarge, "GITHUB_OUTPUT is 2 KiB, more than the 1 KiB limit"},
-		{link, ErrNotRegular, "GITHUB_OUTPUT is a symlink"},
-		{fifo, ErrNotRegular, "GITHUB_OUTPUT is a named pipe"}, // and it does not block
-		{"/dev/zero", ErrNotRegular, "GITHUB_OUTPUT is a device"},
-		{dir, ErrNotRegular, "GITHUB_OUTPUT is a directory"},
-	} {
-		_, err := ReadNoFollow(tt.path, "GITHUB_OUTPUT", 1024)
-		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
-			t.Errorf("ReadNoFollow(%s) = %v, want %v with %q", tt.path, err, tt.want, tt.msg)
-		}
-	}
-	if _, err := ReadNoFollow(filepath.Join(dir, "missing"), "x", 10); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
-	}
-}
 
 func TestReadInConfines(t *testing.T) {
 	t.Parallel()
