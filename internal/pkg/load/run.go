@@ -98,6 +98,9 @@ func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late la
 	}
 	rec.mu.Lock()
 	r := &rec.eps[ep]
+	if r.hist == nil {
+		r.hist = NewHistogram() // once per endpoint and shard; see maxRecorderHists
+	}
 	r.hist.Record(lat)
 	c := &r.c
 	c.requests++
@@ -174,17 +177,22 @@ func newEngine(o *Options) *engine {
 		n = int(o.Total) // more workers than requests would never work
 	}
 	e.n = n
-	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0))
+	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0), max(maxRecorderHists/len(e.names), 1))
 	e.recs = make([]*recorder, shards)
 	for i := range e.recs {
-		r := &recorder{eps: make([]epRecorder, len(e.names))}
-		for j := range r.eps {
-			r.eps[j].hist = NewHistogram()
-		}
-		e.recs[i] = r
+		e.recs[i] = &recorder{eps: make([]epRecorder, len(e.names))}
 	}
 	return e
 }
+
+// maxRecorderHists bounds the latency histograms of the recorder shards
+// (about 140 KB each): a run with many endpoints gets fewer shards, since
+// its requests spread over as many per-endpoint histograms anyway. Each
+// is made on its endpoint's first request in its shard, and a snapshot
+// makes one only for an endpoint that had requests in its second, so a
+// run's memory follows the endpoints it uses, up to about 0.5 MB each
+// (shards, the second's snapshot and the result).
+const maxRecorderHists = 1024
 
 // newWorker returns worker i, with its recorder shard and a stopped timer.
 func (e *engine) newWorker(i int64) *worker {
@@ -729,7 +737,6 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 	eps := make([]rawCounters, len(e.names))
 	for j := range s.Endpoints {
 		s.Endpoints[j].Name = e.names[j]
-		s.Endpoints[j].Latency = NewHistogram()
 	}
 	s.InFlight = int(e.inFlight.Load())
 	for _, rec := range e.recs {
@@ -738,6 +745,9 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 			r := &rec.eps[j]
 			if r.c.requests == 0 {
 				continue
+			}
+			if s.Endpoints[j].Latency == nil {
+				s.Endpoints[j].Latency = NewHistogram()
 			}
 			s.Endpoints[j].Latency.Merge(r.hist)
 			r.hist.Reset()

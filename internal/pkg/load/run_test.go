@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -719,4 +720,41 @@ func TestRunBoundsWaitForStubbornRequests(t *testing.T) {
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 	})
+}
+
+// TestRecorderMemoryFollowsEndpoints: a run's recorder shards hold at most
+// maxRecorderHists latency histograms (about 140 KB each) whatever its
+// endpoints and concurrency, and none before an endpoint's first request.
+// Before, every shard held one per endpoint from the start: 10,000
+// endpoints took the daemon out of memory.
+func TestRecorderMemoryFollowsEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 10, 1000, 10_000} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprint("e", i)
+		}
+		e := newEngine(&Options{Requester: &countingRequester{}, Endpoints: names, Concurrency: 10_000})
+		if slots := len(e.recs) * n; slots > max(maxRecorderHists, n) {
+			t.Errorf("%d endpoints: %d shards hold %d histogram slots, want at most %d", n, len(e.recs), slots, max(maxRecorderHists, n))
+		}
+		for _, r := range e.recs {
+			for j := range r.eps {
+				if r.eps[j].hist != nil {
+					t.Fatalf("%d endpoints: a histogram exists before any request", n)
+				}
+			}
+		}
+		w := e.newWorker(0)
+		w.record(n-1, time.Millisecond, &Sample{Endpoint: n - 1}, nil, onTime)
+		s := e.snapshot(0, new(int64))
+		for j, ep := range s.Endpoints {
+			if (ep.Latency != nil) != (j == n-1) {
+				t.Fatalf("%d endpoints: snapshot endpoint %d has histogram %v, want one only for the endpoint that had a request", n, j, ep.Latency != nil)
+			}
+		}
+		if s.Requests != 1 || s.Latency.Count() != 1 {
+			t.Errorf("%d endpoints: snapshot has %d requests, %d samples, want 1", n, s.Requests, s.Latency.Count())
+		}
+	}
 }
