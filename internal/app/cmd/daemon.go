@@ -367,7 +367,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		}
 	}()
 
-	limits := build.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration}
+	limits := loadLimits(cfg.Load)
 	runner := run.New(d.cl, run.Options{
 		Name:             d.reg.Name,
 		Version:          ver.Version(),
@@ -591,4 +591,10 @@ func jobEnvs(cfg *config.Config) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// loadLimits are the load section's job limits, for the engine.
+func loadLimits(l config.LoadLimits) build.Limits {
+	return build.Limits{MaxRate: l.MaxRate, MaxConcurrency: l.MaxConcurrency, MaxDuration: l.MaxDuration,
+		MaxGracefulShutdown: l.MaxGracefulShutdown, MaxEndpoints: l.MaxEndpoints}
 }

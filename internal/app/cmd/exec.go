@@ -25,7 +25,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/demo"
-	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -275,7 +274,7 @@ func (l *localRun) runnerOptions() run.Options {
 		Timeout:          cfg.Runner.Timeout,
 		ReportInterval:   cfg.Runner.ReportInterval,
 		Policy:           l.pol,
-		Limits:           build.Limits{MaxRate: cfg.Load.MaxRate, MaxConcurrency: cfg.Load.MaxConcurrency, MaxDuration: cfg.Load.MaxDuration},
+		Limits:           loadLimits(cfg.Load),
 		ProgressInterval: cfg.Load.ProgressInterval,
 		LocalRepo:        l.cwd,
 		Logger:           l.log,

@@ -201,7 +201,7 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 	stopSampling := j.sampleServices(ctx, sut)
 	settings := loadrun.CoordSettings{
 		Cluster:          j.deps.load.cluster,
-		MaxDuration:      j.deps.load.limits.MaxDuration,
+		Limits:           j.deps.load.limits,
 		ProgressInterval: j.deps.load.progressInterval,
 		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
 		Resources:        sut,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,15 @@ import (
 
 // DefaultTimeout is the per-RPC timeout used when Options.Timeout is 0.
 const DefaultTimeout = 60 * time.Second
+
+// DefaultMaxResponseBytes bounds every forge answer the client reads
+// (64 MiB), compressed or not, unless Options.MaxResponseBytes says
+// otherwise. A FetchTask answer carries one job's workflow, its
+// event payload, secrets and variables: Gitea's are kilobytes to a few
+// megabytes. A larger answer fails its call with an error saying so
+// (code resource_exhausted), so a misconfigured or hostile endpoint cannot
+// make the daemon hold gigabytes.
+const DefaultMaxResponseBytes = 64 << 20
 
 // DefaultPingInterval is the wait between attempts of [Client.PingUntil]
 // when its interval is 0 or less.
@@ -58,6 +68,9 @@ type Options struct {
 	// Version is sent as User-Agent: forgeload/<Version>; empty sends
 	// "forgeload".
 	Version string
+	// MaxResponseBytes bounds each forge answer read. 0 means
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int
 }
 
 // Client talks to one forge. It is safe for concurrent use. Its RPC
@@ -109,6 +122,10 @@ func New(o Options) (*Client, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
+	maxBytes := o.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
 	ua := "forgeload"
 	if o.Version != "" {
 		ua += "/" + o.Version
@@ -129,7 +146,8 @@ func New(o Options) (*Client, error) {
 		},
 	}
 	c := &Client{address: addr, redacted: redact.URL(addr), hc: &http.Client{Transport: tr}, userAgent: ua, timeout: timeout}
-	opts := connect.WithInterceptors(interceptor(ua, o.UUID, o.Token, timeout, c.redacted))
+	opts := connect.WithClientOptions(connect.WithInterceptors(interceptor(ua, o.UUID, o.Token, timeout, c.redacted, maxBytes)),
+		connect.WithReadMaxBytes(maxBytes))
 	c.runner = runnerv1connect.NewRunnerServiceClient(c.hc, addr+apiPath, opts)
 	c.ping = pingv1connect.NewPingServiceClient(c.hc, addr+apiPath, opts)
 	return c, nil
@@ -137,7 +155,7 @@ func New(o Options) (*Client, error) {
 
 // interceptor sets the headers and the per-RPC timeout, and wraps errors
 // with the method and address. The token is never put in an error.
-func interceptor(ua, uuid, token string, timeout time.Duration, addr string) connect.UnaryInterceptorFunc {
+func interceptor(ua, uuid, token string, timeout time.Duration, addr string, maxBytes int) connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			proc := req.Spec().Procedure
@@ -150,11 +168,30 @@ func interceptor(ua, uuid, token string, timeout time.Duration, addr string) con
 			defer cancel()
 			res, err := next(ctx, req)
 			if err != nil {
-				return nil, fmt.Errorf("forge %s at %s: %w", proc[strings.LastIndexByte(proc, '/')+1:], addr, err)
+				method := proc[strings.LastIndexByte(proc, '/')+1:]
+				if tooLarge(err) {
+					return nil, fmt.Errorf("forge %s at %s: the answer is larger than the %s this runner reads from a forge: check that the runner's address is the forge's own (not a proxy or another service); %w",
+						method, addr, sizeText(maxBytes), err)
+				}
+				return nil, fmt.Errorf("forge %s at %s: %w", method, addr, err)
 			}
 			return res, nil
 		}
 	}
+}
+
+// sizeText is n bytes in MiB, or in bytes below 1 MiB.
+func sizeText(n int) string {
+	if n >= 1<<20 {
+		return strconv.Itoa(n>>20) + " MiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// tooLarge reports whether err is connect's refusal of an answer above
+// the read limit (rather than a forge's own resource_exhausted).
+func tooLarge(err error) bool {
+	return connect.CodeOf(err) == connect.CodeResourceExhausted && strings.Contains(err.Error(), "larger than configured max")
 }
 
 // Address returns the forge instance URL without the trailing "/".

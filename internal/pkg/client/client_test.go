@@ -386,3 +386,27 @@ func TestTLSInsecure(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedAnswerFailsCleanly: a forge answer above the read limit
+// (DefaultMaxResponseBytes, 1 MiB here to keep the test light) fails its
+// call with an error naming the limit (before, a 1 GiB FetchTask answer
+// took 3.7 GB of the daemon's memory), and the next call works.
+func TestOversizedAnswerFailsCleanly(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t)
+	uuid, token := f.AddRunner("r", []string{"forgeload"})
+	c := mustNew(t, client.Options{Address: f.URL(), UUID: uuid, Token: token, MaxResponseBytes: 1 << 20})
+	f.SetFault("FetchTask", forgetest.Fault{Pad: 1 << 20, Count: 1})
+	_, err := c.FetchTask(t.Context(), connect.NewRequest(&runnerv1.FetchTaskRequest{}))
+	if err == nil || connect.CodeOf(err) != connect.CodeResourceExhausted || !strings.Contains(err.Error(), "larger than the 1 MiB this runner reads from a forge") {
+		t.Fatalf("FetchTask of an oversized answer = %v, want resource_exhausted naming the 1 MiB limit", err)
+	}
+	if !client.Retryable(err) {
+		t.Errorf("Retryable(%v) = false, want true: the poller backs off and polls again", err)
+	}
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}})
+	res, err := c.FetchTask(t.Context(), connect.NewRequest(&runnerv1.FetchTaskRequest{}))
+	if err != nil || res.Msg.Task.GetId() != id {
+		t.Fatalf("FetchTask after the oversized answer = %v, %v; want task %d", res, err, id)
+	}
+}

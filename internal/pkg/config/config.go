@@ -103,6 +103,16 @@ type LoadLimits struct {
 	// MaxDuration is the longest load phase a job may ask for. Default 1h;
 	// 0 means unlimited (the job still ends at runner.timeout).
 	MaxDuration time.Duration `yaml:"max_duration"`
+	// MaxGracefulShutdown is the longest graceful_shutdown (how long
+	// requests in flight may run on after the plan's end) a job may ask
+	// for. Default 30s; 0 means unlimited. Whatever it says, a cancel, a
+	// second signal or the end of max_duration stops a load step within
+	// about 2 s.
+	MaxGracefulShutdown time.Duration `yaml:"max_graceful_shutdown"`
+	// MaxEndpoints is the most endpoints (endpoints and HAR entries
+	// together) a load step may have: the engine keeps latency histograms
+	// for each. Default 1000; 0 means unlimited.
+	MaxEndpoints int `yaml:"max_endpoints"`
 	// ProgressInterval is how often a load step logs a progress line.
 	// Default 5s; must be above 0.
 	ProgressInterval time.Duration `yaml:"progress_interval"`
@@ -161,28 +171,30 @@ type Container struct {
 
 // Defaults, exported so that documentation and callers can name them.
 const (
-	DefaultLogLevel           = "info"
-	DefaultLogFormat          = "text"
-	DefaultRunnerFile         = ".runner"
-	DefaultCapacity           = 1
-	DefaultLabel              = "forgeload"
-	DefaultEnvFile            = ".env"
-	DefaultTimeout            = 3 * time.Hour
-	DefaultShutdownTimeout    = 30 * time.Minute
-	DefaultFetchTimeout       = 5 * time.Second
-	DefaultFetchInterval      = 2 * time.Second
-	DefaultFetchIntervalMax   = 5 * time.Second
-	DefaultReportInterval     = time.Second
-	DefaultFinalReportTimeout = 30 * time.Second
-	DefaultMaxRate            = 5000
-	DefaultMaxConcurrency     = 1000
-	DefaultMaxDuration        = time.Hour
-	DefaultProgressInterval   = 5 * time.Second
-	DefaultMetricsAddr        = "127.0.0.1:9101"
-	DefaultReadinessGrace     = 30 * time.Second
-	DefaultClusterMaxSegment  = 1
-	DefaultPullPolicy         = "missing"
-	DefaultServiceTimeout     = 5 * time.Minute
+	DefaultLogLevel            = "info"
+	DefaultLogFormat           = "text"
+	DefaultRunnerFile          = ".runner"
+	DefaultCapacity            = 1
+	DefaultLabel               = "forgeload"
+	DefaultEnvFile             = ".env"
+	DefaultTimeout             = 3 * time.Hour
+	DefaultShutdownTimeout     = 30 * time.Minute
+	DefaultFetchTimeout        = 5 * time.Second
+	DefaultFetchInterval       = 2 * time.Second
+	DefaultFetchIntervalMax    = 5 * time.Second
+	DefaultReportInterval      = time.Second
+	DefaultFinalReportTimeout  = 30 * time.Second
+	DefaultMaxRate             = 5000
+	DefaultMaxConcurrency      = 1000
+	DefaultMaxDuration         = time.Hour
+	DefaultMaxGracefulShutdown = 30 * time.Second
+	DefaultMaxEndpoints        = 1000
+	DefaultProgressInterval    = 5 * time.Second
+	DefaultMetricsAddr         = "127.0.0.1:9101"
+	DefaultReadinessGrace      = 30 * time.Second
+	DefaultClusterMaxSegment   = 1
+	DefaultPullPolicy          = "missing"
+	DefaultServiceTimeout      = 5 * time.Minute
 
 	// MaxRequestTimeout bounds every forge request, and so runner.fetch_timeout.
 	MaxRequestTimeout = 60 * time.Second
@@ -223,12 +235,14 @@ func Default() *Config {
 			FinalReportTimeout: DefaultFinalReportTimeout,
 		},
 		Load: LoadLimits{
-			AllowTargets:     []string{},
-			DenyTargets:      []string{},
-			MaxRate:          DefaultMaxRate,
-			MaxConcurrency:   DefaultMaxConcurrency,
-			MaxDuration:      DefaultMaxDuration,
-			ProgressInterval: DefaultProgressInterval,
+			AllowTargets:        []string{},
+			DenyTargets:         []string{},
+			MaxRate:             DefaultMaxRate,
+			MaxConcurrency:      DefaultMaxConcurrency,
+			MaxDuration:         DefaultMaxDuration,
+			MaxGracefulShutdown: DefaultMaxGracefulShutdown,
+			MaxEndpoints:        DefaultMaxEndpoints,
+			ProgressInterval:    DefaultProgressInterval,
 		},
 		Metrics: Metrics{
 			Addr:           DefaultMetricsAddr,

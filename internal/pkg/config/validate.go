@@ -55,6 +55,7 @@ func defaultDurations() map[string]time.Duration {
 		"runner.report_interval":      DefaultReportInterval,
 		"runner.final_report_timeout": DefaultFinalReportTimeout,
 		"load.max_duration":           DefaultMaxDuration,
+		"load.max_graceful_shutdown":  DefaultMaxGracefulShutdown,
 		"load.progress_interval":      DefaultProgressInterval,
 		"metrics.readiness_grace":     DefaultReadinessGrace,
 		"container.service_timeout":   DefaultServiceTimeout,
@@ -156,6 +157,10 @@ func (p *parser) validate(c *Config) error {
 		p.bad("load.max_concurrency", "%d is negative (want 0 for unlimited, or e.g. %d)", l.MaxConcurrency, DefaultMaxConcurrency)
 	}
 	p.nonNegative("load.max_duration", l.MaxDuration)
+	p.nonNegative("load.max_graceful_shutdown", l.MaxGracefulShutdown)
+	if l.MaxEndpoints < 0 {
+		p.bad("load.max_endpoints", "%d is negative (want 0 for unlimited, or e.g. %d)", l.MaxEndpoints, DefaultMaxEndpoints)
+	}
 	p.positive("load.progress_interval", l.ProgressInterval)
 
 	m := &c.Metrics

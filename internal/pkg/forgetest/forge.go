@@ -16,6 +16,8 @@ import (
 	"connectrpc.com/connect"
 	"gitea.dev/actions-proto-go/ping/v1/pingv1connect"
 	"gitea.dev/actions-proto-go/runner/v1/runnerv1connect"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // DefaultCapabilities is the X-Gitea-Actions-Capabilities value a Forge
@@ -56,6 +58,11 @@ type Fault struct {
 	// Count is how many calls the fault applies to; 0 means every call
 	// until it is cleared.
 	Count int
+	// Pad, if positive, adds Pad bytes to a successful answer, in a field
+	// the runner protocol does not define (which a client must read and
+	// skip): an oversized answer such as a misconfigured or hostile
+	// endpoint could send. Gitea sends none.
+	Pad int
 }
 
 // Forge is a fake Gitea 1.27 Actions server on 127.0.0.1. Create it with
@@ -436,7 +443,11 @@ func (f *Forge) interceptor() connect.UnaryInterceptorFunc {
 			if fl.Code != 0 {
 				return nil, connect.NewError(fl.Code, errors.New("injected fault"))
 			}
-			return next(ctx, req)
+			res, err := next(ctx, req)
+			if err == nil && fl.Pad > 0 {
+				pad(res, fl.Pad)
+			}
+			return res, err
 		}
 	}
 }
@@ -448,4 +459,19 @@ func methodName(procedure string) string {
 		}
 	}
 	return procedure
+}
+
+// padField is the field number of [Fault.Pad]'s padding, one the runner
+// protocol does not define.
+const padField = 99_999
+
+// pad adds n bytes to res's message as an unknown field.
+func pad(res connect.AnyResponse, n int) {
+	m, ok := res.Any().(proto.Message)
+	if !ok {
+		return
+	}
+	r := m.ProtoReflect()
+	b := protowire.AppendTag(r.GetUnknown(), padField, protowire.BytesType)
+	r.SetUnknown(protowire.AppendBytes(b, make([]byte, n)))
 }

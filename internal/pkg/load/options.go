@@ -28,6 +28,11 @@ const (
 	// are cancelled at most this long after the stop, so an interrupted run
 	// returns within a second whatever its config.
 	MaxInterruptGrace = 500 * time.Millisecond
+	// MaxCancelWait bounds how long Run waits for in-flight requests
+	// after cancelling their context. The drivers return at once; the
+	// bound keeps a requester that ignores its context from holding a
+	// stopped run.
+	MaxCancelWait = time.Second
 	// DefaultProgressInterval is how often Options.Progress is called.
 	DefaultProgressInterval = 5 * time.Second
 	// MaxUsers is the most closed-model users (concurrency or vus, capped
@@ -144,6 +149,11 @@ type Options struct {
 	// A run stopped by its context gets at most MaxInterruptGrace.
 	// Default DefaultGrace; negative cancels at once.
 	Grace time.Duration
+	// Deadline, if positive, is the plan time (from plan time 0, like
+	// Duration) at which the run stops and its in-flight requests are
+	// cancelled, whatever Duration and Grace say: the runner admin's hard
+	// bound on how long a run lasts. 0 means none.
+	Deadline time.Duration
 
 	// Progress, if set, is called every ProgressInterval from the
 	// collector goroutine (never on the request path).
@@ -225,6 +235,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ProgressInterval < 0 {
 		bad("load options: progress interval %s is negative", o.ProgressInterval)
+	}
+	if o.Deadline < 0 {
+		bad("load options: deadline %s is negative: use a positive plan time or 0 for none", o.Deadline)
 	}
 	return errors.Join(errs...)
 }

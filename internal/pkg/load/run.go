@@ -30,13 +30,19 @@ type Progress struct {
 }
 
 // Run executes the plan in o and returns its result. It blocks until the plan
-// ends (Duration, Total, the last stage) or ctx is done. Stopping is
-// two-phase: first no new arrivals or iterations start, then in-flight
-// requests get the grace period, then their context is cancelled. A run
-// stopped by ctx returns its partial result with Interrupted set and a nil
-// error; the error is non-nil for invalid options, and for a panic in the
-// requester or a callback, which stops the run (see [Panic]). All
-// goroutines Run starts have ended when it returns.
+// ends (Duration, Total, the last stage, Deadline) or ctx is done. Stopping
+// is two-phase: first no new arrivals or iterations start, then in-flight
+// requests get the grace period, then their context is cancelled. Once ctx
+// is done, whether before or after the plan's end, in-flight requests are
+// cancelled within MaxInterruptGrace, and Run waits at most MaxCancelWait
+// more for them, so it returns within about 1.5 s of a cancel whatever the
+// grace period and the requester's own timeouts. A run stopped by ctx
+// returns its partial result with Interrupted set and a nil error; the
+// error is non-nil for invalid options, and for a panic in the requester
+// or a callback, which stops the run (see [Panic]). All goroutines Run
+// starts have ended when it returns, except the worker of a request whose
+// requester ignored its cancelled context for longer than MaxCancelWait:
+// that one ends when the call returns.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -92,6 +98,9 @@ func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late la
 	}
 	rec.mu.Lock()
 	r := &rec.eps[ep]
+	if r.hist == nil {
+		r.hist = NewHistogram() // once per endpoint and shard; see maxRecorderHists
+	}
 	r.hist.Record(lat)
 	c := &r.c
 	c.requests++
@@ -133,9 +142,10 @@ type engine struct {
 	vuMu      sync.Mutex
 	vuChanged chan struct{}
 
-	stop   chan struct{}
-	stopAt atomic.Int64 // unix nanos at which stop was closed
-	reqCtx context.Context
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopAt   atomic.Int64 // unix nanos at which stop was closed
+	reqCtx   context.Context
 	// finalAt is the plan time at which the run is deemed to end; the
 	// final progress window runs to it. Written before collDone closes.
 	finalAt time.Duration
@@ -167,17 +177,22 @@ func newEngine(o *Options) *engine {
 		n = int(o.Total) // more workers than requests would never work
 	}
 	e.n = n
-	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0))
+	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0), max(maxRecorderHists/len(e.names), 1))
 	e.recs = make([]*recorder, shards)
 	for i := range e.recs {
-		r := &recorder{eps: make([]epRecorder, len(e.names))}
-		for j := range r.eps {
-			r.eps[j].hist = NewHistogram()
-		}
-		e.recs[i] = r
+		e.recs[i] = &recorder{eps: make([]epRecorder, len(e.names))}
 	}
 	return e
 }
+
+// maxRecorderHists bounds the latency histograms of the recorder shards
+// (about 140 KB each): a run with many endpoints gets fewer shards, since
+// its requests spread over as many per-endpoint histograms anyway. Each
+// is made on its endpoint's first request in its shard, and a snapshot
+// makes one only for an endpoint that had requests in its second, so a
+// run's memory follows the endpoints it uses, up to about 0.5 MB each
+// (shards, the second's snapshot and the result).
+const maxRecorderHists = 1024
 
 // newWorker returns worker i, with its recorder shard and a stopped timer.
 func (e *engine) newWorker(i int64) *worker {
@@ -276,7 +291,7 @@ func (e *engine) run(ctx context.Context) *Result {
 	collDone := make(chan struct{})
 	wg.Go(func() { e.collect(res, collDone) })
 
-	var endC <-chan time.Time
+	var endC, deadC <-chan time.Time
 	planEnd, hasEnd := o.Duration, o.Duration > 0
 	if o.open() {
 		planEnd, hasEnd = e.sched.End()
@@ -285,6 +300,11 @@ func (e *engine) run(ctx context.Context) *Result {
 		t := time.NewTimer(time.Until(e.base.Add(planEnd)))
 		defer t.Stop()
 		endC = t.C
+	}
+	if o.Deadline > 0 {
+		t := time.NewTimer(time.Until(e.base.Add(o.Deadline)))
+		defer t.Stop()
+		deadC = t.C
 	}
 	stopped, byEnd := false, false
 	select {
@@ -297,6 +317,7 @@ func (e *engine) run(ctx context.Context) *Result {
 				byEnd = true
 			case <-ctx.Done():
 				res.Interrupted = true
+			case <-deadC:
 			}
 		}
 	case <-ctx.Done():
@@ -304,6 +325,8 @@ func (e *engine) run(ctx context.Context) *Result {
 		stopped = true
 	case <-endC:
 		stopped, byEnd = true, true
+	case <-deadC:
+		stopped = true
 	}
 	stopAt := time.Now()
 	// An open plan that reached its end stops by itself: its schedule has
@@ -314,23 +337,10 @@ func (e *engine) run(ctx context.Context) *Result {
 		e.closeStop()
 	}
 	if stopped {
-		g := o.grace()
-		if res.Interrupted {
-			g = min(g, MaxInterruptGrace)
-		}
-		if g > 0 {
-			t := time.NewTimer(g)
-			select {
-			case <-allDone:
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		if drain {
-			e.closeStop()
-		}
+		e.drain(ctx, res, allDone)
+		e.closeStop()
 		cancelReq()
-		<-allDone
+		e.awaitCancelled(allDone)
 	} else if drain {
 		e.closeStop()
 	}
@@ -371,6 +381,66 @@ func (e *engine) run(ctx context.Context) *Result {
 	res.SUT = o.Resources.Summaries()
 	res.Finish()
 	return res
+}
+
+// drain waits, once arrivals have stopped (or, for an open plan that
+// reached its end, while the arrivals due before the end are still sent),
+// for the requests in flight to end: for at most the grace period, at most
+// MaxInterruptGrace once ctx is done (a cancel during the drain cuts it
+// short: nothing more is sent and res is marked interrupted), and never
+// past Options.Deadline.
+func (e *engine) drain(ctx context.Context, res *Result, allDone <-chan struct{}) {
+	o := e.o
+	g := o.grace()
+	if res.Interrupted {
+		g = min(g, MaxInterruptGrace)
+	}
+	end := time.Now().Add(g)
+	if o.Deadline > 0 {
+		end = minTime(end, e.base.Add(o.Deadline))
+	}
+	if !time.Now().Before(end) {
+		return
+	}
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case <-allDone:
+			return
+		case <-t.C:
+			return
+		case <-done:
+			done = nil
+			res.Interrupted = true
+			e.closeStop()
+			if cut := time.Now().Add(MaxInterruptGrace); cut.Before(end) {
+				end = cut
+				t.Reset(time.Until(end))
+			}
+		}
+	}
+}
+
+// awaitCancelled waits, after the requests' context is cancelled, for the
+// workers to return: at most MaxCancelWait, so that a requester that
+// ignores its context cannot hold the run (its worker is left to end when
+// the call returns, and what it measures is not counted).
+func (e *engine) awaitCancelled(allDone <-chan struct{}) {
+	t := time.NewTimer(MaxCancelWait)
+	defer t.Stop()
+	select {
+	case <-allDone:
+	case <-t.C:
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (e *engine) openWorker(w *worker) {
@@ -493,10 +563,12 @@ func (e *engine) sleepUntil(w *worker, intended time.Time) bool {
 // stoppedAt returns when e.stop was closed; call it only after.
 func (e *engine) stoppedAt() time.Time { return time.Unix(0, e.stopAt.Load()) }
 
-// closeStop records the instant and closes e.stop.
+// closeStop records the instant and closes e.stop, once.
 func (e *engine) closeStop() {
-	e.stopAt.Store(time.Now().UnixNano())
-	close(e.stop)
+	e.stopOnce.Do(func() {
+		e.stopAt.Store(time.Now().UnixNano())
+		close(e.stop)
+	})
 }
 
 // lateness is why an arrival was sent late, if it was.
@@ -665,7 +737,6 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 	eps := make([]rawCounters, len(e.names))
 	for j := range s.Endpoints {
 		s.Endpoints[j].Name = e.names[j]
-		s.Endpoints[j].Latency = NewHistogram()
 	}
 	s.InFlight = int(e.inFlight.Load())
 	for _, rec := range e.recs {
@@ -674,6 +745,9 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 			r := &rec.eps[j]
 			if r.c.requests == 0 {
 				continue
+			}
+			if s.Endpoints[j].Latency == nil {
+				s.Endpoints[j].Latency = NewHistogram()
 			}
 			s.Endpoints[j].Latency.Merge(r.hist)
 			r.hist.Reset()

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -633,5 +634,127 @@ func TestSleepUntilIsPrecise(t *testing.T) {
 	e.closeStop()
 	if e.sleepUntil(w, time.Now().Add(time.Hour)) || e.dropped.Load() != 0 {
 		t.Errorf("after the stop: sleepUntil = true or dropped = %d; want false, 0", e.dropped.Load())
+	}
+}
+
+// stubbornRequester holds every request for d, ignoring its context: a
+// driver bug the engine must not wait out.
+type stubbornRequester struct{ d time.Duration }
+
+func (s stubbornRequester) DoSample(context.Context, *Sample) error { time.Sleep(s.d); return nil }
+func (s stubbornRequester) Do(context.Context) error                { time.Sleep(s.d); return nil }
+
+// TestRunCancelDuringDrainStops checks that a cancel while in-flight
+// requests drain after the plan's end stops the run within
+// MaxInterruptGrace, whatever the grace says. Before, the drain watched
+// no cancel: a job with graceful_shutdown 1h against a target that never
+// answered ignored the forge's cancel and signals until its requests
+// timed out.
+func TestRunCancelDuringDrainStops(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		defer cancel()
+		req := &countingRequester{sleep: 10 * time.Minute}
+		start := time.Now()
+		res, err := Run(ctx, Options{Requester: req, Concurrency: 2, Rate: 10, Duration: time.Second, Grace: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el, want := time.Since(start), 1500*time.Millisecond+MaxInterruptGrace; el != want {
+			t.Errorf("run took %v, want %v (cancelled at 1.5s, in the drain)", el, want)
+		}
+		if !res.Interrupted || res.Classes["canceled"] != 2 {
+			t.Errorf("interrupted = %v, classes = %v; want true and 2 canceled", res.Interrupted, res.Classes)
+		}
+	})
+}
+
+// TestRunDeadlineCutsGrace checks that Options.Deadline ends the drain
+// whatever the grace says (the runner's load.max_duration).
+func TestRunDeadlineCutsGrace(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{sleep: 10 * time.Minute}
+		start := time.Now()
+		res, err := Run(t.Context(), Options{Requester: req, Concurrency: 2, Rate: 10, Duration: time.Second, Grace: time.Hour, Deadline: 1500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != 1500*time.Millisecond {
+			t.Errorf("run took %v, want 1.5s (the deadline)", el)
+		}
+		if res.Classes["canceled"] != 2 {
+			t.Errorf("classes = %v, want 2 canceled", res.Classes)
+		}
+		// A deadline before the plan's end stops the plan there.
+		start = time.Now()
+		if _, err := Run(t.Context(), Options{Requester: req, Concurrency: 2, Rate: 10, Duration: time.Hour, Deadline: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != time.Second {
+			t.Errorf("run with a 1h duration took %v, want 1s (the deadline)", el)
+		}
+	})
+}
+
+// TestRunBoundsWaitForStubbornRequests checks that a requester that
+// ignores its cancelled context holds Run for at most MaxCancelWait.
+func TestRunBoundsWaitForStubbornRequests(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		res, err := Run(ctx, Options{Requester: stubbornRequester{10 * time.Minute}, Concurrency: 2, Rate: 10, Grace: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el, want := time.Since(start), time.Second+MaxInterruptGrace+MaxCancelWait; el != want {
+			t.Errorf("run took %v, want %v", el, want)
+		}
+		if !res.Interrupted {
+			t.Error("Interrupted = false, want true")
+		}
+		// The abandoned workers end when their calls return (fake time).
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+	})
+}
+
+// TestRecorderMemoryFollowsEndpoints: a run's recorder shards hold at most
+// maxRecorderHists latency histograms (about 140 KB each) whatever its
+// endpoints and concurrency, and none before an endpoint's first request.
+// Before, every shard held one per endpoint from the start: 10,000
+// endpoints took the daemon out of memory.
+func TestRecorderMemoryFollowsEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 10, 1000, 10_000} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprint("e", i)
+		}
+		e := newEngine(&Options{Requester: &countingRequester{}, Endpoints: names, Concurrency: 10_000})
+		if slots := len(e.recs) * n; slots > max(maxRecorderHists, n) {
+			t.Errorf("%d endpoints: %d shards hold %d histogram slots, want at most %d", n, len(e.recs), slots, max(maxRecorderHists, n))
+		}
+		for _, r := range e.recs {
+			for j := range r.eps {
+				if r.eps[j].hist != nil {
+					t.Fatalf("%d endpoints: a histogram exists before any request", n)
+				}
+			}
+		}
+		w := e.newWorker(0)
+		w.record(n-1, time.Millisecond, &Sample{Endpoint: n - 1}, nil, onTime)
+		s := e.snapshot(0, new(int64))
+		for j, ep := range s.Endpoints {
+			if (ep.Latency != nil) != (j == n-1) {
+				t.Fatalf("%d endpoints: snapshot endpoint %d has histogram %v, want one only for the endpoint that had a request", n, j, ep.Latency != nil)
+			}
+		}
+		if s.Requests != 1 || s.Latency.Count() != 1 {
+			t.Errorf("%d endpoints: snapshot has %d requests, %d samples, want 1", n, s.Requests, s.Latency.Count())
+		}
 	}
 }

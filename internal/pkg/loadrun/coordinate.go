@@ -36,10 +36,12 @@ type CoordSettings struct {
 	// Cluster coordinates the run; nil means this runner has no cluster
 	// and the test fails saying so.
 	Cluster Coordinator
-	// MaxDuration is this runner's load.max_duration: it caps the
-	// duration and fills a missing one. The other limits apply to each
-	// worker's share, on that worker.
-	MaxDuration time.Duration
+	// Limits are this runner's: the duration is capped and a missing one
+	// filled from MaxDuration, and the graceful shutdown and the endpoints
+	// are checked here, before the run is shipped. The rate and
+	// concurrency limits apply to each worker's share, on that worker
+	// (whose own limits are all checked again there).
+	Limits build.Limits
 	// ProgressInterval is how often a merged progress line is logged.
 	ProgressInterval time.Duration
 	// Logf receives the run's log lines: what runs, the joins, the start,
@@ -102,7 +104,8 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 			return nil, fmt.Errorf("endpoint %d: body_file is not supported in a distributed test (the other workers cannot read this workspace): put the body inline with the body key", n+1)
 		}
 	}
-	o, ths, err := build.EngineOptions(cfg, build.Limits{MaxDuration: s.MaxDuration})
+	o, ths, err := build.EngineOptions(cfg, build.Limits{MaxDuration: s.Limits.MaxDuration,
+		MaxGracefulShutdown: s.Limits.MaxGracefulShutdown, MaxEndpoints: s.Limits.MaxEndpoints})
 	if err != nil {
 		return nil, err
 	}

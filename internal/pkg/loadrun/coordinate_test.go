@@ -60,7 +60,7 @@ thresholds: ["http_req_failed:rate < 0.01"]
 	fc := &fakeCluster{out: &cluster.Outcome{RunID: "r", StartAt: time.Now(), Seconds: []*snapshot.Snapshot{sec(0), sec(1)},
 		Total: snapshot.New(-1), Workers: []cluster.WorkerRow{{ID: "w1", Total: sec(-1)}}}}
 	var logs []string
-	d, err := Coordinate(context.Background(), cfg, CoordSettings{Cluster: fc, MaxDuration: 3 * time.Second, ProgressInterval: time.Second,
+	d, err := Coordinate(context.Background(), cfg, CoordSettings{Cluster: fc, Limits: build.Limits{MaxDuration: 3 * time.Second}, ProgressInterval: time.Second,
 		Logf: func(f string, a ...any) { logs = append(logs, f) }})
 	if err != nil {
 		t.Fatal(err)

@@ -113,12 +113,16 @@ type Test struct {
 	g      *dialGuard
 }
 
-// New checks cfg's targets against s.Policy and builds its run under
-// s.Engine.Limits. Errors mean bad input (or a denied target) and say how
+// New checks cfg's endpoint count against s.Engine.Limits, its targets
+// against s.Policy, and builds its run under s.Engine.Limits. Errors mean bad input (or a denied target) and say how
 // to fix it.
 func New(ctx context.Context, cfg *spec.Config, s Settings) (*Test, error) {
 	t := &Test{Config: cfg}
 	es := s.Engine
+	// Before anything that costs per endpoint (a policy check each).
+	if err := es.Limits.CheckEndpoints(cfg); err != nil {
+		return nil, err
+	}
 	if s.Policy != nil {
 		hosts, err := CheckTargets(ctx, s.Policy, cfg, s.Mask)
 		if err != nil {

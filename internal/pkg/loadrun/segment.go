@@ -64,6 +64,9 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	if err != nil {
 		return err
 	}
+	if err := r.Limits.CheckEndpoints(cfg); err != nil {
+		return err
+	}
 	if cfg.Feeder != nil && a.Rows == nil {
 		return errors.New("the config has a feeder but the cluster gave this segment no row claims: run the same forgeload version on every cluster member")
 	}

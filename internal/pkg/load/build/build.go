@@ -168,6 +168,9 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 // zero cfg.Seed gets a random Poisson seed, in Options.Seed.
 func EngineOptions(cfg *spec.Config, l Limits) (load.Options, []threshold.Threshold, error) {
 	var o load.Options
+	if err := l.CheckEndpoints(cfg); err != nil {
+		return o, nil, err
+	}
 	ths, err := cfg.ParsedThresholds()
 	if err != nil {
 		return o, nil, fmt.Errorf("load config %s: thresholds: %w", cfg.Source(), err)

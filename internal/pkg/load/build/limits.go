@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 )
 
 // Limits are the runner admin's caps (the daemon config's `load` section). A
@@ -17,13 +18,62 @@ type Limits struct {
 	// MaxConcurrency caps concurrency and vus (load.max_concurrency).
 	MaxConcurrency int
 	// MaxDuration caps the duration (load.max_duration); a config without a
-	// duration gets this one.
+	// duration gets this one. It is also a hard bound: the run stops, and
+	// its requests in flight are cancelled, load.MaxInterruptGrace after
+	// it, whatever graceful_shutdown says (load.Options.Deadline).
 	MaxDuration time.Duration
+	// MaxGracefulShutdown caps graceful_shutdown
+	// (load.max_graceful_shutdown): how long requests in flight may run on
+	// after the plan's end.
+	MaxGracefulShutdown time.Duration
+	// MaxEndpoints caps the endpoints of a run, those of a HAR file
+	// included (load.max_endpoints): the engine keeps latency histograms
+	// per endpoint.
+	MaxEndpoints int
 }
 
-// Check fails options that ask for more than the runner allows, and gives
-// an open-ended run the maximum duration. Errors name the daemon config key
-// and how to fix the load config.
+// CheckEndpoints fails a config with more endpoints (endpoints and HAR
+// entries together) than l allows. Call it before anything that costs per
+// endpoint, such as checking each target.
+func (l Limits) CheckEndpoints(cfg *spec.Config) error {
+	return joinLimits(l.endpoints(len(cfg.Mix()), cfg.HARFile != ""))
+}
+
+func (l Limits) endpoints(n int, har bool) []error {
+	if l.MaxEndpoints <= 0 || n <= l.MaxEndpoints {
+		return nil
+	}
+	fix := "use fewer endpoints"
+	if har {
+		fix = "filter har_file with har_filter, or use fewer endpoints"
+	}
+	return []error{fmt.Errorf("%d endpoints are above this runner's limit of %d (load.max_endpoints in the runner config): %s", n, l.MaxEndpoints, fix)}
+}
+
+// grace checks o's graceful shutdown against MaxGracefulShutdown (a
+// missing one gets the default or the cap, the lower) and sets the hard
+// deadline of MaxDuration. whose and config name the limit in errors.
+func (l Limits) grace(o *load.Options, whose, config string) []error {
+	var errs []error
+	if l.MaxGracefulShutdown > 0 {
+		switch {
+		case o.Grace > l.MaxGracefulShutdown:
+			errs = append(errs, fmt.Errorf("graceful_shutdown %s is above %s limit of %s (load.max_graceful_shutdown in %s): lower graceful_shutdown",
+				o.Grace, whose, l.MaxGracefulShutdown, config))
+		case o.Grace == 0 && load.DefaultGrace > l.MaxGracefulShutdown:
+			o.Grace = l.MaxGracefulShutdown
+		}
+	}
+	if l.MaxDuration > 0 {
+		o.Deadline = l.MaxDuration + load.MaxInterruptGrace
+	}
+	return errs
+}
+
+// Check fails options that ask for more than the runner allows, gives an
+// open-ended run the maximum duration, and sets the hard deadline of
+// MaxDuration. Errors name the daemon config key and how to fix the load
+// config. Endpoints are checked on the config: see [Limits.CheckEndpoints].
 func (l Limits) Check(o *load.Options) error {
 	var errs []error
 	if l.MaxRate > 0 {
@@ -45,12 +95,15 @@ func (l Limits) Check(o *load.Options) error {
 			o.Duration = l.MaxDuration
 		}
 	}
+	errs = append(errs, l.grace(o, "this runner's", "the runner config")...)
 	return joinLimits(errs)
 }
 
 // CheckShare applies the limits to one host's share of a multi-host run:
 // share of the peak rate, its scaled VUs (scale, nil for none), the whole
-// concurrency (open model: in flight on this host) and the duration.
+// concurrency (open model: in flight on this host), the duration (and its
+// hard deadline), the graceful shutdown and the endpoints (o.Endpoints,
+// set by [New]).
 func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) error {
 	var errs []error
 	if l.MaxRate > 0 {
@@ -74,6 +127,8 @@ func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) 
 	if l.MaxDuration > 0 && o.Duration > l.MaxDuration {
 		errs = append(errs, fmt.Errorf("duration %s is above this worker's limit of %s (load.max_duration in this runner's config): lower duration", o.Duration, l.MaxDuration))
 	}
+	errs = append(errs, l.endpoints(len(o.Endpoints), false)...)
+	errs = append(errs, l.grace(o, "this worker's", "this runner's config")...)
 	return joinLimits(errs)
 }
 

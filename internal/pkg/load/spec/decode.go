@@ -89,8 +89,9 @@ func (d *decoder) mark(n *yaml.Node, path string) {
 // clearOrigin forgets where the keys under path were set, before path is
 // set again by an override.
 func (d *decoder) clearOrigin(path string) {
+	dot, idx := path+".", path+"["
 	for k := range d.c.origin {
-		if strings.HasPrefix(k, path+".") || strings.HasPrefix(k, path+"[") {
+		if strings.HasPrefix(k, dot) || strings.HasPrefix(k, idx) {
 			delete(d.c.origin, k)
 		}
 	}
@@ -133,7 +134,10 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
 		names[i] = f.name
 	}
 	strictyaml.Block(n, path, "", strictyaml.Keys{Names: names, Fold: normKey}, d.shared, func(kv strictyaml.Pair, p string) {
-		if d.inline {
+		if _, before := d.c.origin[p]; before && d.inline {
+			// Only a key set before can have keys under it: scanning
+			// for them at every key made an inline config of n
+			// endpoints cost n² (10,000 took half a minute).
 			d.clearOrigin(p)
 		}
 		d.mark(kv.Key, p)
