@@ -104,6 +104,9 @@ type clusterLink struct {
 	id  string
 	obs cluster.Observer
 	log *logrus.Entry
+	// timing is the config's cluster section: its timings tune the pool
+	// and every run this runner coordinates.
+	timing config.Cluster
 
 	wg sync.WaitGroup
 }
@@ -131,7 +134,17 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 	if err != nil {
 		return nil, err
 	}
-	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id)}, nil
+	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id), timing: cfg.Cluster}, nil
+}
+
+// poolTimings are the worker's side of cfg's cluster timings.
+func poolTimings(cfg config.Cluster, o *cluster.PoolOptions) {
+	o.Heartbeat, o.LeaseTTL, o.FenceAfter, o.CoordLostAfter = cfg.Heartbeat, cfg.Lease, cfg.FenceAfter, cfg.CoordinatorLostAfter
+}
+
+// coordTimings are the coordinator's side of cfg's cluster timings.
+func coordTimings(cfg config.Cluster, o *cluster.CoordOptions) {
+	o.SweepInterval, o.Lease = cfg.SweepInterval, cfg.CoordinatorLease
 }
 
 // Coordinate runs a distributed load step as its coordinator, under this
@@ -139,6 +152,7 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error) {
 	o.Coordinator = c.id
 	o.Observer = c.obs
+	coordTimings(c.timing, &o)
 	c.log.Infof("coordinating a distributed load test over %d workers", p.Workers)
 	out, err := cluster.Coordinate(ctx, c.rdb, p, o)
 	c.obs.SetWorkers(0)
@@ -153,7 +167,7 @@ func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.C
 // then abandons its segments so their coordinators reassign them at once.
 // Wait waits for it.
 func (c *clusterLink) startPool(ctx context.Context, cfg *config.Config, labels []string, runner cluster.SegmentRunner) error {
-	pool, err := cluster.NewPool(c.rdb, cluster.PoolOptions{
+	o := cluster.PoolOptions{
 		ID:          c.id,
 		Labels:      labels,
 		Capacity:    max(cfg.Cluster.MaxSegments, 1),
@@ -167,10 +181,19 @@ func (c *clusterLink) startPool(ctx context.Context, cfg *config.Config, labels 
 				c.log.WithField("run", run).WithError(err).Warn("left a cluster run early")
 			}
 		},
-	})
+	}
+	poolTimings(cfg.Cluster, &o)
+	pool, err := cluster.NewPool(c.rdb, o)
 	if err != nil {
 		return err
 	}
+	cl := cfg.Cluster
+	pr := cl.Promises()
+	c.log.Infof("cluster timings: heartbeat %s, lease %s, fence_after %s, sweep_interval %s, coordinator_lease %s, coordinator_lost_after %s: "+
+		"a dead worker's share moves on within %s, a worker cut off from Redis stops within %s (%s before its lease expires), "+
+		"workers stop within %s of their coordinator's death",
+		cl.Heartbeat, cl.Lease, cl.FenceAfter, cl.SweepInterval, cl.CoordinatorLease, cl.CoordinatorLostAfter,
+		pr.Takeover, pr.Fence, pr.Margin, pr.CoordinatorLost)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -20,6 +20,7 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
+	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 	"github.com/forgeload/forgeload/internal/pkg/load"
@@ -324,6 +325,32 @@ type queuedJob struct {
 // (each indented by two spaces).
 func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *clusterRig {
 	t.Helper()
+	return newTimedClusterRig(t, proxied, loadExtra, "")
+}
+
+// quickTimings halve the cluster's default timings (docs/cluster.md,
+// "Timings"), for the tests that wait on a lease, a fence or the
+// coordinator's lease without checking the defaults' times:
+// TestE2EClusterKillWorker (7 s), TestE2EClusterPartitionedWorkerFences
+// (3.5 s) and TestE2EClusterCoordinatorKilled (10 s) keep the defaults and
+// check them. Half, not less: a fence shorter than a loaded two-core
+// machine's stalls stops healthy workers.
+const quickTimings = "  heartbeat: 500ms\n  lease: 2500ms\n  fence_after: 1750ms\n  sweep_interval: 500ms\n  coordinator_lease: 3500ms\n  coordinator_lost_after: 1s\n"
+
+// quickPromises are what quickTimings promise.
+func quickPromises(t *testing.T) config.ClusterPromises {
+	t.Helper()
+	cfg, err := config.Parse("quickTimings", []byte("cluster:\n"+quickTimings), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Cluster.Promises()
+}
+
+// newTimedClusterRig is newClusterRig with timings, lines added to every
+// daemon's cluster: section (quickTimings, or "" for the defaults).
+func newTimedClusterRig(t *testing.T, proxied string, loadExtra map[string]string, timings string) *clusterRig {
+	t.Helper()
 	rg := &clusterRig{redis: redistest.Start(t), tg: startSegTarget(t), d: map[string]*daemon{}, n: map[string]*node{},
 		queued: map[int64]queuedJob{}, retried: map[int64]int64{}}
 	rg.f = forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
@@ -339,8 +366,8 @@ func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *c
 		if w == "w1" {
 			label, metrics = "coord", "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n  jobs_page: true\n"
 		}
-		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n%s",
-			label, loadExtra[w], url, w, metrics))
+		n := newNode(t, fmt.Sprintf("  labels: [%q]\n  shutdown_timeout: 5s\nload:\n  progress_interval: 1s\n%scluster:\n  redis_url: %s\n  name: %s\n  max_segments: 2\n%s%s",
+			label, loadExtra[w], url, w, timings, metrics))
 		registered(t, rg.f, n, "e2e-"+w)
 		rg.n[w] = n
 		rg.d[w] = n.startDaemon()
@@ -356,6 +383,10 @@ func newClusterRig(t *testing.T, proxied string, loadExtra map[string]string) *c
 			return strings.Contains(d.out.String(), "joined the pool")
 		}, rg.logs)
 		t.Logf("%s joined the pool %s after the daemons started", w, time.Since(started).Round(time.Millisecond))
+		// The timings come from the config: the daemon says which it uses.
+		if want := "cluster timings: heartbeat 500ms, lease 2.5s, fence_after 1.75s, sweep_interval 500ms, coordinator_lease 3.5s, coordinator_lost_after 1s"; timings == quickTimings && !strings.Contains(d.out.String(), want) {
+			t.Fatalf("daemon %s does not log the quick timings of its config (%q):\n%s", w, want, d.out.String())
+		}
 	}
 	return rg
 }
@@ -465,9 +496,10 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "workers joined") || rg.tg.total()-before != 50 {
 		t.Errorf("workers: 1 job: result %v, %d requests, want a local run of 50:\n%s", v.Result, rg.tg.total()-before, log)
 	}
-	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 8s}'\n"))
+	// The three join at once; the join timeout is waited out in full.
+	v = rg.waitDone(t, rg.job("          rate: 30\n          duration: 2s\n          distributed: '{workers: 4, join_timeout: 4s}'\n"))
 	if log := strings.Join(v.Log, "\n"); v.Result != runnerv1.Result_RESULT_FAILURE ||
-		!strings.Contains(log, "only 3 of 4 workers joined within 8s (min_workers 4); available runners: w1, w2, w3") {
+		!strings.Contains(log, "only 3 of 4 workers joined within 4s (min_workers 4); available runners: w1, w2, w3") {
 		t.Errorf("4-worker job: result %v, want a failure naming who joined and who was available:\n%s", v.Result, log)
 	}
 
@@ -930,16 +962,20 @@ func TestE2EClusterRedisLateAtStart(t *testing.T) {
 var rawRedisLine = regexp.MustCompile(`(?m)^redis: \d{4}/\d\d/\d\d `)
 
 // TestE2EClusterRedisStopped: Redis goes away for good mid-run. Every
-// worker stops sending within its 3.5 s fence; the coordinator says in the
-// step log that Redis is unreachable and fails the job (coordinationLost); the daemons keep
-// running, and the Redis client's own complaints go through the daemon's
-// logger, not raw to stderr.
+// worker stops sending within its fence; the coordinator says in the step
+// log that Redis is unreachable and fails the job (coordinationLost); the
+// daemons keep running, and the Redis client's own complaints go through
+// the daemon's logger, not raw to stderr. The daemons run on quickTimings
+// (a 1.75 s fence, a 3.5 s coordinator lease), so the job fails some 4 s
+// sooner; TestE2EClusterPartitionedWorkerFences checks the default 3.5 s.
 func TestE2EClusterRedisStopped(t *testing.T) {
-	parallelLong(t, 16)
-	rg := newClusterRig(t, "", nil)
+	parallelLong(t, 12)
+	rg := newTimedClusterRig(t, "", nil, quickTimings)
 	stopped := rg.coordinationLost(t, "Redis stopped", rg.redis.Stop)
-	if d := rg.tg.latest().Sub(stopped); d > fenceBound {
-		t.Errorf("load went on %s after Redis stopped, want ≤ 3.5 s (the fence; %s with the time a request takes to arrive)", d, fenceBound)
+	// As fenceBound: the fence, and 1 s for a request to arrive.
+	bound := quickPromises(t).Fence + time.Second
+	if d := rg.tg.latest().Sub(stopped); d > bound {
+		t.Errorf("load went on %s after Redis stopped, want ≤ %s (the fence; %s with the time a request takes to arrive)", d, quickPromises(t).Fence, bound)
 	}
 	for w, d := range rg.d {
 		select {
@@ -964,10 +1000,14 @@ const coordLostBound = 15 * time.Second
 // Redis, then the partition heals once the job has failed and the other
 // workers have left. It fails the job, saying Redis is unreachable
 // (coordinationLost), and does not report success after the heal; the
-// other workers stop within coordLostBound of the cut.
+// other workers stop within coordinator_lease + coordinator_lost_after +
+// heartbeat of the cut (with 5 s for a loaded machine, as coordLostBound).
+// The daemons run on quickTimings (5 s, where TestE2EClusterCoordinatorKilled
+// checks the defaults' 10 s).
 func TestE2EClusterCoordinatorPartitioned(t *testing.T) {
-	parallelLong(t, 17)
-	rg := newClusterRig(t, "w1", nil)
+	parallelLong(t, 12)
+	rg := newTimedClusterRig(t, "w1", nil, quickTimings)
+	coordLostBound := quickPromises(t).CoordinatorLost + 5*time.Second
 	cut := rg.coordinationLost(t, "the coordinator's partition", rg.proxy.Cut)
 	waitFor(t, "w2 and w3 to leave the run, one saying the coordinator was lost", 30*time.Second, func() bool {
 		out := rg.d["w2"].out.String() + rg.d["w3"].out.String()
@@ -1024,22 +1064,24 @@ func TestE2EClusterCoordinatorKilled(t *testing.T) {
 }
 
 // TestE2EClusterPausedWorker: w2 is stopped (SIGSTOP, as a frozen VM or a
-// long GC pause would) for 7 s, past its 5 s lease, so its segment moves
-// on. When it resumes, every one of its goroutines finds the lease expired
+// long GC pause would) past its lease, so its segment moves on. The daemons
+// run on quickTimings (a 2.5 s lease): what is checked is that a worker
+// resuming past its lease sends nothing, whatever the lease's length. When it resumes, every one of its goroutines finds the lease expired
 // on its own monotonic clock before sending: the target never sees w2's old
 // share beside the new owner's.
 func TestE2EClusterPausedWorker(t *testing.T) {
-	parallelLong(t, 16)
-	rg := newClusterRig(t, "", nil)
-	id := rg.job("          rate: 150\n          duration: 12s\n          concurrency: 30\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
+	parallelLong(t, 11)
+	rg := newTimedClusterRig(t, "", nil, quickTimings)
+	id := rg.job("          rate: 150\n          duration: 10s\n          concurrency: 30\n          distributed: '{workers: 3, join_timeout: 10s}'\n")
 	seg := rg.startedLoad(t, "w2", 300)
 	own := "w2/" + strconv.Itoa(seg)
 	rg.d["w2"].signal(t, syscall.SIGSTOP)
 	paused := time.Now()
 	tag, first := rg.takeover(t, seg, "w2", 15*time.Second)
 	// The pause is the fault being tested, not a synchronisation: the
-	// worker stays frozen well past its lease and the takeover.
-	waitFor(t, "7 s of pause", 10*time.Second, func() bool { return time.Since(paused) > 7*time.Second })
+	// worker stays frozen well past its lease and the takeover (3.5 s).
+	pause := quickPromises(t).Takeover + 500*time.Millisecond
+	waitFor(t, pause.String()+" of pause", 10*time.Second, func() bool { return time.Since(paused) > pause })
 	resumed := time.Now()
 	rg.d["w2"].signal(t, syscall.SIGCONT)
 	t.Logf("segment %d taken over by %s %s after the pause", seg, tag, first.Sub(paused).Round(time.Millisecond))

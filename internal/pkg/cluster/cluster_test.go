@@ -171,16 +171,16 @@ func TestThreeWorkersExactTotal(t *testing.T) {
 // TestJoinTimeoutMessage: too few workers → a message naming the counts
 // and the available runners.
 func TestJoinTimeoutMessage(t *testing.T) {
-	gate.Long(t, 4)
+	gate.Long(t, 3)
 	srv, rdb := startRedis(t)
 	log := newArrivalLog()
 	startPool(t, srv.Addr(), "a", log.runner("a"), func(o *PoolOptions) { o.Labels = []string{"gpu"} })
 	startPool(t, srv.Addr(), "b", log.runner("b"), nil)
 	waitRunners(t, rdb, 2)
 	_, err := Coordinate(context.Background(), rdb, Run{
-		Spec: []byte(`{"rate":10}`), Duration: time.Second, Workers: 3, MinWorkers: 2, JoinTimeout: 4 * time.Second, Labels: []string{"gpu"},
+		Spec: []byte(`{"rate":10}`), Duration: time.Second, Workers: 3, MinWorkers: 2, JoinTimeout: 2 * time.Second, Labels: []string{"gpu"},
 	}, CoordOptions{Logf: t.Logf})
-	want := "only 1 of 3 workers joined within 4s (min_workers 2); available runners: a, b"
+	want := "only 1 of 3 workers joined within 2s (min_workers 2); available runners: a, b"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Coordinate error = %v, want %q", err, want)
 	}

@@ -106,7 +106,8 @@ type CoordOptions struct {
 	StartLead time.Duration
 	// BarrierTimeout bounds the wait for every worker to prepare; default 120s.
 	BarrierTimeout time.Duration
-	// SweepInterval is how often dead workers are looked for; default 1s.
+	// SweepInterval is how often dead workers are looked for; default 1s
+	// (config cluster.sweep_interval).
 	SweepInterval time.Duration
 	// StopTimeout bounds the wait for final metrics after the plan ends; default 10s.
 	StopTimeout time.Duration
@@ -124,9 +125,10 @@ type CoordOptions struct {
 	// live progress. It is called from Coordinate's goroutine.
 	OnSecond func(*snapshot.Snapshot)
 	// Lease is the coordinator lease (lt:{R}:coord), renewed every
-	// seventh of it; default [DefaultCoordLease]. When no renewal has
-	// succeeded for Lease, Coordinate fails with [ErrRedisUnreachable].
-	// Workers leave once it has been missing for their CoordLostAfter.
+	// seventh of it; default [DefaultCoordLease] (cluster.coordinator_lease).
+	// When no renewal has succeeded for Lease, Coordinate fails with
+	// [ErrRedisUnreachable]. Workers leave once it has been missing for
+	// their CoordLostAfter.
 	Lease time.Duration
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -26,6 +27,57 @@ func (l *lineLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
+}
+
+// TestCoordinatorReachableOnItsLease: the coordinator's reckoning of
+// whether Redis answers, on fake time (the clock is its own; the calls it
+// counts are fed in by hand). Silence up to a seventh of the lease plus
+// one bounded round of calls (or half the lease, if shorter) is normal;
+// past it, it says so once, and again when a call gets through; past the
+// whole lease it fails with ErrRedisUnreachable, not a moment before. The
+// real-time tests below and TestE2EClusterCoordinatorPartitioned show the
+// same with Redis stopped or cut off.
+func TestCoordinatorReachableOnItsLease(t *testing.T) {
+	gate.Short(t)
+	for _, tc := range []struct {
+		lease, quiet time.Duration
+	}{
+		{DefaultCoordLease, DefaultCoordLease/7 + stepTimeout}, // 1 s + 2 s
+		{1400 * time.Millisecond, 700 * time.Millisecond},      // half the lease is shorter
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			lines := &lineLog{}
+			c := &coordinator{o: CoordOptions{Lease: tc.lease, Logf: lines.logf}, run: "R", base: time.Now()}
+			check := func(at string, wantErr bool, wantLines int) {
+				t.Helper()
+				err := c.reachable()
+				if (err != nil) != wantErr || (err != nil && !errors.Is(err, ErrRedisUnreachable)) {
+					t.Fatalf("lease %s, %s: reachable() = %v, want error %v", tc.lease, at, err, wantErr)
+				}
+				if n := len(lines.lines); n != wantLines {
+					t.Fatalf("lease %s, %s: %d log lines, want %d:\n%s", tc.lease, at, n, wantLines, lines)
+				}
+			}
+			time.Sleep(time.Second)
+			c.reached(time.Since(c.base)) // a call sent now reached Redis
+			time.Sleep(tc.quiet)
+			check("silent for the quiet span", false, 0)
+			time.Sleep(time.Millisecond)
+			check("silent a moment longer", false, 1)
+			check("asked again", false, 1) // said once
+			if !strings.Contains(lines.String(), "cannot reach Redis") {
+				t.Errorf("lease %s: the first sign of trouble is not logged as such:\n%s", tc.lease, lines)
+			}
+			c.reached(time.Since(c.base) - time.Hour) // an answer to a call sent long ago moves nothing
+			check("after a stale answer", false, 1)
+			c.reached(time.Since(c.base))
+			check("after an answer", false, 2)
+			time.Sleep(tc.lease)
+			check("silent for the whole lease", false, 3)
+			time.Sleep(time.Millisecond)
+			check("silent past the lease", true, 3)
+		})
+	}
 }
 
 // TestCoordinatorLosesRedis: a coordinator that cannot reach Redis ends

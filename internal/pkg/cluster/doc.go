@@ -4,9 +4,9 @@
 // # Roles
 //
 // Every daemon with cluster.redis_url runs a [Pool]: a presence lease
-// (lt:runner:<id>, PX 5000 renewed every second), an entry in lt:runners
-// and an inbox stream of join offers. It accepts offers within its capacity
-// and runs the segments it is given through a consumer-side
+// (lt:runner:<id>, PX 5000 renewed every second by default), an entry in
+// lt:runners and an inbox stream of join offers. It accepts offers within
+// its capacity and runs the segments it is given through a consumer-side
 // [SegmentRunner], which the daemon adapts to the load engine.
 //
 // The runner that got the job calls [Coordinate]: it creates the run
@@ -43,6 +43,17 @@
 //     with a non-blocking merge buffer, and are de-duplicated by (w, q).
 //   - A Redis restart (INFO run_id changed) or vanished run state fails the
 //     run with [ErrStateLost]; nothing continues silently.
+//
+// # Timings
+//
+// The 1 s, 3.5 s, 5 s, 7 s and 2 s above are the defaults of [PoolOptions]
+// (Heartbeat, FenceAfter, LeaseTTL, CoordLostAfter) and [CoordOptions]
+// (Lease, and SweepInterval 1 s); the daemon takes them from its config's
+// cluster section. A dead worker's share moves on within Heartbeat +
+// LeaseTTL + the coordinator's SweepInterval (7 s); a worker cut off from
+// Redis stops within FenceAfter (3.5 s), LeaseTTL − FenceAfter (1.5 s)
+// before Redis can expire its lease. Tests shorten them where the time is
+// not what they check.
 //
 // # Wiring (for the daemon)
 //

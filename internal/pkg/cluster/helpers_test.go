@@ -293,6 +293,20 @@ func startProxy(t *testing.T, target string) *redistest.Proxy {
 	return redistest.StartProxyProcess(t, target)
 }
 
+// quick halves a pool's timings (heartbeat 0.5 s, lease 2.5 s, fence
+// 1.75 s), for tests that wait on a lease, a fence or a heartbeat without
+// checking the defaults' times: the end-to-end tests check those
+// (TestE2EClusterKillWorker 7 s, TestE2EClusterPartitionedWorkerFences
+// 3.5 s). Half, not less: on a two-core machine at a load average of 20
+// and more, stalls of a second happen, and a fence shorter than them
+// stops healthy workers.
+func quick(o *PoolOptions) {
+	o.Heartbeat, o.LeaseTTL, o.FenceAfter = DefaultHeartbeat/2, DefaultLeaseTTL/2, DefaultFenceAfter/2
+}
+
+// quickSweep is the coordinator's sweep interval beside quick pools.
+const quickSweep = DefaultSweepInterval / 2
+
 // segmentRunnerFunc adapts a function to [SegmentRunner].
 type segmentRunnerFunc func(ctx context.Context, a Assignment) error
 

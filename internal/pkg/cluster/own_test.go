@@ -43,7 +43,7 @@ func TestCoordinatorRunsOwnSegment(t *testing.T) {
 	}
 
 	_, err = Coordinate(context.Background(), rdb, Run{
-		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 4 * time.Second,
+		Spec: []byte(`{"rate":20}`), Duration: time.Second, Workers: 3, JoinTimeout: 2 * time.Second,
 	}, CoordOptions{RunID: "own2", Coordinator: "elsewhere", StartLead: 200 * time.Millisecond, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "only 2 of 3 workers joined") {
 		t.Fatalf("Coordinate by another coordinator: err = %v, want only 2 of 3 joined (own serves only its own runs)", err)

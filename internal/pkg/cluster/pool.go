@@ -53,15 +53,18 @@ type PoolOptions struct {
 	// for a clean end and otherwise why (errors.Is against [ErrSelfFenced],
 	// [ErrStateLost], [ErrAborted], [ErrRemoved], [ErrCoordinatorLost]).
 	OnLeave func(run string, err error)
-	// Heartbeat is the presence and liveness renewal period; default 1s.
+	// Heartbeat is the presence and liveness renewal period; default 1s
+	// (config cluster.heartbeat). It must stay below FenceAfter.
 	Heartbeat time.Duration
-	// LeaseTTL is the presence and alive lease; default 5s.
+	// LeaseTTL is the presence and alive lease; default 5s (cluster.lease).
 	LeaseTTL time.Duration
 	// FenceAfter is how long without a successful renewal before this
-	// runner stops its own load; default 3.5s. It must stay below LeaseTTL.
+	// runner stops its own load; default 3.5s (cluster.fence_after). It
+	// must stay below LeaseTTL.
 	FenceAfter time.Duration
 	// CoordLostAfter is how long the coordinator lease may be missing
-	// before this runner stops and leaves; default 2s. The lease itself
+	// before this runner stops and leaves; default 2s
+	// (cluster.coordinator_lost_after). The lease itself
 	// (7s, [DefaultCoordLease]) expires only after the coordinator stopped
 	// renewing it, so a dead coordinator's workers stop within the lease,
 	// plus this, plus one heartbeat: 10 s with the defaults.
@@ -130,6 +133,9 @@ func NewPool(rdb *redis.Client, o PoolOptions) (*Pool, error) {
 	}
 	if o.FenceAfter >= o.LeaseTTL {
 		return nil, fmt.Errorf("cluster pool: fence_after %s must be below the lease TTL %s, or two hosts could drive one segment", o.FenceAfter, o.LeaseTTL)
+	}
+	if o.Heartbeat >= o.FenceAfter {
+		return nil, fmt.Errorf("cluster pool: heartbeat %s must be below fence_after %s (a third of it at most), or a healthy worker stops its own load", o.Heartbeat, o.FenceAfter)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

@@ -226,7 +226,7 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 	srv, rdb := startRedis(t)
 	ctx := context.Background()
 	rl := &startedLog{}
-	tp := startPool(t, srv.Addr(), "w1", rl, func(o *PoolOptions) { o.CoordLostAfter = 1500 * time.Millisecond })
+	tp := startPool(t, srv.Addr(), "w1", rl, func(o *PoolOptions) { o.CoordLostAfter = 500 * time.Millisecond })
 	waitRunners(t, rdb, 1)
 	createTestRun(t, rdb, "P4")
 	k := runKeys("P4")
@@ -237,7 +237,7 @@ func TestCoordinatorLostWorkerLeaves(t *testing.T) {
 		if !errors.Is(lv.err, ErrCoordinatorLost) {
 			t.Fatalf("left with %v, want ErrCoordinatorLost", lv.err)
 		}
-	case <-time.After(15 * time.Second): // 1.5 s CoordLostAfter plus a heartbeat, with room for a loaded machine
+	case <-time.After(15 * time.Second): // 0.5 s CoordLostAfter plus a heartbeat, with room for a loaded machine
 		t.Fatal("worker did not leave a run whose coordinator vanished")
 	}
 	if rdb.Exists(ctx, k.alive("w1")).Val() != 0 {

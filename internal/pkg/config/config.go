@@ -147,6 +147,68 @@ type Cluster struct {
 	// this daemon runs at once. Default 1; 0 means it never runs shares of
 	// other runners' tests, though it still coordinates its own.
 	MaxSegments int `yaml:"max_segments"`
+
+	// The timings below make the cluster's promises; see [Cluster.Promises]
+	// and docs/cluster.md. Each daemon uses its own: Heartbeat, Lease,
+	// FenceAfter and CoordinatorLostAfter when it is a worker, SweepInterval
+	// and CoordinatorLease when it coordinates.
+
+	// Heartbeat is how often a daemon renews its presence in the pool and,
+	// in a run, its lease. Default 1s; at most a third of FenceAfter, so a
+	// single late renewal never stops a healthy worker.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// Lease is how long Redis keeps a worker's lease (and its presence)
+	// after the last renewal it ran; once it has expired, the coordinator
+	// hands the worker's share to another. Default 5s; must be above
+	// FenceAfter.
+	Lease time.Duration `yaml:"lease"`
+	// FenceAfter is how long after the last renewal it sent that a worker
+	// which could not renew stops its own load. Default 3.5s; must be below
+	// Lease: the gap (1.5 s by default) is what keeps two hosts from ever
+	// driving one share.
+	FenceAfter time.Duration `yaml:"fence_after"`
+	// SweepInterval is how often a coordinator looks for workers whose
+	// lease has expired. Default 1s; must be above 0.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+	// CoordinatorLease is the coordinator's own lease, renewed every
+	// seventh of it. A coordinator that cannot reach Redis for this long
+	// fails its run. Default 7s; at least [MinCoordinatorLease].
+	CoordinatorLease time.Duration `yaml:"coordinator_lease"`
+	// CoordinatorLostAfter is how long a worker goes on after it finds the
+	// coordinator's lease gone before it stops and leaves the run. Default
+	// 2s; must be above 0.
+	CoordinatorLostAfter time.Duration `yaml:"coordinator_lost_after"`
+}
+
+// ClusterPromises are the times the cluster settings promise, worst case
+// on a machine that is not overloaded. See [Cluster.Promises].
+type ClusterPromises struct {
+	// Takeover bounds how long a dead worker's share stays idle:
+	// Heartbeat + Lease + SweepInterval (7 s with the defaults). Its last
+	// renewal ran at most a heartbeat before it died, Redis expires its
+	// lease Lease later, and the coordinator's next sweep hands the share on.
+	Takeover time.Duration
+	// Fence bounds how long a worker cut off from Redis goes on sending:
+	// FenceAfter (3.5 s), counted from its last renewal, which it sent
+	// before the cut.
+	Fence time.Duration
+	// Margin is how long before Redis can expire the lease a cut-off worker
+	// has stopped: Lease − FenceAfter (1.5 s). It covers a request already
+	// past its check and clocks that run at slightly different rates.
+	Margin time.Duration
+	// CoordinatorLost bounds how long workers go on once their coordinator
+	// has died: CoordinatorLease + CoordinatorLostAfter + Heartbeat (10 s).
+	CoordinatorLost time.Duration
+}
+
+// Promises returns what c's timings promise (see [ClusterPromises]).
+func (c Cluster) Promises() ClusterPromises {
+	return ClusterPromises{
+		Takeover:        c.Heartbeat + c.Lease + c.SweepInterval,
+		Fence:           c.FenceAfter,
+		Margin:          c.Lease - c.FenceAfter,
+		CoordinatorLost: c.CoordinatorLease + c.CoordinatorLostAfter + c.Heartbeat,
+	}
 }
 
 // Container configures the Docker Engine that runs jobs' services: and
@@ -215,6 +277,21 @@ const (
 	MaxShutdownTimeout = 24 * time.Hour
 )
 
+// The cluster's timings (see [Cluster]); the cluster package's defaults are
+// the same, and a test in internal/app/cmd keeps them so.
+const (
+	DefaultClusterHeartbeat            = time.Second
+	DefaultClusterLease                = 5 * time.Second
+	DefaultClusterFenceAfter           = 3500 * time.Millisecond
+	DefaultClusterSweepInterval        = time.Second
+	DefaultClusterCoordinatorLease     = 7 * time.Second
+	DefaultClusterCoordinatorLostAfter = 2 * time.Second
+	// MinCoordinatorLease bounds cluster.coordinator_lease: it is renewed
+	// every seventh of it, each renewal given that long, and a busy machine
+	// or network misses renewals much shorter than 150 ms.
+	MinCoordinatorLease = time.Second
+)
+
 // Default returns a new Config holding every default. Each call returns a
 // fresh copy that the caller may modify.
 func Default() *Config {
@@ -248,7 +325,15 @@ func Default() *Config {
 			Addr:           DefaultMetricsAddr,
 			ReadinessGrace: DefaultReadinessGrace,
 		},
-		Cluster:   Cluster{MaxSegments: DefaultClusterMaxSegment},
+		Cluster: Cluster{
+			MaxSegments:          DefaultClusterMaxSegment,
+			Heartbeat:            DefaultClusterHeartbeat,
+			Lease:                DefaultClusterLease,
+			FenceAfter:           DefaultClusterFenceAfter,
+			SweepInterval:        DefaultClusterSweepInterval,
+			CoordinatorLease:     DefaultClusterCoordinatorLease,
+			CoordinatorLostAfter: DefaultClusterCoordinatorLostAfter,
+		},
 		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}},
 	}
 }
@@ -294,5 +379,6 @@ func Parse(name string, data []byte, getenv func(string) string) (*Config, error
 // String prints the cluster section with any password in RedisURL
 // redacted, so that logging a Config with %v or %+v never leaks it.
 func (c Cluster) String() string {
-	return fmt.Sprintf("{RedisURL:%s Name:%s MaxSegments:%d}", redact.URL(c.RedisURL), c.Name, c.MaxSegments)
+	return fmt.Sprintf("{RedisURL:%s Name:%s MaxSegments:%d Heartbeat:%s Lease:%s FenceAfter:%s SweepInterval:%s CoordinatorLease:%s CoordinatorLostAfter:%s}",
+		redact.URL(c.RedisURL), c.Name, c.MaxSegments, c.Heartbeat, c.Lease, c.FenceAfter, c.SweepInterval, c.CoordinatorLease, c.CoordinatorLostAfter)
 }

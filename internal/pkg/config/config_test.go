@@ -112,6 +112,13 @@ func TestParse(t *testing.T) {
 		{"empty env is ignored", "runner:\n  capacity: 4\n", map[string]string{"FORGELOAD_RUNNER_CAPACITY": ""}, func(c *Config) {
 			c.Runner.Capacity = 4
 		}},
+		{"short cluster timings", "cluster:\n  heartbeat: 250ms\n  lease: 1250ms\n  fence_after: 875ms\n  sweep_interval: 250ms\n", map[string]string{
+			"FORGELOAD_CLUSTER_COORDINATOR_LEASE":      "2s",
+			"FORGELOAD_CLUSTER_COORDINATOR_LOST_AFTER": "500ms",
+		}, func(c *Config) {
+			c.Cluster.Heartbeat, c.Cluster.Lease, c.Cluster.FenceAfter, c.Cluster.SweepInterval = 250*time.Millisecond, 1250*time.Millisecond, 875*time.Millisecond, 250*time.Millisecond
+			c.Cluster.CoordinatorLease, c.Cluster.CoordinatorLostAfter = 2*time.Second, 500*time.Millisecond
+		}},
 		{"env of every kind", "", map[string]string{
 			"FORGELOAD_LOG_LEVEL":                 "debug",
 			"FORGELOAD_RUNNER_LABELS":             "a, b ,,c:host",
@@ -252,6 +259,18 @@ func TestParseErrors(t *testing.T) {
 			`f.yaml:2: cluster.name: "a:b" is not a valid name (want 1 to 64 letters, digits, '.', '_' or '-')`},
 		{"negative segments", "cluster:\n  max_segments: -2\n", nil,
 			`f.yaml:2: cluster.max_segments: -2 is negative (want 0 to run no shares of other runners' tests, or e.g. 1)`},
+		{"fence not below lease", "cluster:\n  lease: 3s\n  fence_after: 3s\n", nil,
+			`f.yaml:3: cluster.fence_after: 3s is not below cluster.lease (3s): a worker cut off from Redis would still be sending when its lease expires and another worker takes its share; want at most 2.1s (7/10 of the lease, as the defaults), or a longer cluster.lease`},
+		{"heartbeat too close to the fence", "cluster:\n  heartbeat: 2s\n", nil,
+			`f.yaml:2: cluster.heartbeat: 2s is more than a third of cluster.fence_after (3.5s): one late renewal would make a healthy worker stop its load; want at most 1.166s, or a longer cluster.fence_after`},
+		{"zero sweep", "cluster:\n  sweep_interval: 0s\n", nil,
+			`f.yaml:2: cluster.sweep_interval: 0s must be above 0 (want e.g. 1s)`},
+		{"zero coordinator lost after", "", map[string]string{"FORGELOAD_CLUSTER_COORDINATOR_LOST_AFTER": "0s"},
+			`env FORGELOAD_CLUSTER_COORDINATOR_LOST_AFTER: cluster.coordinator_lost_after: 0s must be above 0 (want e.g. 2s)`},
+		{"short coordinator lease", "cluster:\n  coordinator_lease: 500ms\n", nil,
+			`f.yaml:2: cluster.coordinator_lease: 500ms is below 1s: it is renewed every seventh of it, and renewals that short are missed on a busy machine or network; want e.g. 7s`},
+		{"fence from env against the file's lease", "cluster:\n  lease: 2s\n", map[string]string{"FORGELOAD_CLUSTER_FENCE_AFTER": "3s"},
+			`env FORGELOAD_CLUSTER_FENCE_AFTER: cluster.fence_after: 3s is not below cluster.lease (2s): ...`},
 		{"env parse error names the variable", "", map[string]string{"FORGELOAD_RUNNER_CAPACITY": "lots"},
 			`env FORGELOAD_RUNNER_CAPACITY: runner.capacity: "lots" is not a whole number (want e.g. 2)`},
 		{"env validation error names the variable", "runner:\n  capacity: 2\n", map[string]string{"FORGELOAD_RUNNER_CAPACITY": "0"},
@@ -597,6 +616,17 @@ func TestLockHelperProcess(t *testing.T) {
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	_ = unlock()
 	os.Exit(0)
+}
+
+// TestClusterPromises: the promises of docs/cluster.md are functions of
+// the timings: 7 s, 3.5 s, 1.5 s and 10 s with the defaults.
+func TestClusterPromises(t *testing.T) {
+	t.Parallel()
+	got := Default().Cluster.Promises()
+	want := ClusterPromises{Takeover: 7 * time.Second, Fence: 3500 * time.Millisecond, Margin: 1500 * time.Millisecond, CoordinatorLost: 10 * time.Second}
+	if got != want {
+		t.Errorf("Default().Cluster.Promises() = %+v, want %+v", got, want)
+	}
 }
 
 func TestSecretsNotPrinted(t *testing.T) {

@@ -42,6 +42,9 @@ func exampleDuration(path string) string {
 	if d, ok := defaultDurations()[path]; ok && d > 0 {
 		return d.String()
 	}
+	if d, ok := clusterDurations()[path]; ok {
+		return d.String()
+	}
 	return "30s"
 }
 
@@ -59,6 +62,18 @@ func defaultDurations() map[string]time.Duration {
 		"load.progress_interval":      DefaultProgressInterval,
 		"metrics.readiness_grace":     DefaultReadinessGrace,
 		"container.service_timeout":   DefaultServiceTimeout,
+	}
+}
+
+// clusterDurations are the defaults of the cluster's timings.
+func clusterDurations() map[string]time.Duration {
+	return map[string]time.Duration{
+		"cluster.heartbeat":              DefaultClusterHeartbeat,
+		"cluster.lease":                  DefaultClusterLease,
+		"cluster.fence_after":            DefaultClusterFenceAfter,
+		"cluster.sweep_interval":         DefaultClusterSweepInterval,
+		"cluster.coordinator_lease":      DefaultClusterCoordinatorLease,
+		"cluster.coordinator_lost_after": DefaultClusterCoordinatorLostAfter,
 	}
 }
 
@@ -184,6 +199,7 @@ func (p *parser) validate(c *Config) error {
 	if cl.MaxSegments < 0 {
 		p.bad("cluster.max_segments", "%d is negative (want 0 to run no shares of other runners' tests, or e.g. %d)", cl.MaxSegments, DefaultClusterMaxSegment)
 	}
+	p.clusterTimings(cl)
 	ct := &c.Container
 	if !oneOf(ct.PullPolicy, "never", "missing", "always") {
 		p.bad("container.pull_policy", "%q is not a pull policy (want never, missing or always)", ct.PullPolicy)
@@ -195,6 +211,29 @@ func (p *parser) validate(c *Config) error {
 		}
 	}
 	return errors.Join(p.errs...)
+}
+
+// clusterTimings checks the cluster's timings and how they relate: the
+// relations are what keep a share from being driven by two hosts, and a
+// healthy worker from stopping its load.
+func (p *parser) clusterTimings(cl *Cluster) {
+	p.positive("cluster.heartbeat", cl.Heartbeat)
+	p.positive("cluster.lease", cl.Lease)
+	p.positive("cluster.fence_after", cl.FenceAfter)
+	p.positive("cluster.sweep_interval", cl.SweepInterval)
+	p.positive("cluster.coordinator_lease", cl.CoordinatorLease)
+	p.positive("cluster.coordinator_lost_after", cl.CoordinatorLostAfter)
+	if cl.Lease > 0 && cl.FenceAfter >= cl.Lease {
+		p.bad("cluster.fence_after", "%s is not below cluster.lease (%s): a worker cut off from Redis would still be sending when its lease expires and another worker takes its share; want at most %s (7/10 of the lease, as the defaults), or a longer cluster.lease",
+			cl.FenceAfter, cl.Lease, cl.Lease*7/10)
+	}
+	if cl.FenceAfter > 0 && cl.Heartbeat > cl.FenceAfter/3 {
+		p.bad("cluster.heartbeat", "%s is more than a third of cluster.fence_after (%s): one late renewal would make a healthy worker stop its load; want at most %s, or a longer cluster.fence_after",
+			cl.Heartbeat, cl.FenceAfter, (cl.FenceAfter / 3).Truncate(time.Millisecond))
+	}
+	if cl.CoordinatorLease > 0 && cl.CoordinatorLease < MinCoordinatorLease {
+		p.bad("cluster.coordinator_lease", "%s is below %s: it is renewed every seventh of it, and renewals that short are missed on a busy machine or network; want e.g. %s", cl.CoordinatorLease, MinCoordinatorLease, DefaultClusterCoordinatorLease)
+	}
 }
 
 func checkHostPort(addr string) error {
