@@ -378,6 +378,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 		ServiceTimeout:   cfg.Container.ServiceTimeout,
 		ValidVolumes:     cfg.Container.ValidVolumes,
+		OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 	})
 	if link != nil {
 		// The pool ends with the first signal (abandoning its segments so

@@ -210,6 +210,8 @@ func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 			"services.api: options: --privileged is not allowed"},
 		{"host path", fmt.Sprintf("        image: %s\n        options: -v %s:/r\n", n.img, n.file),
 			"services.api: volumes[0]: \"" + n.file + ":/r\": host path " + n.file + " is not allowed on this runner"},
+		{"capability", fmt.Sprintf("        image: %s\n        options: --cap-add SYS_ADMIN\n", n.img),
+			"services.api: options: --cap-add SYS_ADMIN is not allowed on this runner: a capability widens what the container can do to the host; the runner's admin can allow it by adding SYS_ADMIN to container.allowed_capabilities"},
 	} {
 		service := tc.service
 		if strings.Contains(service, "%s") {

@@ -270,7 +270,7 @@ func (j *job) containerSpec(ec *workflow.Context, path string, c *workflow.Conta
 	if err != nil {
 		return container.Spec{}, nil, nil, err
 	}
-	if err := spec.ApplyOptions(opts); err != nil {
+	if err := spec.ApplyOptions(opts, j.deps.containers.policy); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	// volumes: and --volume options pass the same checks.
