@@ -1,11 +1,13 @@
 package run
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
@@ -109,5 +111,61 @@ jobs:
 	}
 	for _, want := range []string{"/proc/self/status:NoNewPrivs:\t1", "/proc/1/status:NoNewPrivs:\t1", "service api is ready"} {
 		wantContains(t, "the job log", log, want)
+	}
+}
+
+// A named volume outlives the job and may hold the runner's own .runner
+// (the container deployment keeps it in forgeload-data): one the admin
+// has not listed in container.valid_volumes fails the job, whether from
+// volumes: or -v in options; a listed one is mounted.
+func TestNamedVolumePolicy(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	o, eng, img := dockerOptions(t)
+	vol := "fl-test-" + eng.Owner()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := eng.CreateVolume(ctx, "outside-the-job", vol); err != nil {
+		t.Fatal(err)
+	}
+	job := func(volumes, options string) string {
+		return fmt.Sprintf(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    services:
+      db:
+        image: %s
+        volumes: [%s]
+        options: %s
+    container:
+      image: %s
+      volumes: [%s]
+    steps:
+      - run: echo written > /data/f && cat /data/f && grep -c ' /data ' /proc/self/mounts
+`, img, volumes, options, img, volumes)
+	}
+	for _, tc := range []struct{ name, volumes, options, want string }{
+		{"volumes:", vol + ":/data", "--cpus 1", `services.db: volumes[0]: "` + vol + `:/data": named volume ` + vol + ` is not allowed on this runner`},
+		{"-v in options", "/data", "-v " + vol + ":/x:ro", `services.db: volumes[1]: "` + vol + `:/x:ro": named volume ` + vol + ` is not allowed on this runner`},
+	} {
+		v := h.run(job(tc.volumes, tc.options), o)
+		log := logText(v)
+		if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "written") {
+			t.Fatalf("%s: %v, want failure before any step\n%s", tc.name, v.Result, log)
+		}
+		wantContains(t, tc.name+": the job log", log, tc.want)
+		wantContains(t, tc.name+": the job log", log, "ask the runner's admin to add "+vol+" to container.valid_volumes")
+	}
+
+	o.ValidVolumes = []string{"fl-test-*"}
+	v := h.run(job(vol+":/data", "--cpus 1"), o)
+	if log := logText(v); v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "written\n1") {
+		t.Fatalf("listed volume: %v, want success with the volume mounted at /data\n%s", v.Result, log)
+	}
+	objs, err := eng.Objects(ctx, "outside-the-job")
+	if err != nil || len(objs) != 1 || objs[0] != "volume "+vol {
+		t.Fatalf("after the job, the listed volume made outside it: %v, %v; want it kept", objs, err)
 	}
 }

@@ -61,11 +61,21 @@ func TestCheckVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	realWS, _ := filepath.EvalSymlinks(ws)
-	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*"}}}, ws: ws}
+	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
 	for _, tc := range []struct{ in, bind, name, err string }{
 		{in: "pgdata:/var/lib/postgresql/data", bind: "pgdata:/var/lib/postgresql/data", name: "pgdata"},
+		{in: "pgdata:/x:ro,nocopy", bind: "pgdata:/x:ro,nocopy", name: "pgdata"},
+		// A named volume must be listed too: the container deployment
+		// keeps .runner in forgeload-data.
+		{in: "forgeload-data:/data", err: "named volume forgeload-data is not allowed on this runner"},
+		{in: "pg/../forgeload-data:/data", err: "is not allowed on this runner"},
+		{in: "/srv/fixtures:/x", err: "host path /srv/fixtures is not allowed"},
+		{in: "./data:/data:rshared", err: `mode "rshared" is not allowed`},
+		{in: "pgdata:/x:ro,shared", err: `mode "shared" is not allowed`},
 		{in: "/cache", bind: "/cache"},
 		{in: "./data:/data:ro", bind: realWS + "/data:/data:ro"},
+		// The workspace itself: how a job's containers share files.
+		{in: ".:/shared", bind: realWS + ":/shared"},
 		{in: "/srv/fixtures/a:/fixtures:ro", bind: "/srv/fixtures/a:/fixtures:ro"},
 		{in: "/home/runner/.runner:/r", err: "host path /home/runner/.runner is not allowed on this runner"},
 		{in: "/srv/fixtures/../../etc:/x", err: "is not allowed on this runner"},
