@@ -96,3 +96,43 @@ func TestCheckVolume(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckVolume: whatever a job writes in volumes:, what is accepted
+// mounts a listed volume name, a listed host path, the workspace or an
+// anonymous volume, and never with shared propagation.
+func FuzzCheckVolume(f *testing.F) {
+	for _, s := range []string{"pgdata:/x:ro", "forgeload-data:/data", "./a:/b", ".:/s", "/srv/fixtures/a:/f", "/etc:/e", "/anon", "pg*:/x:rshared", "/srv/fixtures/../../etc:/x"} {
+		f.Add(s)
+	}
+	ws := f.TempDir()
+	realWS, _ := filepath.EvalSymlinks(ws)
+	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
+	f.Fuzz(func(t *testing.T, v string) {
+		bind, name, err := j.checkVolume(v)
+		if err != nil {
+			return
+		}
+		src, rest, hasDst := strings.Cut(bind, ":")
+		_, mode, _ := strings.Cut(rest, ":")
+		switch {
+		case !hasDst:
+			if !strings.HasPrefix(bind, "/") {
+				t.Fatalf("checkVolume(%q) = %q: an anonymous volume that is no absolute path", v, bind)
+			}
+		case name != "":
+			if ok, _ := filepath.Match("pg*", name); !ok || name != src {
+				t.Fatalf("checkVolume(%q) = %q, %q: an unlisted named volume", v, bind, name)
+			}
+		case src == realWS || strings.HasPrefix(src, realWS+"/"):
+		default:
+			if ok, _ := filepath.Match("/srv/fixtures/*", src); !ok {
+				t.Fatalf("checkVolume(%q) = %q: an unlisted host path", v, bind)
+			}
+		}
+		for m := range strings.SplitSeq(mode, ",") {
+			if m == "shared" || m == "rshared" {
+				t.Fatalf("checkVolume(%q) = %q: shared propagation", v, bind)
+			}
+		}
+	})
+}
