@@ -396,6 +396,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 		ServiceTimeout:   cfg.Container.ServiceTimeout,
 		ValidVolumes:     cfg.Container.ValidVolumes,
+		OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 	})
 	removeStaleTaskDirs(runner, log)
 	if link != nil {

@@ -196,7 +196,9 @@ func TestE2EServiceLoadWithSUTThresholds(t *testing.T) {
 // or volume.
 func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 	parallel(t)
-	n := newDockerNode(t, "e2e-svc-fail", "")
+	// The never-healthy service's volume is listed, so it is created, and
+	// must be removed with the job.
+	n := newDockerNode(t, "e2e-svc-fail", "container:\n  pull_policy: never\n  valid_volumes: ['data-*']\n")
 	d := n.startDaemon()
 	job := func(service string) string {
 		return "on: push\njobs:\n  a:\n    runs-on: forgeload\n    services:\n      api:\n" + service + "    steps:\n      - run: echo never-runs\n"
@@ -210,6 +212,10 @@ func TestE2EServiceFailuresLeaveNothing(t *testing.T) {
 			"services.api: options: --privileged is not allowed"},
 		{"host path", fmt.Sprintf("        image: %s\n        options: -v %s:/r\n", n.img, n.file),
 			"services.api: volumes[0]: \"" + n.file + ":/r\": host path " + n.file + " is not allowed on this runner"},
+		{"unlisted named volume", fmt.Sprintf("        image: %s\n        volumes: [forgeload-data:/data]\n", n.img),
+			"services.api: volumes[0]: \"forgeload-data:/data\": named volume forgeload-data is not allowed on this runner"},
+		{"capability", fmt.Sprintf("        image: %s\n        options: --cap-add SYS_ADMIN\n", n.img),
+			"services.api: options: --cap-add SYS_ADMIN is not allowed on this runner: a capability widens what the container can do to the host; the runner's admin can allow it by adding SYS_ADMIN to container.allowed_capabilities"},
 	} {
 		service := tc.service
 		if strings.Contains(service, "%s") {

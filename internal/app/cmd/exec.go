@@ -284,6 +284,7 @@ func (l *localRun) runnerOptions() run.Options {
 		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 		ServiceTimeout:   cfg.Container.ServiceTimeout,
 		ValidVolumes:     cfg.Container.ValidVolumes,
+		OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 	}
 }
 

@@ -121,9 +121,14 @@ type Options struct {
 	// PullPolicy says when images are pulled (container.pull_policy).
 	// Default missing.
 	PullPolicy container.PullPolicy
-	// ValidVolumes are globs of the host paths that services: and
-	// container: may mount (container.valid_volumes); none by default.
+	// ValidVolumes are globs of the host paths and named volumes that
+	// services: and container: may mount (container.valid_volumes); none
+	// by default.
 	ValidVolumes []string
+	// OptionsPolicy is what services: and container: options may add
+	// beyond Docker's defaults (container.allowed_capabilities and
+	// container.allowed_options); the zero value allows nothing.
+	OptionsPolicy container.Policy
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
@@ -195,6 +200,7 @@ type containerDeps struct {
 	err            error
 	pull           container.PullPolicy
 	validVolumes   []string
+	policy         container.Policy
 	serviceTimeout time.Duration
 }
 
@@ -256,6 +262,7 @@ func New(c Client, o Options) *Runner {
 			err:            o.ContainersErr,
 			pull:           o.PullPolicy,
 			validVolumes:   o.ValidVolumes,
+			policy:         o.OptionsPolicy,
 			serviceTimeout: o.ServiceTimeout,
 		},
 		load: loadDeps{

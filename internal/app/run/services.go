@@ -270,7 +270,7 @@ func (j *job) containerSpec(ec *workflow.Context, path string, c *workflow.Conta
 	if err != nil {
 		return container.Spec{}, nil, nil, err
 	}
-	if err := spec.ApplyOptions(opts); err != nil {
+	if err := spec.ApplyOptions(opts, j.deps.containers.policy); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	// volumes: and --volume options pass the same checks.
@@ -306,9 +306,11 @@ func (j *job) containerSpec(ec *workflow.Context, path string, c *workflow.Conta
 }
 
 // checkVolume checks one volumes: entry and returns the bind to give the
-// Engine and, for a named volume, its name. A host path must match one of
-// the admin's container.valid_volumes globs; a relative path (./data) is
-// inside the workspace and must stay there, symlinks resolved.
+// Engine and, for a named volume, its name. A host path and a named volume
+// must match one of the admin's container.valid_volumes globs (a named
+// volume may hold another job's data, or the runner's own .runner); a
+// relative path (./data) is inside the workspace and must stay there,
+// symlinks resolved.
 func (j *job) checkVolume(v string) (bind, name string, err error) {
 	src, rest, ok := strings.Cut(v, ":")
 	if !ok {
@@ -318,9 +320,12 @@ func (j *job) checkVolume(v string) (bind, name string, err error) {
 		}
 		return v, "", nil
 	}
-	dst, _, _ := strings.Cut(rest, ":")
+	dst, mode, _ := strings.Cut(rest, ":")
 	if src == "" || !strings.HasPrefix(dst, "/") {
 		return "", "", fmt.Errorf("%q: want name:/path or /host/path:/path", v)
+	}
+	if err := checkVolumeMode(mode); err != nil {
+		return "", "", fmt.Errorf("%q: %w", v, err)
 	}
 	switch {
 	case strings.HasPrefix(src, "."):
@@ -333,14 +338,43 @@ func (j *job) checkVolume(v string) (bind, name string, err error) {
 		}
 		return abs + ":" + rest, "", nil
 	case strings.HasPrefix(src, "/"):
-		for _, g := range j.deps.containers.validVolumes {
-			if ok, _ := path.Match(g, filepath.Clean(src)); ok {
-				return filepath.Clean(src) + ":" + rest, "", nil
-			}
+		if j.validVolume(filepath.Clean(src)) {
+			return filepath.Clean(src) + ":" + rest, "", nil
 		}
-		return "", "", fmt.Errorf("%q: host path %s is not allowed on this runner: use a named volume (name:/path) or a path in the workspace (./dir:/path), or ask the runner's admin to add it to container.valid_volumes", v, src)
+		return "", "", fmt.Errorf("%q: host path %s is not allowed on this runner: use a path in the workspace (./dir:/path), or ask the runner's admin to add it to container.valid_volumes", v, src)
+	}
+	if !j.validVolume(src) {
+		return "", "", fmt.Errorf("%q: named volume %s is not allowed on this runner: a volume outlives the job and may hold another job's data or the runner's own; share files between the job's containers through the workspace (.:/path mounts it), or ask the runner's admin to add %s to container.valid_volumes", v, src, src)
 	}
 	return v, src, nil
+}
+
+// validVolume reports whether a host path or volume name matches one of
+// the admin's container.valid_volumes globs.
+func (j *job) validVolume(src string) bool {
+	for _, g := range j.deps.containers.validVolumes {
+		if ok, _ := path.Match(g, src); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// volumeModes are the docker -v modes a job may give. shared and rshared
+// are not among them: they would let mounts made in the container appear
+// on the host.
+var volumeModes = map[string]bool{"ro": true, "rw": true, "z": true, "Z": true, "nocopy": true, "private": true, "rprivate": true, "slave": true, "rslave": true}
+
+func checkVolumeMode(mode string) error {
+	if mode == "" {
+		return nil
+	}
+	for m := range strings.SplitSeq(mode, ",") {
+		if !volumeModes[m] {
+			return fmt.Errorf("mode %q is not allowed (want ro or rw, optionally with z, Z, nocopy, private, rprivate, slave or rslave; shared propagation would let the container's mounts reach the host)", m)
+		}
+	}
+	return nil
 }
 
 // parsePort reads a ports: entry: 8080, 9000:8080 or 127.0.0.1:9000:8080,

@@ -61,11 +61,21 @@ func TestCheckVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	realWS, _ := filepath.EvalSymlinks(ws)
-	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*"}}}, ws: ws}
+	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
 	for _, tc := range []struct{ in, bind, name, err string }{
 		{in: "pgdata:/var/lib/postgresql/data", bind: "pgdata:/var/lib/postgresql/data", name: "pgdata"},
+		{in: "pgdata:/x:ro,nocopy", bind: "pgdata:/x:ro,nocopy", name: "pgdata"},
+		// A named volume must be listed too: the container deployment
+		// keeps .runner in forgeload-data.
+		{in: "forgeload-data:/data", err: "named volume forgeload-data is not allowed on this runner"},
+		{in: "pg/../forgeload-data:/data", err: "is not allowed on this runner"},
+		{in: "/srv/fixtures:/x", err: "host path /srv/fixtures is not allowed"},
+		{in: "./data:/data:rshared", err: `mode "rshared" is not allowed`},
+		{in: "pgdata:/x:ro,shared", err: `mode "shared" is not allowed`},
 		{in: "/cache", bind: "/cache"},
 		{in: "./data:/data:ro", bind: realWS + "/data:/data:ro"},
+		// The workspace itself: how a job's containers share files.
+		{in: ".:/shared", bind: realWS + ":/shared"},
 		{in: "/srv/fixtures/a:/fixtures:ro", bind: "/srv/fixtures/a:/fixtures:ro"},
 		{in: "/home/runner/.runner:/r", err: "host path /home/runner/.runner is not allowed on this runner"},
 		{in: "/srv/fixtures/../../etc:/x", err: "is not allowed on this runner"},
@@ -85,4 +95,44 @@ func TestCheckVolume(t *testing.T) {
 			t.Errorf("checkVolume(%q) = %q, %q, %v; want %q, %q", tc.in, bind, name, err, tc.bind, tc.name)
 		}
 	}
+}
+
+// FuzzCheckVolume: whatever a job writes in volumes:, what is accepted
+// mounts a listed volume name, a listed host path, the workspace or an
+// anonymous volume, and never with shared propagation.
+func FuzzCheckVolume(f *testing.F) {
+	for _, s := range []string{"pgdata:/x:ro", "forgeload-data:/data", "./a:/b", ".:/s", "/srv/fixtures/a:/f", "/etc:/e", "/anon", "pg*:/x:rshared", "/srv/fixtures/../../etc:/x"} {
+		f.Add(s)
+	}
+	ws := f.TempDir()
+	realWS, _ := filepath.EvalSymlinks(ws)
+	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
+	f.Fuzz(func(t *testing.T, v string) {
+		bind, name, err := j.checkVolume(v)
+		if err != nil {
+			return
+		}
+		src, rest, hasDst := strings.Cut(bind, ":")
+		_, mode, _ := strings.Cut(rest, ":")
+		switch {
+		case !hasDst:
+			if !strings.HasPrefix(bind, "/") {
+				t.Fatalf("checkVolume(%q) = %q: an anonymous volume that is no absolute path", v, bind)
+			}
+		case name != "":
+			if ok, _ := filepath.Match("pg*", name); !ok || name != src {
+				t.Fatalf("checkVolume(%q) = %q, %q: an unlisted named volume", v, bind, name)
+			}
+		case src == realWS || strings.HasPrefix(src, realWS+"/"):
+		default:
+			if ok, _ := filepath.Match("/srv/fixtures/*", src); !ok {
+				t.Fatalf("checkVolume(%q) = %q: an unlisted host path", v, bind)
+			}
+		}
+		for m := range strings.SplitSeq(mode, ",") {
+			if m == "shared" || m == "rshared" {
+				t.Fatalf("checkVolume(%q) = %q: shared propagation", v, bind)
+			}
+		}
+	})
 }

@@ -225,10 +225,20 @@ type Container struct {
 	// ServiceTimeout bounds the wait for a job's services to become
 	// healthy, all together. Default 5m; must be above 0.
 	ServiceTimeout time.Duration `yaml:"service_timeout"`
-	// ValidVolumes are globs (path.Match, such as /srv/fixtures/*) of the
-	// host paths a job's services and container may mount. Default empty:
-	// only named volumes and paths inside the workspace.
+	// ValidVolumes are globs (path.Match) of the host paths (such as
+	// /srv/fixtures/*) and the named volumes (such as cache-*) a job's
+	// services and container may mount. Default empty: only paths inside
+	// the workspace and anonymous volumes.
 	ValidVolumes []string `yaml:"valid_volumes"`
+	// AllowedCapabilities are the Linux capabilities (such as NET_ADMIN)
+	// a job's options: may add with --cap-add, beyond Docker's default
+	// set, which may always be added back. ALL allows every one. Default
+	// empty: none.
+	AllowedCapabilities []string `yaml:"allowed_capabilities"`
+	// AllowedOptions are the docker create flags of
+	// container.GatedOptions (--sysctl, --ulimit, --group-add) a job's
+	// options: may use. Default empty: none.
+	AllowedOptions []string `yaml:"allowed_options"`
 }
 
 // Defaults, exported so that documentation and callers can name them.
@@ -334,7 +344,7 @@ func Default() *Config {
 			CoordinatorLease:     DefaultClusterCoordinatorLease,
 			CoordinatorLostAfter: DefaultClusterCoordinatorLostAfter,
 		},
-		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}},
+		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}, AllowedCapabilities: []string{}, AllowedOptions: []string{}},
 	}
 }
 

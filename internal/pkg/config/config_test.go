@@ -663,6 +663,37 @@ func TestContainerSection(t *testing.T) {
 	}
 }
 
+// The container allow-lists: names and globs as the admin writes them, from
+// the file or the environment; a typo is an error naming the key and line.
+func TestContainerAllowLists(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("f.yaml", []byte("container:\n  valid_volumes: [/srv/fixtures/*, cache-*, forgeload-fixtures]\n  allowed_capabilities: [net_admin, CAP_SYS_PTRACE]\n  allowed_options: [--ulimit]\n"),
+		func(k string) string {
+			return map[string]string{"FORGELOAD_CONTAINER_ALLOWED_OPTIONS": "--ulimit,--sysctl"}[k]
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Container; strings.Join(got.ValidVolumes, " ") != "/srv/fixtures/* cache-* forgeload-fixtures" || strings.Join(got.AllowedCapabilities, " ") != "net_admin CAP_SYS_PTRACE" || strings.Join(got.AllowedOptions, " ") != "--ulimit --sysctl" {
+		t.Fatalf("Parse = %+v", got)
+	}
+	if d := Default().Container; len(d.AllowedCapabilities) != 0 || len(d.AllowedOptions) != 0 || len(d.ValidVolumes) != 0 {
+		t.Fatalf("Default().Container = %+v, want every allow-list empty", d)
+	}
+	_, err = Parse("f.yaml", []byte("container:\n  valid_volumes: [data/x, '/[']\n  allowed_capabilities: [SYS_ADMN]\n  allowed_options: [--privileged, --cap-add]\n"), nil)
+	for _, want := range []string{
+		`f.yaml:2: container.valid_volumes[0]: "data/x" is neither an absolute path glob`,
+		`container.valid_volumes[1]: "/[" is neither`,
+		`f.yaml:3: container.allowed_capabilities[0]: "SYS_ADMN" is not a Linux capability (want a name such as NET_ADMIN, or ALL)`,
+		`f.yaml:4: container.allowed_options[0]: "--privileged" is not a flag this key can allow (want one of --group-add, --sysctl, --ulimit; capabilities go in container.allowed_capabilities)`,
+		`container.allowed_options[1]: "--cap-add" is not a flag`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse error = %v\nwant it to contain %q", err, want)
+		}
+	}
+}
+
 // FuzzLoadRegistration: any .runner content is loaded or refused, never a
 // panic, and what loads has every required field, with no character that
 // could break the HTTP headers it is sent in.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/container"
 )
 
 // at returns where the key at path was last set, falling back to the file
@@ -206,8 +208,18 @@ func (p *parser) validate(c *Config) error {
 	}
 	p.positive("container.service_timeout", ct.ServiceTimeout)
 	for i, g := range ct.ValidVolumes {
-		if _, err := path.Match(g, "/"); err != nil || !strings.HasPrefix(g, "/") {
-			p.bad(fmt.Sprintf("container.valid_volumes[%d]", i), "%q is not an absolute path glob (want e.g. /srv/fixtures/*)", g)
+		if _, err := path.Match(g, "/"); err != nil || g == "" || (!strings.HasPrefix(g, "/") && strings.Contains(g, "/")) {
+			p.bad(fmt.Sprintf("container.valid_volumes[%d]", i), "%q is neither an absolute path glob (such as /srv/fixtures/*) nor a volume name glob (such as cache-*)", g)
+		}
+	}
+	for i, c := range ct.AllowedCapabilities {
+		if _, ok := container.CanonicalCapability(c); !ok {
+			p.bad(fmt.Sprintf("container.allowed_capabilities[%d]", i), "%q is not a Linux capability (want a name such as NET_ADMIN, or ALL)", c)
+		}
+	}
+	for i, o := range ct.AllowedOptions {
+		if !oneOf(o, container.GatedOptions()...) {
+			p.bad(fmt.Sprintf("container.allowed_options[%d]", i), "%q is not a flag this key can allow (want one of %s; capabilities go in container.allowed_capabilities)", o, strings.Join(container.GatedOptions(), ", "))
 		}
 	}
 	return errors.Join(p.errs...)

@@ -16,6 +16,20 @@
 // daemon that was killed, left behind, without touching anything else on
 // the host.
 //
+// # What a job may ask for
+//
+// A job's options: string is hostile input. [Spec.ApplyOptions] reads it
+// against an allow-list: the flags that only shape the container (health
+// checks, resources, env, user, tmpfs, ...) pass; those that widen its
+// reach beyond Docker's defaults pass only where the admin's [Policy]
+// lists them (capabilities one by one, and the flags of [GatedOptions]);
+// those that would share the host's namespaces, devices or files, or take
+// the container off the job's network, are refused whatever the policy.
+// Every refusal names the flag and the config key that would allow it, or
+// says that none does. [Engine.Start] runs every container with
+// no-new-privileges. Volumes are the caller's to check, against
+// container.valid_volumes.
+//
 // # Concurrency
 //
 // An Engine is safe for concurrent use; each job uses its own objects.

@@ -277,15 +277,35 @@ type Spec struct {
 	// Labels are extra labels; the ownership labels always win.
 	Labels     map[string]string
 	ExtraHosts []string
+	// CapAdd are capabilities to add, in [CanonicalCapability] form;
+	// CapDrop those to drop.
 	CapAdd     []string
 	CapDrop    []string
 	ReadOnly   bool
 	Init       bool
 	StopSignal string
+	// Sysctls, Ulimits and GroupAdd widen the container: in a job, only
+	// the flags of [GatedOptions] set them, where the admin's [Policy]
+	// allows.
+	Sysctls  map[string]string
+	Ulimits  []Ulimit
+	GroupAdd []string
 }
 
+// Ulimit is one --ulimit: a resource such as nofile, with its soft and
+// hard limits (-1: unlimited).
+type Ulimit struct {
+	Name       string
+	Soft, Hard int64
+}
+
+// noNewPrivileges is the security option every container runs with: no
+// process in it gains privileges through setuid or file capabilities.
+const noNewPrivileges = "no-new-privileges:true"
+
 // Start creates and starts a container and returns its id. A container
-// that was created but did not start is removed again.
+// that was created but did not start is removed again. Every container
+// runs with no-new-privileges, whatever s says.
 func (e *Engine) Start(ctx context.Context, s Spec) (string, error) {
 	cfg := &ctypes.Config{
 		Image:        s.Image,
@@ -308,6 +328,12 @@ func (e *Engine) Start(ctx context.Context, s Spec) (string, error) {
 		CapDrop:        s.CapDrop,
 		ReadonlyRootfs: s.ReadOnly,
 		ShmSize:        s.ShmSize,
+		Sysctls:        s.Sysctls,
+		GroupAdd:       s.GroupAdd,
+		SecurityOpt:    []string{noNewPrivileges},
+	}
+	for _, u := range s.Ulimits {
+		hc.Ulimits = append(hc.Ulimits, &ctypes.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
 	if s.Init {
 		t := true

@@ -89,7 +89,6 @@ var options = map[string]optionSpec{
 	}},
 	"--volume":      {true, func(s *Spec, v string) error { s.Binds = append(s.Binds, v); return nil }},
 	"--add-host":    {true, func(s *Spec, v string) error { s.ExtraHosts = append(s.ExtraHosts, v); return nil }},
-	"--cap-add":     {true, func(s *Spec, v string) error { s.CapAdd = append(s.CapAdd, v); return nil }},
 	"--cap-drop":    {true, func(s *Spec, v string) error { s.CapDrop = append(s.CapDrop, v); return nil }},
 	"--stop-signal": {true, func(s *Spec, v string) error { s.StopSignal = v; return nil }},
 	"--read-only":   {false, func(s *Spec, _ string) error { s.ReadOnly = true; return nil }},
@@ -102,21 +101,157 @@ var options = map[string]optionSpec{
 var shortOptions = map[string]string{
 	"-e": "--env", "-m": "--memory", "-u": "--user", "-w": "--workdir",
 	"-h": "--hostname", "-l": "--label", "-v": "--volume",
+	"-p": "--publish", "-P": "--publish-all",
 }
 
-// refused are docker flags that would let a job escape the runner's
-// control of the container; they get their own message.
-var refused = map[string]string{
-	"--privileged": "gives the container the host's devices and kernel capabilities",
-	"--network":    "the runner puts every container on the job's own network",
-	"--net":        "the runner puts every container on the job's own network",
-	"--pid":        "would share the host's process namespace",
-	"--ipc":        "would share another namespace",
-	"--userns":     "would change the user namespace",
-	"--name":       "the runner names the containers so it can remove them",
-	"--publish":    "publish ports with ports: instead",
-	"-p":           "publish ports with ports: instead",
-	"--device":     "would give the container host devices",
+// gatedOption is a docker create flag that widens what the container can
+// reach or change beyond Docker's defaults, so a job may use it only where
+// the runner's admin lists it in container.allowed_options.
+type gatedOption struct {
+	optionSpec
+	why string // what it widens
+}
+
+// gated are the flags [Policy.Options] may allow. --cap-add has a list of
+// its own ([Policy.Capabilities]), per capability.
+var gated = map[string]gatedOption{
+	"--sysctl": {optionSpec{true, func(s *Spec, v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("want name=value such as net.core.somaxconn=4096, got %q", v)
+		}
+		if s.Sysctls == nil {
+			s.Sysctls = map[string]string{}
+		}
+		s.Sysctls[k] = val
+		return nil
+	}}, "it changes kernel settings of the container's namespaces"},
+	"--ulimit": {optionSpec{true, func(s *Spec, v string) error {
+		u, err := parseUlimit(v)
+		if err == nil {
+			s.Ulimits = append(s.Ulimits, u)
+		}
+		return err
+	}}, "it can raise the container's resource limits above the Engine's defaults"},
+	"--group-add": {optionSpec{true, func(s *Spec, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("want a group name or id")
+		}
+		s.GroupAdd = append(s.GroupAdd, v)
+		return nil
+	}}, "it adds groups to the container's processes, and with them access to what those groups own"},
+}
+
+// refusedOption is a docker create flag no job may use, whatever the
+// runner's config: each takes the container out of the runner's control or
+// puts it in the host's namespaces.
+type refusedOption struct {
+	value bool   // takes a value (skipped with the flag)
+	why   string // why, and what to do instead
+}
+
+var refused = map[string]refusedOption{
+	"--privileged":         {false, "it gives the container every device and capability of the host; ask for the one capability the job needs (--cap-add, which container.allowed_capabilities controls)"},
+	"--network":            {true, "the runner puts every container on the job's own network, where the services reach each other by name"},
+	"--net":                {true, "the runner puts every container on the job's own network, where the services reach each other by name"},
+	"--pid":                {true, "it would share the host's (or another container's) process namespace"},
+	"--ipc":                {true, "it would share the host's (or another container's) IPC namespace"},
+	"--uts":                {true, "it would share the host's UTS namespace"},
+	"--userns":             {true, "it would change the user namespace, and with host the container's root is the host's root"},
+	"--cgroupns":           {true, "it would share the host's cgroup namespace"},
+	"--cgroup-parent":      {true, "it would move the container out of the Engine's cgroup and its limits"},
+	"--volumes-from":       {true, "it would mount every volume of another container, which the runner cannot check; mount what the job needs with volumes:"},
+	"--mount":              {true, "mount with volumes: or --volume, which the runner checks against container.valid_volumes"},
+	"--runtime":            {true, "it would choose another container runtime than the Engine's default"},
+	"--oom-score-adj":      {true, "it would make the host's kernel kill host processes before the container"},
+	"--oom-kill-disable":   {false, "it would let the container take the host's memory without being killed"},
+	"--device":             {true, "it would give the container a device of the host"},
+	"--device-cgroup-rule": {true, "it would let the container use devices of the host"},
+	"--security-opt":       {true, "it can turn off the container's seccomp, AppArmor or SELinux confinement, or no-new-privileges, which every container of a job runs with"},
+	"--env-file":           {true, "it reads a file of the runner's host; set variables with env: or --env"},
+	"--label-file":         {true, "it reads a file of the runner's host; set labels with --label"},
+	"--name":               {true, "the runner names the containers so it can remove them"},
+	"--publish":            {true, "publish ports with ports: instead"},
+	"--publish-all":        {false, "publish ports with ports: instead"},
+}
+
+// Policy is what the runner's admin lets a job's options: add to its
+// containers beyond Docker's defaults. The zero value allows nothing:
+// no capability beyond Docker's default set, and no flag of
+// [GatedOptions].
+type Policy struct {
+	// Capabilities are the capabilities a job may --cap-add
+	// (container.allowed_capabilities), such as NET_ADMIN, with or
+	// without the CAP_ prefix and in any case; ALL allows every one.
+	Capabilities []string
+	// Options are the flags of [GatedOptions] a job may use
+	// (container.allowed_options), such as --ulimit.
+	Options []string
+}
+
+// allowsOption reports whether p lists the gated flag name.
+func (p Policy) allowsOption(name string) bool {
+	for _, o := range p.Options {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsCapability reports whether a job may add the capability c, in its
+// canonical form: Docker's default set always, any other only if p lists
+// it or ALL.
+func (p Policy) allowsCapability(c string) bool {
+	if defaultCapabilities[c] {
+		return true
+	}
+	for _, a := range p.Capabilities {
+		if ac, ok := CanonicalCapability(a); ok && (ac == c || ac == "ALL") {
+			return true
+		}
+	}
+	return false
+}
+
+// GatedOptions are the docker create flags a job may use only where the
+// runner's admin lists them in container.allowed_options, sorted.
+func GatedOptions() []string {
+	names := make([]string, 0, len(gated))
+	for k := range gated {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// capabilities are the Linux capabilities, without the CAP_ prefix.
+var capabilities = map[string]bool{}
+
+// defaultCapabilities are those Docker gives every container: adding one
+// back (after --cap-drop ALL, say) widens nothing.
+var defaultCapabilities = map[string]bool{}
+
+func init() {
+	for _, c := range strings.Fields(`CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID
+		SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER
+		SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE
+		SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN
+		SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE`) {
+		capabilities[c] = true
+	}
+	for _, c := range strings.Fields(`CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID
+		SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE`) {
+		defaultCapabilities[c] = true
+	}
+}
+
+// CanonicalCapability returns a capability's name as Docker's API takes
+// it, upper case without the CAP_ prefix (cap_net_admin gives NET_ADMIN),
+// or ALL; ok is false for a name that is no Linux capability.
+func CanonicalCapability(name string) (c string, ok bool) {
+	c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(name)), "CAP_")
+	return c, c == "ALL" || capabilities[c]
 }
 
 func health(s *Spec) *Health {
@@ -181,11 +316,41 @@ func ParseBytes(v string) (int64, error) {
 	return int64(f * scale), nil
 }
 
+// ulimits are the resource names --ulimit takes.
+var ulimits = map[string]bool{
+	"core": true, "cpu": true, "data": true, "fsize": true, "locks": true, "memlock": true, "msgqueue": true,
+	"nice": true, "nofile": true, "nproc": true, "rss": true, "rtprio": true, "rttime": true, "sigpending": true, "stack": true,
+}
+
+// parseUlimit reads --ulimit's name=soft[:hard]; hard defaults to soft.
+func parseUlimit(v string) (Ulimit, error) {
+	bad := fmt.Errorf("want name=soft[:hard] such as nofile=65536:65536, got %q", v)
+	name, lim, ok := strings.Cut(v, "=")
+	if !ok || !ulimits[name] {
+		return Ulimit{}, bad
+	}
+	softS, hardS, hasHard := strings.Cut(lim, ":")
+	if !hasHard {
+		hardS = softS
+	}
+	soft, err1 := strconv.ParseInt(softS, 10, 64)
+	hard, err2 := strconv.ParseInt(hardS, 10, 64)
+	if err1 != nil || err2 != nil || soft < -1 || hard < -1 || (hard != -1 && (soft == -1 || soft > hard)) {
+		return Ulimit{}, bad
+	}
+	return Ulimit{Name: name, Soft: soft, Hard: hard}, nil
+}
+
 // ApplyOptions applies a job's options: string (docker create flags such
-// as --health-cmd "pg_isready" --cpus 1 --memory 512m) to s. Every flag it
-// does not know, and those that would take the container out of the
-// runner's control, are errors that list what is supported.
-func (s *Spec) ApplyOptions(opts string) error {
+// as --health-cmd "pg_isready" --cpus 1 --memory 512m) to s, under the
+// admin's policy p. Every flag it does not know, those that would take the
+// container out of the runner's control, and those that widen its reach
+// beyond what p allows are errors, all at once; each names the flag, and
+// the config key that would allow it where one does.
+//
+// Binds from --volume are not checked here: the caller checks them with
+// the job's other volumes.
+func (s *Spec) ApplyOptions(opts string, p Policy) error {
 	args, err := SplitArgs(opts)
 	if err != nil {
 		return fmt.Errorf("options: %w", err)
@@ -193,34 +358,69 @@ func (s *Spec) ApplyOptions(opts string) error {
 	var errs []error
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name, val, hasVal := strings.Cut(a, "=")
-		if long, ok := shortOptions[name]; ok {
-			name = long
-		}
-		if why, bad := refused[name]; bad {
-			errs = append(errs, fmt.Errorf("options: %s is not allowed: %s", name, why))
-			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				i++
-			}
-			continue
-		}
-		spec, ok := options[name]
 		if !strings.HasPrefix(a, "-") {
 			errs = append(errs, fmt.Errorf("options: %q is not a flag; options holds docker create flags only, such as --cpus 1 (quote values that contain spaces)", a))
 			continue
 		}
-		if !ok {
-			errs = append(errs, fmt.Errorf("options: %q is not a supported docker create flag; supported: %s", a, supported()))
-			continue
+		name, val, hasVal := strings.Cut(a, "=")
+		if long, ok := shortOptions[name]; ok {
+			name = long
 		}
-		if spec.value && !hasVal {
+		// value takes the flag's value, from the same word or the next.
+		value := func() (string, bool) {
+			if hasVal {
+				return val, true
+			}
 			if i+1 >= len(args) {
 				errs = append(errs, fmt.Errorf("options: %s needs a value", name))
-				continue
+				return "", false
 			}
 			i++
-			val = args[i]
-		} else if !spec.value && hasVal {
+			return args[i], true
+		}
+		if r, bad := refused[name]; bad {
+			if r.value && !hasVal && i+1 < len(args) {
+				i++
+			}
+			errs = append(errs, fmt.Errorf("options: %s is not allowed on any forgeload runner (no config key allows it): %s", name, r.why))
+			continue
+		}
+		if name == "--cap-add" {
+			v, ok := value()
+			if !ok {
+				continue
+			}
+			c, known := CanonicalCapability(v)
+			switch {
+			case !known:
+				errs = append(errs, fmt.Errorf("options: --cap-add %s: %q is not a Linux capability (want a name such as NET_ADMIN)", v, v))
+			case !p.allowsCapability(c):
+				errs = append(errs, fmt.Errorf("options: --cap-add %s is not allowed on this runner: a capability widens what the container can do to the host; the runner's admin can allow it by adding %s to container.allowed_capabilities", v, c))
+			default:
+				s.CapAdd = append(s.CapAdd, c)
+			}
+			continue
+		}
+		spec, ok := options[name]
+		if g, isGated := gated[name]; isGated {
+			if !p.allowsOption(name) {
+				if !hasVal && i+1 < len(args) {
+					i++
+				}
+				errs = append(errs, fmt.Errorf("options: %s is not allowed on this runner: %s; the runner's admin can allow it by adding %s to container.allowed_options", name, g.why, name))
+				continue
+			}
+			spec, ok = g.optionSpec, true
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("options: %q is not a supported docker create flag; supported: %s", a, supported(p)))
+			continue
+		}
+		if spec.value {
+			if val, ok = value(); !ok {
+				continue
+			}
+		} else if hasVal {
 			errs = append(errs, fmt.Errorf("options: %s takes no value, got %q", name, a))
 			continue
 		}
@@ -231,10 +431,16 @@ func (s *Spec) ApplyOptions(opts string) error {
 	return errors.Join(errs...)
 }
 
-func supported() string {
-	names := make([]string, 0, len(options))
+// supported lists the flags a job may use under p.
+func supported(p Policy) string {
+	names := []string{"--cap-add"}
 	for k := range options {
 		names = append(names, k)
+	}
+	for k := range gated {
+		if p.allowsOption(k) {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
