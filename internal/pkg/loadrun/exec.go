@@ -19,9 +19,10 @@ import (
 type Observer interface {
 	// LoadStarted is called before the run with its protocol (http,
 	// websocket, sse or grpc), planned rate and, for a job's load step, what
-	// it is (secrets masked); info is nil for a segment of a multi-host
-	// run.
-	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo)
+	// it is (secrets masked) and mask, which hides the job's secrets in any
+	// text shown of the run (its snapshots' endpoint names, …); info and
+	// mask are nil for a segment of a multi-host run.
+	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo, mask func(string) string)
 	Second(s *load.Snapshot)
 	LoadDone()
 }
