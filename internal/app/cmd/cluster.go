@@ -104,6 +104,9 @@ type clusterLink struct {
 	id  string
 	obs cluster.Observer
 	log *logrus.Entry
+	// masks hide, in the daemon's log, the secrets of the runs it
+	// coordinates (hooked into log's logger).
+	masks *jobMasks
 
 	wg sync.WaitGroup
 }
@@ -131,12 +134,16 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 	if err != nil {
 		return nil, err
 	}
-	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id)}, nil
+	masks := &jobMasks{}
+	log.Logger.AddHook(masks)
+	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id), masks: masks}, nil
 }
 
 // Coordinate runs a distributed load step as its coordinator, under this
-// runner's cluster name.
-func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error) {
+// runner's cluster name. While it runs, every line of the daemon's log
+// (its own error at the end, this host's segment lines) goes through mask.
+func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions, mask func(string) string) (*cluster.Outcome, error) {
+	defer c.masks.add(mask)()
 	o.Coordinator = c.id
 	o.Observer = c.obs
 	c.log.Infof("coordinating a distributed load test over %d workers", p.Workers)

@@ -103,3 +103,31 @@ func firstEvent(t *testing.T, url, want string) string {
 	t.Fatalf("%s: no update holding %q before the stream ended: %v", url, want, sc.Err())
 	return ""
 }
+
+// TestE2EClusterCoordinatorLogMasksSecrets: a distributed run that fails
+// because a worker's policy refuses its target, whose path holds a job
+// secret: the coordinating daemon's own log says the run failed, with the
+// worker's error, and never the secret; the job's log masks it too.
+func TestE2EClusterCoordinatorLogMasksSecrets(t *testing.T) {
+	parallelLong(t, 8)
+	rg := newClusterRig(t, "", map[string]string{"w3": "  allow_targets: [\"10.0.0.0/8\"]\n"})
+	const secret = "c00rd-S3cret-path"
+	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n" +
+		"          target: " + rg.tg.URL + "/${{ secrets.P }}\n          rate: 30\n          duration: 2s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"
+	id := rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Secrets: map[string]string{"P": secret}, Payload: []byte(payload)})
+	v := rg.waitDone(t, id)
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, "worker w3 could not run segment") {
+		t.Fatalf("job result %v, want failure naming w3's refusal:\n%s\n%s", v.Result, log, rg.logs())
+	}
+	coord := rg.d["w1"].out.String()
+	if !strings.Contains(coord, "distributed load test failed") {
+		t.Fatalf("w1's log lacks the failed run:\n%s", coord)
+	}
+	if strings.Contains(coord, "S3cret") || strings.Contains(log, "S3cret") {
+		t.Errorf("the secret is in w1's log or the job's:\n--- w1 ---\n%s\n--- job ---\n%s", coord, log)
+	}
+	if !strings.Contains(coord, "/***") {
+		t.Errorf("w1's log does not show the masked target path:\n%s", coord)
+	}
+}

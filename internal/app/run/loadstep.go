@@ -203,6 +203,7 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 		MaxDuration:      j.deps.load.limits.MaxDuration,
 		ProgressInterval: j.deps.load.progressInterval,
 		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
+		Mask:             j.rep.Mask,
 		Resources:        sut,
 	}
 	if j.deps.load.runObserver != nil {
