@@ -107,6 +107,9 @@ type clusterLink struct {
 	// timing is the config's cluster section: its timings tune the pool
 	// and every run this runner coordinates.
 	timing config.Cluster
+	// masks hide, in the daemon's log, the secrets of the runs it
+	// coordinates (hooked into log's logger).
+	masks *jobMasks
 
 	wg sync.WaitGroup
 }
@@ -134,7 +137,9 @@ func newClusterLink(ctx context.Context, cfg *config.Config, m *metrics.Metrics,
 	if err != nil {
 		return nil, err
 	}
-	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id), timing: cfg.Cluster}, nil
+	masks := &jobMasks{}
+	log.Logger.AddHook(masks)
+	return &clusterLink{rdb: rdb, id: id, obs: clusterObserver{m}, log: log.WithField("cluster", id), timing: cfg.Cluster, masks: masks}, nil
 }
 
 // poolTimings are the worker's side of cfg's cluster timings.
@@ -148,8 +153,10 @@ func coordTimings(cfg config.Cluster, o *cluster.CoordOptions) {
 }
 
 // Coordinate runs a distributed load step as its coordinator, under this
-// runner's cluster name.
-func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error) {
+// runner's cluster name. While it runs, every line of the daemon's log
+// (its own error at the end, this host's segment lines) goes through mask.
+func (c *clusterLink) Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions, mask func(string) string) (*cluster.Outcome, error) {
+	defer c.masks.add(mask)()
 	o.Coordinator = c.id
 	o.Observer = c.obs
 	coordTimings(c.timing, &o)

@@ -60,7 +60,7 @@ the workflow as env.FORGELOAD_DEMO_URL:
 	fl := c.Flags()
 	fl.StringVarP(&f.workflows, "workflows", "W", ".gitea/workflows", "workflow file or directory (used when no file is given as an argument)")
 	fl.StringVarP(&f.job, "job", "j", "", "run only this job id")
-	fl.StringArrayVarP(&f.secrets, "secret", "s", nil, "secret as KEY=VALUE (repeatable); masked in the output")
+	fl.StringArrayVarP(&f.secrets, "secret", "s", nil, "secret as NAME (value from the environment variable NAME), NAME=@FILE (value read from FILE) or NAME=VALUE (visible in ps: warns); repeatable; masked in the output")
 	fl.StringArrayVar(&f.vars, "var", nil, "variable as KEY=VALUE (repeatable), read as vars.KEY")
 	fl.StringArrayVar(&f.envs, "env", nil, "extra env as KEY=VALUE (repeatable)")
 	fl.BoolVar(&f.demo, "demo", false, "start the embedded demo target and expose its URL as env.FORGELOAD_DEMO_URL")
@@ -79,6 +79,61 @@ func parseKV(flag string, list []string) (map[string]string, error) {
 	return out, nil
 }
 
+// maxSecretFile bounds a secret read from a file by --secret NAME=@FILE.
+const maxSecretFile = 1 << 20
+
+// parseSecrets reads the --secret flags: NAME takes the value of the
+// environment variable NAME, NAME=@FILE the content of FILE (one final
+// line break dropped), and NAME=VALUE the value as given, with a warning to
+// warn that the process list and the shell history show it. Errors never
+// quote a value.
+func parseSecrets(list []string, warn io.Writer) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range list {
+		name, v, hasValue := strings.Cut(kv, "=")
+		if name == "" {
+			return nil, errors.New("--secret with no name: want NAME (read from the environment variable NAME), NAME=@FILE or NAME=VALUE")
+		}
+		switch {
+		case !hasValue:
+			env, ok := os.LookupEnv(name)
+			if !ok {
+				return nil, fmt.Errorf("--secret %s: the environment variable %s is not set: export it first, or use --secret %s=@FILE to read the value from a file", name, name, name)
+			}
+			v = env
+		case strings.HasPrefix(v, "@"):
+			b, err := readSecretFile(v[1:])
+			if err != nil {
+				return nil, fmt.Errorf("--secret %s=@%s: %w", name, v[1:], err)
+			}
+			v = b
+		default:
+			fmt.Fprintf(warn, "warning: --secret %s=VALUE puts the value in the process list (ps) and the shell history; use --secret %s (read from the environment variable %s) or --secret %s=@FILE\n", name, name, name, name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// readSecretFile reads a secret's value from path, at most maxSecretFile
+// bytes, without one final line break (as echo and editors leave it).
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read the secret: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read the secret: %w", err)
+	}
+	if len(b) > maxSecretFile {
+		return "", fmt.Errorf("the file is larger than %d bytes: a secret must be smaller", maxSecretFile)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	return strings.TrimSuffix(s, "\r"), nil
+}
+
 // execJob is one job of a local run: a workflow job, or one combination of
 // its strategy.matrix.
 type execJob struct {
@@ -92,7 +147,7 @@ type execJob struct {
 // runExec is `forgeload exec`: the jobs of the workflow files, picked and
 // ordered (see [newLocalRun]), run one after another (see [localRun.Run]).
 func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, stdout, stderr io.Writer) error {
-	l, err := newLocalRun(g.config, f, args)
+	l, err := newLocalRun(g.config, f, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -131,15 +186,19 @@ type localRun struct {
 
 // newLocalRun reads the flags, the config and the workflow files (args, or
 // those under -W), keeps the job -j names (without its needs), and orders
-// the jobs after the jobs they need. Every error is bad input (exit 2).
-func newLocalRun(cfgPath string, f *execFlags, args []string) (*localRun, error) {
+// the jobs after the jobs they need. Warnings (a --secret given with its
+// value) go to warn. Every error is bad input (exit 2).
+func newLocalRun(cfgPath string, f *execFlags, args []string, warn io.Writer) (*localRun, error) {
 	l := &localRun{}
 	var err error
+	if l.secrets, err = parseSecrets(f.secrets, warn); err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
 	for _, kv := range []struct {
 		flag string
 		list []string
 		to   *map[string]string
-	}{{"secret", f.secrets, &l.secrets}, {"var", f.vars, &l.vars}, {"env", f.envs, &l.envs}} {
+	}{{"var", f.vars, &l.vars}, {"env", f.envs, &l.envs}} {
 		if *kv.to, err = parseKV(kv.flag, kv.list); err != nil {
 			return nil, withCode(ExitBadInput, err)
 		}

@@ -167,3 +167,63 @@ func TestSplitJobsNamesFileAndLine(t *testing.T) {
 		t.Fatalf("splitJobs(bad file) = %v, want an error starting %q", err, want)
 	}
 }
+
+// TestE2EExecSecretSources: --secret NAME reads the environment variable
+// NAME and --secret NAME=@FILE the file (one final newline dropped), with
+// no warning and the values out of the process's arguments; NAME=VALUE
+// still works and warns that ps shows it; a NAME not in the environment
+// and an unreadable file are bad input that quote no value.
+func TestE2EExecSecretSources(t *testing.T) {
+	parallel(t)
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte(`on: push
+jobs:
+  a:
+    runs-on: x
+    steps:
+      - run: |
+          test "${{ secrets.FROM_ENV }}" = env-s3cret-value && echo from-env-ok
+          test "${{ secrets.FROM_FILE }}" = file-s3cret-value && echo from-file-ok
+          test "${{ secrets.INLINE }}" = inline-s3cret-value && echo inline-ok
+          echo "shown: ${{ secrets.FROM_ENV }} ${{ secrets.FROM_FILE }}"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secretFile, []byte("file-s3cret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(binPath, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "FROM_ENV=env-s3cret-value")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, string(out)
+	}
+	code, out := run("exec", "--secret", "FROM_ENV", "--secret", "FROM_FILE=@"+secretFile, "--secret", "INLINE=inline-s3cret-value", wf)
+	if code != 0 {
+		t.Fatalf("exec with three secrets: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"from-env-ok", "from-file-ok", "inline-ok", "shown: *** ***",
+		"warning: --secret INLINE=VALUE puts the value in the process list (ps)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") || strings.Count(out, "warning: --secret") != 1 {
+		t.Errorf("output shows a secret, or warns about a secret not given on the command line:\n%s", out)
+	}
+	code, out = run("exec", "--secret", "NOT_SET_ANYWHERE", wf)
+	if code != ExitBadInput || !strings.Contains(out, "--secret NOT_SET_ANYWHERE: the environment variable NOT_SET_ANYWHERE is not set") {
+		t.Errorf("exec --secret of an unset variable: exit %d\n%s", code, out)
+	}
+	code, out = run("exec", "--secret", "A=@"+filepath.Join(dir, "missing"), wf)
+	if code != ExitBadInput || !strings.Contains(out, "--secret A=@"+filepath.Join(dir, "missing")+": read the secret:") {
+		t.Errorf("exec --secret of a missing file: exit %d\n%s", code, out)
+	}
+}

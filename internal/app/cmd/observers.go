@@ -124,9 +124,9 @@ type jobView struct {
 	unlist func()
 }
 
-func (v *jobView) start(info *load.RunInfo) {
+func (v *jobView) start(info *load.RunInfo, mask func(string) string) {
 	if v.jobs != nil && info != nil {
-		v.dash, v.unlist = v.jobs.Start(info)
+		v.dash, v.unlist = v.jobs.Start(info, mask)
 	}
 }
 
@@ -162,10 +162,10 @@ func newRunObserver(jobs *resultview.Jobs) func() loadrun.Observer {
 	return func() loadrun.Observer { return &runObserver{view: jobView{jobs: jobs}} }
 }
 
-func (o *runObserver) LoadStarted(_ string, _ float64, info *load.RunInfo) {
+func (o *runObserver) LoadStarted(_ string, _ float64, info *load.RunInfo, mask func(string) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.view.start(info)
+	o.view.start(info, mask)
 }
 
 func (o *runObserver) Second(s *load.Snapshot) {
@@ -186,10 +186,10 @@ func newLoadObserver(m *metrics.Metrics, jobs *resultview.Jobs) func() loadrun.O
 	return func() loadrun.Observer { return &loadObserver{m: m, view: jobView{jobs: jobs}} }
 }
 
-func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *load.RunInfo) {
+func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *load.RunInfo, mask func(string) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.view.start(info)
+	o.view.start(info, mask)
 	o.protocol = protocol
 	o.rate = targetRPS
 	o.m.LoadTargetRate.Add(targetRPS)

@@ -16,7 +16,7 @@ func TestLoadObserverCountsEveryProtocol(t *testing.T) {
 	parallel(t)
 	m := metrics.New(prometheus.NewRegistry(), "test", "r")
 	obs := newLoadObserver(m, nil)()
-	obs.LoadStarted(metrics.ProtocolGRPC, 0, nil)
+	obs.LoadStarted(metrics.ProtocolGRPC, 0, nil, nil)
 	obs.Second(&load.Snapshot{Stats: load.Stats{Requests: 5, Errors: 3, Classes: map[string]int64{"grpc_unavailable": 2, "timeout": 1}}})
 	obs.LoadDone()
 	for result, want := range map[string]float64{metrics.LoadOK: 2, metrics.LoadError: 2, metrics.LoadTimeout: 1} {
@@ -48,7 +48,7 @@ func TestLoadResultFollowsEngineClasses(t *testing.T) {
 	}
 	m := metrics.New(prometheus.NewRegistry(), "test", "r")
 	obs := newLoadObserver(m, nil)()
-	obs.LoadStarted(metrics.ProtocolHTTP, 0, nil)
+	obs.LoadStarted(metrics.ProtocolHTTP, 0, nil, nil)
 	obs.Second(&load.Snapshot{Stats: load.Stats{Requests: 3, Errors: 3, Classes: map[string]int64{
 		load.ClassCanceled.String(): 2, load.ClassHTTP5xx.String(): 1}, Status: map[int]int64{503: 1}}})
 	obs.LoadDone()

@@ -148,7 +148,7 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	}
 	j.rep.Logf(i, "load test: %s", loadrun.Describe(cfg, &p.Options))
 	if obs != nil {
-		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg))
+		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg), j.rep.Mask)
 		defer obs.LoadDone()
 	}
 	stopSampling := j.sampleServices(ctx, settings.Resources)
@@ -204,11 +204,12 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 		Limits:           j.deps.load.limits,
 		ProgressInterval: j.deps.load.progressInterval,
 		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
+		Mask:             j.rep.Mask,
 		Resources:        sut,
 	}
 	if j.deps.load.runObserver != nil {
 		obs := j.deps.load.runObserver()
-		obs.LoadStarted(loadrun.Protocol(cfg), cfg.Rate, j.runInfo(st, cfg))
+		obs.LoadStarted(loadrun.Protocol(cfg), cfg.Rate, j.runInfo(st, cfg), j.rep.Mask)
 		defer obs.LoadDone()
 		settings.OnSecond = obs.Second
 	}

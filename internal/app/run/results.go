@@ -23,8 +23,8 @@ import (
 
 // runInfo describes the load step for its reports: the run's repository,
 // ref, commit, workflow, job and run, this runner and version, and the
-// load config with credentials masked, then masked again with the job's
-// secrets.
+// load config with credentials masked, then its keys and values (an
+// endpoint's name is in its key) masked again with the job's secrets.
 func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 	info := &load.RunInfo{
 		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
@@ -33,6 +33,7 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 		Protocol: string(cfg.Protocol), Config: build.Describe(cfg),
 	}
 	for k := range info.Config {
+		info.Config[k].Key = j.rep.Mask(info.Config[k].Key)
 		info.Config[k].Value = j.rep.Mask(info.Config[k].Value)
 	}
 	return info

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -597,7 +598,14 @@ func (m *member) event(ctx context.Context, pipe redis.Pipeliner, typ string, ge
 func (m *member) segmentFailed(ctx context.Context, i int, err error) {
 	msg := err.Error()
 	if len(msg) > maxErrLen {
-		msg = msg[:maxErrLen] + "…"
+		// Cut between words: a secret the message quotes (the job's
+		// masker hides it in the step log) must not be cut into a
+		// prefix no masker recognises.
+		cut := strings.LastIndexAny(msg[:maxErrLen+1], " \t\n")
+		if cut <= 0 {
+			cut = maxErrLen
+		}
+		msg = msg[:cut] + " …"
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -26,9 +26,11 @@ const MaxDistributedFeeder = 4 << 20
 // Coordinator runs one distributed load test as its coordinator. The daemon
 // implements it with [cluster.Coordinate] on its Redis client, filling in
 // CoordOptions.Coordinator (this runner's cluster name) and the Observer.
-// It must be safe for concurrent use.
+// mask hides the job's secrets (nil: none): whatever the implementation
+// logs of the run outside the job's log (its error, the lines of this
+// host's segments) goes through it. It must be safe for concurrent use.
 type Coordinator interface {
-	Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error)
+	Coordinate(ctx context.Context, p cluster.Run, o cluster.CoordOptions, mask func(string) string) (*cluster.Outcome, error)
 }
 
 // CoordSettings configure [Coordinate].
@@ -47,6 +49,9 @@ type CoordSettings struct {
 	// Logf receives the run's log lines: what runs, the joins, the start,
 	// the merged progress.
 	Logf func(format string, args ...any)
+	// Mask hides the job's secrets in what the Cluster logs elsewhere than
+	// through Logf; nil hides nothing.
+	Mask func(string) string
 	// OnSecond, if set, receives each merged second as it closes (the
 	// jobs page's live view of the whole run).
 	OnSecond func(*load.Snapshot)
@@ -188,7 +193,7 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 				s.OnSecond(snap)
 			}
 		},
-	})
+	}, s.Mask)
 	// Cancelled after the start, Coordinate returns what the workers had
 	// shipped: that partial result comes back, marked.
 	cancelled := err != nil && ctx.Err() != nil

@@ -24,7 +24,7 @@ type fakeCluster struct {
 	err  error
 }
 
-func (f *fakeCluster) Coordinate(_ context.Context, p cluster.Run, o cluster.CoordOptions) (*cluster.Outcome, error) {
+func (f *fakeCluster) Coordinate(_ context.Context, p cluster.Run, o cluster.CoordOptions, _ func(string) string) (*cluster.Outcome, error) {
 	f.plan = p
 	if f.out != nil {
 		for _, s := range f.out.Seconds {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -21,9 +22,10 @@ import (
 type Observer interface {
 	// LoadStarted is called before the run with its protocol (http,
 	// websocket, sse or grpc), planned rate and, for a job's load step, what
-	// it is (secrets masked); info is nil for a segment of a multi-host
-	// run.
-	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo)
+	// it is (secrets masked) and mask, which hides the job's secrets in any
+	// text shown of the run (its snapshots' endpoint names, …); info and
+	// mask are nil for a segment of a multi-host run.
+	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo, mask func(string) string)
 	Second(s *load.Snapshot)
 	LoadDone()
 }
@@ -54,30 +56,22 @@ func CheckTargets(ctx context.Context, pol *policy.Policy, cfg *spec.Config, mas
 	if mask == nil {
 		mask = func(string) {}
 	}
-	targets := cfg.Mix()
 	if a := cfg.Auth; a != nil {
 		for _, sec := range []string{a.ClientSecret, a.Password, a.StaticToken} {
 			if sec != "" {
 				mask(sec)
 			}
 		}
-		if a.TokenURL != "" {
-			targets = append(targets, spec.Endpoint{URL: a.TokenURL})
-		}
-	}
-	if u, ok := traceExportURL(cfg); ok {
-		// Spans go to the tracing endpoint under the same policy.
-		targets = append(targets, spec.Endpoint{URL: u})
 	}
 	var hosts []string
-	for _, e := range targets {
-		u, perr := url.Parse(e.URL)
+	for _, raw := range targetURLs(cfg) {
+		u, perr := url.Parse(raw)
 		if perr == nil {
 			if pw, ok := u.User.Password(); ok {
 				mask(pw)
 			}
 		}
-		if err := pol.CheckURL(ctx, e.URL); err != nil {
+		if err := pol.CheckURL(ctx, raw); err != nil {
 			return nil, err
 		}
 		if perr == nil {
@@ -85,6 +79,23 @@ func CheckTargets(ctx context.Context, pol *policy.Policy, cfg *spec.Config, mas
 		}
 	}
 	return hosts, nil
+}
+
+// targetURLs are the URLs a run of cfg connects to: its endpoints, the
+// auth block's token endpoint and the tracing endpoint.
+func targetURLs(cfg *spec.Config) []string {
+	var out []string
+	for _, e := range cfg.Mix() {
+		out = append(out, e.URL)
+	}
+	if a := cfg.Auth; a != nil && a.TokenURL != "" {
+		out = append(out, a.TokenURL)
+	}
+	if u, ok := traceExportURL(cfg); ok {
+		// Spans go to the tracing endpoint under the same policy.
+		out = append(out, u)
+	}
+	return out
 }
 
 // Settings configure [New].
@@ -128,7 +139,7 @@ func New(ctx context.Context, cfg *spec.Config, s Settings) (*Test, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.g = &dialGuard{control: s.Policy.Control(s.Policy.HostsAllowed(hosts))}
+		t.g = &dialGuard{control: s.Policy.Control(s.Policy.HostsAllowed(hosts)), targets: targetURLs(cfg)}
 		es.DialControl = t.g.dial
 		es.CheckRedirect = t.g.redirect(s.Policy.CheckRedirect)
 	}
@@ -192,6 +203,7 @@ func (t *Test) Close() error { return t.Engine.Close() }
 // the run at the first refusal, keeping it for the result.
 type dialGuard struct {
 	control func(network, address string, c syscall.RawConn) error
+	targets []string // the run's target URLs, to name the one refused
 	mu      sync.Mutex
 	refused error
 	stop    context.CancelCauseFunc
@@ -200,6 +212,12 @@ type dialGuard struct {
 func (g *dialGuard) dial(network, address string, c syscall.RawConn) error {
 	err := g.control(network, address, c)
 	if err != nil {
+		var v *policy.Violation
+		if errors.As(err, &v) && v.Target == "" {
+			// The policy saw only the address; the refusal names the target
+			// (the policy's message hides its credentials).
+			v.Target = dialedTarget(g.targets, address)
+		}
 		g.refuse(err)
 	}
 	return err
@@ -228,6 +246,50 @@ func (g *dialGuard) refuse(err error) {
 			g.stop(err)
 		}
 	}
+}
+
+// dialedTarget returns the one target of targets that a connection to
+// address (the resolved host:port) can be for: the URL when one target
+// has that port, its origin (scheme, user info and host) when several with
+// that port share one host, else "" (which of several hosts resolved there
+// is not known at dial time).
+func dialedTarget(targets []string, address string) string {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return ""
+	}
+	var match []*url.URL
+	raw := ""
+	for _, t := range targets {
+		u, err := url.Parse(t)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		p := u.Port()
+		if p == "" {
+			p = "80"
+			if u.Scheme == "https" || u.Scheme == "wss" || u.Scheme == "grpcs" {
+				p = "443"
+			}
+		}
+		if p != port {
+			continue
+		}
+		if len(match) > 0 && u.Host != match[0].Host {
+			return ""
+		}
+		match = append(match, u)
+		raw = t
+	}
+	switch len(match) {
+	case 0:
+		return ""
+	case 1:
+		return raw
+	}
+	o := *match[0]
+	o.Path, o.RawPath, o.RawQuery, o.Fragment = "", "", "", ""
+	return o.String()
 }
 
 // arm makes the first refusal stop the run; a refusal before it (while

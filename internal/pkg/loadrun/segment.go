@@ -127,7 +127,7 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	}
 	r.logf("cluster run %s: running segment %d (%s of the plan) from %s", a.Run, a.Index, a.Range, a.Offset)
 	if obs != nil {
-		obs.LoadStarted(Protocol(cfg), o.Rate*share, nil)
+		obs.LoadStarted(Protocol(cfg), o.Rate*share, nil, nil)
 		defer obs.LoadDone()
 	}
 	out, err := t.Run(ctx)

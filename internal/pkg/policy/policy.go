@@ -248,13 +248,22 @@ func portOf(u *url.URL) int {
 
 // Violation describes one refusal. It wraps [ErrDenied].
 type Violation struct {
-	Target string // what was refused: a URL or host:port
+	Target string // what was refused: a URL or host:port; empty when only Addr is known
 	Rule   string // the rule that refused it, as the admin wrote it
 	Key    string // the config key that holds the rule
+	// Addr is the resolved address refused at dial time ([Policy.Control]),
+	// else empty. Whoever knows which target was dialled sets Target.
+	Addr string
 }
 
 func (v *Violation) Error() string {
 	target := redact.URL(v.Target)
+	switch {
+	case v.Target == "":
+		target = "address " + v.Addr
+	case v.Addr != "":
+		target += " (address " + v.Addr + " at dial time)"
+	}
 	if v.builtin() {
 		return fmt.Sprintf("load target %s is denied by %s rule %q, which no setting lifts: unspecified (0.0.0.0, ::), link-local, cloud-metadata and the forge's own address never receive load; point the test at another target", target, v.Key, v.Rule)
 	}
@@ -370,14 +379,21 @@ func (p *Policy) checkAddr(ip netip.Addr, port int, hostAllowed bool, target str
 // DNS answer that changes between the pre-flight check and the dial cannot
 // get around the policy. With an allow-list, an address is accepted when it
 // is inside an allowed CIDR, or when hostsAllowed is true (every configured
-// target host matched an allowed host glob before the run).
+// target host matched an allowed host glob before the run). A refusal is a
+// [*Violation] with Addr set and Target empty: the dial knows no URL, so
+// the caller that knows its targets may name the one refused.
 func (p *Policy) Control(hostsAllowed bool) func(network, address string, c syscall.RawConn) error {
 	return func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("load policy: cannot parse dial address %q: %w", address, err)
 		}
-		return p.checkAddr(ap.Addr(), int(ap.Port()), hostsAllowed, address)
+		err = p.checkAddr(ap.Addr(), int(ap.Port()), hostsAllowed, "")
+		var v *Violation
+		if errors.As(err, &v) {
+			v.Addr = address
+		}
+		return err
 	}
 }
 

@@ -2,7 +2,9 @@ package redact
 
 import (
 	"errors"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +21,8 @@ const Unparsable = "[unparsable URL redacted]"
 // credentials ([Sensitive]). A URL without either is returned unchanged,
 // byte for byte. Text that does not parse as a URL keeps only what follows
 // its last "@" (the host and path, behind "…"), or becomes [Unparsable]
-// when it has no "@".
+// when it has no "@"; an address (host:port, which does not parse as a URL
+// when the host is an IP address) is shown as is.
 func URL(raw string) string { return URLAs(raw, Hidden) }
 
 // URLAs is [URL] with mask in place of [Hidden], for views that show every
@@ -27,6 +30,9 @@ func URL(raw string) string { return URLAs(raw, Hidden) }
 func URLAs(raw, mask string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
+		if isAddress(raw) {
+			return raw
+		}
 		if at := strings.LastIndex(raw, "@"); at >= 0 {
 			return "…" + raw[at:]
 		}
@@ -62,6 +68,17 @@ func URLAs(raw, mask string) string {
 		s = strings.ReplaceAll(s, esc, mask)
 	}
 	return s
+}
+
+// isAddress reports whether s is a bare host:port, which holds no
+// credential.
+func isAddress(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(host, "/?#@%& \t") {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
 }
 
 // sensitiveWords are the parts of a header or parameter name that mark its

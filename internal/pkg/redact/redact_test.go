@@ -17,6 +17,11 @@ func TestURL(t *testing.T) {
 		{"http://127.0.0.1/a b", "http://127.0.0.1/a b"}, // no password: unchanged, not re-encoded
 		{"http://bob:hun%zzter2@example.test/", "…@example.test/"},
 		{"redis://%zz", Unparsable},
+		// An address (host:port, as a dialer sees it) holds no credential:
+		// shown as is.
+		{"127.0.0.2:8080", "127.0.0.2:8080"},
+		{"[::1]:443", "[::1]:443"},
+		{"127.0.0.2:80/%zz?token=t0k", Unparsable},
 		// Credential-like query parameters are hidden too, in any case.
 		{"https://example.test/a?access_token=t0k&page=2", "https://example.test/a?access_token=xxxxx&page=2"},
 		{"https://example.test/?X-Api-Key=k3y", "https://example.test/?X-Api-Key=xxxxx"},

@@ -115,6 +115,9 @@ func maskForms(p string) []string {
 		add(q[1 : len(q)-1])
 	}
 	add(html.EscapeString(p))
+	add(htmlTemplateText.Replace(p))
+	add(canonicalHeaderPart(p, true))
+	add(canonicalHeaderPart(p, false))
 	add(markdownCell.Replace(p))
 	add(url.QueryEscape(p))
 	add(url.PathEscape(p))
@@ -128,6 +131,29 @@ func maskForms(p string) []string {
 		add(base64.URLEncoding.EncodeToString([]byte(q)))
 	}
 	return forms
+}
+
+// htmlTemplateText is how html/template escapes text and quoted attribute
+// values: as html.EscapeString, plus '+' and NUL.
+var htmlTemplateText = strings.NewReplacer("&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "+", "&#43;", "\x00", "\uFFFD")
+
+// canonicalHeaderPart is p as it reads inside a header name canonicalised
+// by net/http (textproto.CanonicalMIMEHeaderKey): a letter is upper case
+// after a '-' and lower case elsewhere; the first letter is upper case when
+// upperFirst (p starts the name or follows a '-'), else lower case.
+func canonicalHeaderPart(p string, upperFirst bool) string {
+	b := []byte(p)
+	upper := upperFirst
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			b[i] = c - 'A' + 'a'
+		}
+		upper = c == '-'
+	}
+	return string(b)
 }
 
 // markdownCell is how the load summaries escape text in a Markdown table.

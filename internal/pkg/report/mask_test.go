@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"html/template"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -254,6 +256,27 @@ func BenchmarkMaskSharedPrefix(b *testing.B) {
 	for b.Loop() {
 		if rows := cleanLine(m, line); len(rows) != 1 || !strings.Contains(rows[0], "Bearer *** and eyJ") {
 			b.Fatalf("rows %q", rows)
+		}
+	}
+}
+
+// TestMaskHTMLTemplateAndHeaderForms: a secret is masked where html/template
+// wrote it ('+' as &#43;, which html.EscapeString leaves alone) and inside
+// a header name net/http canonicalised.
+func TestMaskHTMLTemplateAndHeaderForms(t *testing.T) {
+	t.Parallel()
+	const secret = "ep+S3cr3t-name"
+	m := newMasker(secret)
+	var page strings.Builder
+	if err := template.Must(template.New("").Parse(`<td data-v="{{.}}">{{.}}</td>`)).Execute(&page, secret); err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	h.Set("x-"+secret, "v")
+	h.Set(secret+"-x", "v")
+	for _, s := range []string{page.String(), fmt.Sprint(h)} {
+		if got := m.apply(s); strings.Contains(strings.ToLower(got), "s3cr3t") {
+			t.Errorf("apply(%q) = %q, want the secret masked", s, got)
 		}
 	}
 }

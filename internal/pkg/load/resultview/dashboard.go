@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -29,13 +30,21 @@ type Dashboard struct {
 	page    []byte // the rendered <main> fragment of the latest state
 	subs    map[chan struct{}]struct{}
 	now     func() time.Time
-	points  int // MaxPoints; smaller in tests
+	points  int                 // MaxPoints; smaller in tests
+	mask    func(string) string // applied to every page and update served
 }
 
 // NewDashboard returns an empty, running dashboard for a run described by
 // info (which may be nil).
-func NewDashboard(info *load.RunInfo) *Dashboard {
-	d := &Dashboard{running: true, subs: map[chan struct{}]struct{}{}, now: time.Now, points: MaxPoints}
+func NewDashboard(info *load.RunInfo) *Dashboard { return newDashboard(info, nil) }
+
+// newDashboard is NewDashboard whose every page and update goes through
+// mask (nil: none) before it is served.
+func newDashboard(info *load.RunInfo, mask func(string) string) *Dashboard {
+	if mask == nil {
+		mask = func(s string) string { return s }
+	}
+	d := &Dashboard{running: true, subs: map[chan struct{}]struct{}{}, now: time.Now, points: MaxPoints, mask: mask}
 	d.live.Info = info
 	d.live.Start = d.now()
 	d.renderLocked()
@@ -91,7 +100,7 @@ func (d *Dashboard) renderLocked() {
 		b.Reset()
 		fmt.Fprintf(&b, "<p>render: %s</p>", strings.ReplaceAll(err.Error(), "<", "&lt;"))
 	}
-	d.page = b.Bytes()
+	d.page = []byte(d.mask(b.String()))
 	for ch := range d.subs {
 		select {
 		case ch <- struct{}{}:
@@ -107,9 +116,14 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		v := d.view()
 		d.mu.Unlock()
+		var b bytes.Buffer
+		if err := v.Render(&b); err != nil {
+			http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = v.Render(w)
+		_, _ = io.WriteString(w, d.mask(b.String()))
 	case "/events":
 		d.events(w, r)
 	default:

@@ -13,7 +13,10 @@
 // no fonts and no script (the live dashboard adds a dozen lines of script
 // that swap in each update). Every string from the run (endpoint names,
 // URLs, threshold text, error classes, metadata) goes through html/template
-// and stays text. Numbers come from [load.Summarize], the same view the
+// and stays text. On the daemon's jobs page every row, page and update of
+// a job's step also goes through that job's mask as the last step before it
+// is written, so no string of the job (an endpoint name, a config key, a
+// URL, an error) shows a secret the job's log would hide. Numbers come from [load.Summarize], the same view the
 // JSON result is written from, so the page and the JSON agree.
 //
 // # Size

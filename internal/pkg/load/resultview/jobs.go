@@ -21,9 +21,10 @@ const JobsPath = "/jobs"
 // at JobsPath/<id>/events). A
 // step is listed from [Jobs.Start] until the function it returns is
 // called; then its page is gone (404). The page is read-only: it serves
-// GET only and shows what the steps' [load.RunInfo] holds, so the caller
-// masks secrets there. The zero value is ready to use; its methods are
-// safe for concurrent use.
+// GET only. Everything it shows of a step (its [load.RunInfo], endpoint
+// names, config keys and values, URLs, errors) leaves through the step's
+// mask, as written in HTML. The zero value is ready to use; its methods
+// are safe for concurrent use.
 type Jobs struct {
 	mu   sync.Mutex
 	next int
@@ -35,13 +36,18 @@ type jobRun struct {
 	Info    load.RunInfo
 	Started time.Time
 	d       *Dashboard
+	mask    func(string) string
 }
 
 // Start lists a running step described by info (which may be nil) and
 // returns its dashboard, to feed like any other, and the function that
-// takes it off the page.
-func (j *Jobs) Start(info *load.RunInfo) (*Dashboard, func()) {
-	d := NewDashboard(info)
+// takes it off the page. mask hides the job's secrets in text (its own
+// and the forms they take when escaped, HTML included; see
+// report.Reporter.Mask): every byte of the step's list row, page and event
+// stream goes through it just before it is written. nil masks nothing
+// (the caller has masked info and will feed no secret).
+func (j *Jobs) Start(info *load.RunInfo, mask func(string) string) (*Dashboard, func()) {
+	d := newDashboard(info, mask)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.runs == nil {
@@ -49,7 +55,7 @@ func (j *Jobs) Start(info *load.RunInfo) (*Dashboard, func()) {
 	}
 	j.next++
 	id := j.next
-	jr := &jobRun{ID: id, Started: d.live.Start, d: d}
+	jr := &jobRun{ID: id, Started: d.live.Start, d: d, mask: d.mask}
 	if info != nil {
 		jr.Info = *info
 	}
@@ -108,24 +114,37 @@ func (j *Jobs) list(w http.ResponseWriter, base string) {
 	}
 	j.mu.Unlock()
 	slices.SortFunc(runs, func(a, b jobRun) int { return a.ID - b.ID })
+	// Each row is rendered alone and masked with its own job's mask: one
+	// job's masks know nothing of another's secrets.
+	rows := make([]template.HTML, 0, len(runs))
+	for _, jr := range runs {
+		var b strings.Builder
+		if err := jobRowTmpl.Execute(&b, struct {
+			Base string
+			Run  jobRun
+		}{base, jr}); err != nil {
+			b.Reset()
+			b.WriteString(`<tr class="job"><td colspan="6">render error</td></tr>`)
+		}
+		rows = append(rows, template.HTML(jr.mask(b.String())))
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = jobsTmpl.Execute(w, struct {
-		Base string
-		Runs []jobRun
-	}{base, runs})
+	_ = jobsTmpl.Execute(w, rows)
 }
 
-var jobsTmpl = template.Must(template.New("jobs").Funcs(template.FuncMap{
+var jobRowTmpl = template.Must(template.New("row").Funcs(template.FuncMap{
 	"utc": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-}).Parse(`<!doctype html>
+}).Parse(`{{with .Run}}<tr class="job" data-id="{{.ID}}"><td class="repository">{{.Info.Repository}}</td><td class="workflow">{{.Info.Workflow}}</td><td class="job">{{.Info.Job}}</td><td class="step">{{.Info.Step}}</td><td class="started">{{utc .Started}}</td><td><a href="{{$.Base}}{{.ID}}/">live charts</a></td></tr>{{end}}`))
+
+var jobsTmpl = template.Must(template.New("jobs").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>forgeload: running load steps</title>
 <meta http-equiv="refresh" content="5">
 <style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}</style>
 </head><body>
 <h1>Running load steps</h1>
-{{$base := .Base}}{{if .Runs}}<table id="jobs"><tr><th>Repository</th><th>Workflow</th><th>Job</th><th>Step</th><th>Started (UTC)</th><th></th></tr>
-{{range .Runs}}<tr class="job" data-id="{{.ID}}"><td class="repository">{{.Info.Repository}}</td><td class="workflow">{{.Info.Workflow}}</td><td class="job">{{.Info.Job}}</td><td class="step">{{.Info.Step}}</td><td class="started">{{utc .Started}}</td><td><a href="{{$base}}{{.ID}}/">live charts</a></td></tr>
+{{if .}}<table id="jobs"><tr><th>Repository</th><th>Workflow</th><th>Job</th><th>Step</th><th>Started (UTC)</th><th></th></tr>
+{{range .}}{{.}}
 {{end}}</table>{{else}}<p id="none">No load step is running.</p>{{end}}
 </body></html>
 `))

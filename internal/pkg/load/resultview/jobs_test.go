@@ -34,8 +34,8 @@ func TestBrowserJobsPage(t *testing.T) {
 	srv := jobsServer(t, &j)
 	info := &load.RunInfo{Repository: "org/<script>window.__xss=1</script>shop", Workflow: "perf", Job: "load",
 		Step: "smoke", Config: []load.ConfigRow{{Key: "headers.Authorization", Value: "***"}}}
-	d, done := j.Start(info)
-	_, doneOther := j.Start(&load.RunInfo{Repository: "org/other", Step: "other"})
+	d, done := j.Start(info, nil)
+	_, doneOther := j.Start(&load.RunInfo{Repository: "org/other", Step: "other"}, nil)
 	doneOther()
 
 	ctx, pl := browser(t)
@@ -73,7 +73,7 @@ func TestBrowserJobsPage(t *testing.T) {
 func TestJobsPageIsReadOnly(t *testing.T) {
 	t.Parallel()
 	var j Jobs
-	_, done := j.Start(&load.RunInfo{Step: "s"})
+	_, done := j.Start(&load.RunInfo{Step: "s"}, nil)
 	defer done()
 	srv := jobsServer(t, &j)
 	for _, path := range []string{JobsPath, JobsPath + "/1/"} {

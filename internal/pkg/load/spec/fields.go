@@ -5,6 +5,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
@@ -300,18 +301,15 @@ func (d *decoder) sse(n *yaml.Node, path string) {
 }
 
 // thresholds accepts a list of strings or one multi-line string, which is
-// split into lines (blank lines and # comments dropped).
+// split into lines (blank lines and comments, see threshold.StripComment,
+// dropped).
 func (d *decoder) thresholds(n *yaml.Node, path string) {
 	var raw []string
 	d.stringList(n, path, &raw)
 	var out []string
 	for _, block := range raw {
 		for line := range strings.SplitSeq(block, "\n") {
-			t := line
-			if i := strings.IndexByte(t, '#'); i >= 0 {
-				t = t[:i]
-			}
-			if t = strings.TrimSpace(t); t != "" {
+			if t := strings.TrimSpace(threshold.StripComment(line)); t != "" {
 				out = append(out, t)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forgeload/forgeload/internal/pkg/number"
+	"github.com/forgeload/forgeload/internal/pkg/suggest"
 )
 
 // Metric names understood by [Parse]. They are Crankfire's names.
@@ -115,6 +116,16 @@ var metricAggregates = map[string]string{
 
 const metricList = "http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem"
 
+// didYouMean is "; did you mean NAME?" for the metric closest to a
+// misspelt one, or "". It names a known metric, never the text written.
+func didYouMean(metric string) string {
+	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricSUTCPU, MetricSUTMem, MetricRPS}
+	if c := suggest.Closest(metric, names, strings.ToLower); c != "" {
+		return "; did you mean " + c + "?"
+	}
+	return ""
+}
+
 // parser walks one threshold text and reports errors with a column.
 type parser struct {
 	src string
@@ -148,16 +159,36 @@ func (p *parser) ident(extra string) string {
 	return p.src[start:p.pos]
 }
 
-// describe quotes what the parser found at its position, for errors.
+// describe quotes what the parser found at its position, for errors; see
+// [fragment].
 func (p *parser) describe() string {
 	r := p.rest()
 	if r == "" {
 		return "the end of the text"
 	}
-	if len(r) > 20 {
-		r = r[:20] + "..."
+	return fragment(r)
+}
+
+// maxFragment is the most characters of a part of a threshold that an
+// error quotes.
+const maxFragment = 3
+
+// fragment quotes s, a part of a threshold, for an error: whole when it has
+// at most maxFragment characters, else its first maxFragment characters
+// and "…". Errors quote the threshold whole, as written (a masker that
+// hides a secret hides it there too), and point into it by column; they
+// quote no longer part of it, which could be the start or the end of a
+// secret the threshold holds, and which no masker would recognise.
+func fragment(s string) string {
+	if utf8.RuneCountInString(s) <= maxFragment {
+		return strconv.Quote(s)
 	}
-	return strconv.Quote(r)
+	n := 0
+	for range maxFragment {
+		_, size := utf8.DecodeRuneInString(s[n:])
+		n += size
+	}
+	return strconv.Quote(s[:n]) + "…"
 }
 
 // Parse parses one threshold, such as "http_req_duration:p99 < 300ms".
@@ -180,7 +211,7 @@ func Parse(s string) (Threshold, error) {
 		if t.Metric == "" {
 			return Threshold{}, p.errorf(at, "want a metric name (%s), got %s", metricList, p.describe())
 		}
-		return Threshold{}, p.errorf(at, "unknown metric %q: want %s", t.Metric, metricList)
+		return Threshold{}, p.errorf(at, "unknown metric: want %s%s", metricList, didYouMean(t.Metric))
 	}
 
 	// Optional endpoint (or, for sut_*, service) selector.
@@ -213,7 +244,7 @@ func Parse(s string) (Threshold, error) {
 		if agg == "" {
 			return Threshold{}, p.errorf(at, "want an aggregate of %s (%s), got %s", t.Metric, metricAggregates[t.Metric], p.describe())
 		}
-		return Threshold{}, p.errorf(at, "aggregate %q is not valid for %s: want %s", agg, t.Metric, metricAggregates[t.Metric])
+		return Threshold{}, p.errorf(at, "this aggregate is not valid for %s: want %s", t.Metric, metricAggregates[t.Metric])
 	}
 	t.Aggregate = norm
 
@@ -271,7 +302,7 @@ func (p *parser) selector(want string) (string, error) {
 		key, val, ok = strings.Cut(inner, "=")
 	}
 	if !ok || strings.TrimSpace(key) != want {
-		return "", p.errorf(open, "want {%s:NAME} to select %s, got %q", want, map[string]string{"endpoint": "an endpoint", "service": "a service"}[want], "{"+inner+"}")
+		return "", p.errorf(open, "want {%s:NAME} to select %s", want, map[string]string{"endpoint": "an endpoint", "service": "a service"}[want])
 	}
 	val = strings.TrimSpace(val)
 	if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
@@ -358,10 +389,10 @@ func (p *parser) value(k kind) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, p.errorf(at, "value %q is out of range: want %s", num, wantValue[k])
+		return 0, p.errorf(at, "the value is out of range: want %s", wantValue[k])
 	}
 	if v < 0 {
-		return 0, p.errorf(at, "value %s is negative: want %s", num, wantValue[k])
+		return 0, p.errorf(at, "the value is negative: want %s", wantValue[k])
 	}
 	p.skipSpace()
 	unitAt := p.pos
@@ -372,30 +403,30 @@ func (p *parser) value(k kind) (float64, error) {
 	case kindDuration:
 		scale, ok := durationUnits[unit]
 		if !ok {
-			return 0, p.errorf(unitAt, "unknown duration unit %q: want ms, s, us, µs or ns (a plain number is milliseconds)", unit)
+			return 0, p.errorf(unitAt, "unknown duration unit %s: want ms, s, us, µs or ns (a plain number is milliseconds)", fragment(unit))
 		}
 		return v * scale, nil
 	case kindRatio:
 		switch unit {
 		case "%":
 			if v > 100 {
-				return 0, p.errorf(at, "failure rate %s%% is above 100%%: want a percentage in 0-100%%", num)
+				return 0, p.errorf(at, "the failure rate is above 100%%: want a percentage in 0-100%%")
 			}
 			return v / 100, nil
 		case "":
 			if v > 1 {
-				return 0, p.errorf(at, "failure rate %s is above 1: a plain number is a fraction (0.01 = 1%%); write %s%% for a percentage", num, num)
+				return 0, p.errorf(at, "the failure rate is above 1: a plain number is a fraction (0.01 = 1%%); add %% for a percentage (1%%)")
 			}
 			return v, nil
 		default:
-			return 0, p.errorf(unitAt, "unknown unit %q for a failure rate: want %% (1%%) or a plain fraction (0.01)", unit)
+			return 0, p.errorf(unitAt, "unknown unit %s for a failure rate: want %% (1%%) or a plain fraction (0.01)", fragment(unit))
 		}
 	case kindCount:
 		if unit != "" {
-			return 0, p.errorf(unitAt, "a count takes no unit, got %q: want %s", unit, wantValue[k])
+			return 0, p.errorf(unitAt, "a count takes no unit, got %s: want %s", fragment(unit), wantValue[k])
 		}
 		if v != math.Trunc(v) {
-			return 0, p.errorf(at, "count %s is not a whole number: want %s", num, wantValue[k])
+			return 0, p.errorf(at, "the count is not a whole number: want %s", wantValue[k])
 		}
 		return v, nil
 	default: // kindRPS
@@ -403,7 +434,7 @@ func (p *parser) value(k kind) (float64, error) {
 		case "", "/s", "rps", "req/s":
 			return v, nil
 		default:
-			return 0, p.errorf(unitAt, "unknown unit %q for a request rate: want a plain number of requests per second (or /s, rps)", unit)
+			return 0, p.errorf(unitAt, "unknown unit %s for a request rate: want a plain number of requests per second (or /s, rps)", fragment(unit))
 		}
 	}
 }
@@ -423,7 +454,7 @@ func (p *parser) sutValue(t *Threshold) error {
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
-		return p.errorf(at, "value %q is out of range: want %s", num, want)
+		return p.errorf(at, "the value is out of range: want %s", want)
 	}
 	p.skipSpace()
 	unitAt := p.pos
@@ -439,11 +470,11 @@ func (p *parser) sutValue(t *Threshold) error {
 			t.Unit, t.Value = "cores", v
 			return nil
 		}
-		return p.errorf(unitAt, "unknown unit %q for CPU: want %%, cores, or a plain number of cores", unit)
+		return p.errorf(unitAt, "unknown unit %s for CPU: want %%, cores, or a plain number of cores", fragment(unit))
 	}
 	scale, ok := byteUnits[strings.ToLower(unit)]
 	if !ok {
-		return p.errorf(unitAt, "unknown unit %q for memory: want B, KB, MB, GB (powers of 1024, as docker's --memory; KiB, MiB, GiB too) or %%", unit)
+		return p.errorf(unitAt, "unknown unit %s for memory: want B, KB, MB, GB (powers of 1024, as docker's --memory; KiB, MiB, GiB too) or %%", fragment(unit))
 	}
 	t.Unit, t.Value = "bytes", v*scale
 	return nil
@@ -467,10 +498,23 @@ var durationUnits = map[string]float64{
 	"ns": 1e-9,
 }
 
+// StripComment returns line without its comment: a '#' at the start of
+// the line or after a space or tab starts one, which runs to the end of the
+// line (as in YAML). A '#' inside a word (a value such as "p4ss#w0rd" that
+// a secret put there) is text: cutting there would leave the start of the
+// secret, which no masker recognises, in the threshold errors quote.
+func StripComment(line string) string {
+	for i := 0; i < len(line); i++ {
+		if line[i] == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
+			return line[:i]
+		}
+	}
+	return line
+}
+
 // ParseAll parses a list of thresholds. Each element may itself be a
 // multi-line block, as a workflow step passes `thresholds: |`: it is split
-// on newlines, blank lines are skipped, and '#' starts a comment that runs
-// to the end of the line. The error joins one error per bad threshold, each
+// on newlines, blank lines are skipped, and [StripComment] drops comments. The error joins one error per bad threshold, each
 // naming its text; the returned slice is nil when any threshold is bad.
 func ParseAll(lines []string) ([]Threshold, error) {
 	var (
@@ -479,10 +523,7 @@ func ParseAll(lines []string) ([]Threshold, error) {
 	)
 	for _, block := range lines {
 		for line := range strings.SplitSeq(block, "\n") {
-			if i := strings.IndexByte(line, '#'); i >= 0 {
-				line = line[:i]
-			}
-			line = strings.TrimSpace(line)
+			line = strings.TrimSpace(StripComment(line))
 			if line == "" {
 				continue
 			}

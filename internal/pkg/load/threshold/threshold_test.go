@@ -1,6 +1,7 @@
 package threshold
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -66,30 +67,30 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
 		{"   ", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
-		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem), got ":p99 < 1"`},
-		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric "latency": want http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem`},
-		{"http_req_duration p99 < 1", `threshold "http_req_duration p99 < 1": column 18: want ':' and an aggregate after the metric (e.g. http_req_duration:p99), got " p99 < 1"`},
-		{"http_req_duration: < 1", `threshold "http_req_duration: < 1": column 19: want an aggregate of http_req_duration (p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max), got " < 1"`},
-		{"http_req_duration:rate < 1", `threshold "http_req_duration:rate < 1": column 19: aggregate "rate" is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
-		{"http_req_duration:p101 < 1", `threshold "http_req_duration:p101 < 1": column 19: aggregate "p101" is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
-		{"http_req_failed:p99 < 1", `threshold "http_req_failed:p99 < 1": column 17: aggregate "p99" is not valid for http_req_failed: want rate, count`},
-		{"http_requests:avg < 1", `threshold "http_requests:avg < 1": column 15: aggregate "avg" is not valid for http_requests: want rate, count`},
+		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem), got ":p9"…`},
+		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric: want http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem`},
+		{"http_req_duration p99 < 1", `threshold "http_req_duration p99 < 1": column 18: want ':' and an aggregate after the metric (e.g. http_req_duration:p99), got " p9"…`},
+		{"http_req_duration: < 1", `threshold "http_req_duration: < 1": column 19: want an aggregate of http_req_duration (p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max), got " < "…`},
+		{"http_req_duration:rate < 1", `threshold "http_req_duration:rate < 1": column 19: this aggregate is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
+		{"http_req_duration:p101 < 1", `threshold "http_req_duration:p101 < 1": column 19: this aggregate is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},
+		{"http_req_failed:p99 < 1", `threshold "http_req_failed:p99 < 1": column 17: this aggregate is not valid for http_req_failed: want rate, count`},
+		{"http_requests:avg < 1", `threshold "http_requests:avg < 1": column 15: this aggregate is not valid for http_requests: want rate, count`},
 		{"http_req_duration:p99 = 1", `threshold "http_req_duration:p99 = 1": column 23: want a comparison operator; write == for equality, not =`},
 		{"http_req_duration:p99 ~ 1", `threshold "http_req_duration:p99 ~ 1": column 23: want a comparison operator (<, <=, >, >=, == or !=), got "~ 1"`},
 		{"http_req_duration:p99", `threshold "http_req_duration:p99": column 22: want a comparison operator (<, <=, >, >=, == or !=), got the end of the text`},
 		{"http_req_duration:p99 <", `threshold "http_req_duration:p99 <": column 24: want a duration such as 300ms, 0.5s or 250 (milliseconds), got the end of the text`},
-		{"http_req_duration:p99 < fast", `threshold "http_req_duration:p99 < fast": column 25: want a duration such as 300ms, 0.5s or 250 (milliseconds), got "fast"`},
+		{"http_req_duration:p99 < fast", `threshold "http_req_duration:p99 < fast": column 25: want a duration such as 300ms, 0.5s or 250 (milliseconds), got "fas"…`},
 		{"http_req_duration:p99 < 3m", `threshold "http_req_duration:p99 < 3m": column 26: unknown duration unit "m": want ms, s, us, µs or ns (a plain number is milliseconds)`},
-		{"http_req_duration:p99 < -3ms", `threshold "http_req_duration:p99 < -3ms": column 25: value -3 is negative: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
-		{"http_req_duration:p99 < 1e999", `threshold "http_req_duration:p99 < 1e999": column 25: value "1e999" is out of range: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
-		{"http_req_failed:rate < 5", `threshold "http_req_failed:rate < 5": column 24: failure rate 5 is above 1: a plain number is a fraction (0.01 = 1%); write 5% for a percentage`},
-		{"http_req_failed:rate < 150%", `threshold "http_req_failed:rate < 150%": column 24: failure rate 150% is above 100%: want a percentage in 0-100%`},
+		{"http_req_duration:p99 < -3ms", `threshold "http_req_duration:p99 < -3ms": column 25: the value is negative: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
+		{"http_req_duration:p99 < 1e999", `threshold "http_req_duration:p99 < 1e999": column 25: the value is out of range: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
+		{"http_req_failed:rate < 5", `threshold "http_req_failed:rate < 5": column 24: the failure rate is above 1: a plain number is a fraction (0.01 = 1%); add % for a percentage (1%)`},
+		{"http_req_failed:rate < 150%", `threshold "http_req_failed:rate < 150%": column 24: the failure rate is above 100%: want a percentage in 0-100%`},
 		{"http_req_failed:rate < 1ms", `threshold "http_req_failed:rate < 1ms": column 25: unknown unit "ms" for a failure rate: want % (1%) or a plain fraction (0.01)`},
 		{"http_req_failed:count < 1%", `threshold "http_req_failed:count < 1%": column 26: a count takes no unit, got "%": want a whole number such as 10`},
-		{"http_requests:count > 1.5", `threshold "http_requests:count > 1.5": column 23: count 1.5 is not a whole number: want a whole number such as 10`},
+		{"http_requests:count > 1.5", `threshold "http_requests:count > 1.5": column 23: the count is not a whole number: want a whole number such as 10`},
 		{"http_requests:rate > 100 qps", `threshold "http_requests:rate > 100 qps": column 26: unknown unit "qps" for a request rate: want a plain number of requests per second (or /s, rps)`},
 		{"http_req_duration{endpoint:login:p99 < 1", `threshold "http_req_duration{endpoint:login:p99 < 1": column 18: endpoint selector is not closed: want {endpoint:NAME}`},
-		{"http_req_duration{name:login}:p99 < 1", `threshold "http_req_duration{name:login}:p99 < 1": column 18: want {endpoint:NAME} to select an endpoint, got "{name:login}"`},
+		{"http_req_duration{name:login}:p99 < 1", `threshold "http_req_duration{name:login}:p99 < 1": column 18: want {endpoint:NAME} to select an endpoint`},
 		{"http_req_duration{endpoint:}:p99 < 1", `threshold "http_req_duration{endpoint:}:p99 < 1": column 18: endpoint name is empty: want {endpoint:NAME} with the name from endpoints[].name`},
 	}
 	for _, tt := range tests {
@@ -376,14 +377,59 @@ func TestSUTThresholds(t *testing.T) {
 		t.Errorf("Evaluate with an unknown service = %+v", o[0])
 	}
 	for in, want := range map[string]string{
-		"sut_cpu:p99 < 80%":                    `aggregate "p99" is not valid for sut_cpu: want max, avg`,
-		"sut_cpu:max < 80 parsecs":             `unknown unit "parsecs" for CPU`,
-		"sut_mem:max < 512 furlongs":           `unknown unit "furlongs" for memory`,
+		"sut_cpu:p99 < 80%":                    `column 9: this aggregate is not valid for sut_cpu: want max, avg`,
+		"sut_cpu:max < 80 parsecs":             `unknown unit "par"… for CPU`,
+		"sut_mem:max < 512 furlongs":           `unknown unit "fur"… for memory`,
 		"sut_cpu{endpoint:a}:max < 1":          `want {service:NAME} to select a service`,
 		"http_req_duration{service:a}:p99 < 1": `want {endpoint:NAME} to select an endpoint`,
 	} {
 		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want it to contain %q", in, err, want)
+		}
+	}
+}
+
+// TestParseErrorsShowNoPartOfASecret: wherever a secret lands in a
+// threshold (a workflow may interpolate ${{ secrets.X }} anywhere), the
+// error quotes the threshold whole, which a masker hides, and no part of
+// the secret longer than 3 characters elsewhere: not its start (the 20
+// characters "got" used to quote), not its end, not what precedes a '#'.
+func TestParseErrorsShowNoPartOfASecret(t *testing.T) {
+	t.Parallel()
+	const secret = "Sup3r-S3cret#t0ken.value"
+	for _, th := range []string{
+		"http_req_duration:p99 < %s",
+		"http_req_duration:p99 < 300%s",
+		"http_req_duration:p99 < 3%s",
+		"http_req_failed:rate < 1%s",
+		"http_requests:count > 5%s",
+		"http_requests:rate > 100 %s",
+		"sut_cpu:max < 80 %s",
+		"sut_mem:max < 1%s",
+		"%s:p99 < 1",
+		"http_req_duration:%s < 1",
+		"http_req_duration:p99 %s",
+		"http_req_duration{%s}:p99 < 1",
+		"http_req_duration:p99 < baseline %s",
+		"http_req_duration:p99 < baseline * %s",
+		"http_req_duration:p99 < baseline * 1.1%s",
+		"rps > %s",
+		"http_req_duration:p99 < %s # a comment",
+	} {
+		line := fmt.Sprintf(th, secret)
+		_, err := ParseAll([]string{line})
+		if err == nil {
+			t.Errorf("ParseAll(%q) = nil error", line)
+			continue
+		}
+		// What a masker leaves: the secret, as written and as %q writes it,
+		// hidden.
+		msg := strings.ReplaceAll(err.Error(), secret, "***")
+		for i := 0; i+4 <= len(secret); i++ {
+			if part := secret[i : i+4]; strings.Contains(msg, part) {
+				t.Errorf("ParseAll(%q) error, masked, shows %q of the secret:\n%s", line, part, msg)
+				break
+			}
 		}
 	}
 }
