@@ -4,8 +4,12 @@ package cmd
 // forge's Forgejo flavor.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +104,21 @@ func TestE2EDaemonHandleRefused(t *testing.T) {
 	}
 	if f.Task(id).Picked {
 		t.Fatal("an unknown handle took a job")
+	}
+
+	// The container's entrypoint passes FORGELOAD_HANDLE as --handle, and
+	// keeps it out of the daemon's environment.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ep := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "deploy", "container", "entrypoint.sh"))
+	ep.Env = []string{
+		"PATH=" + filepath.Dir(binPath) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + n.dir, "FORGELOAD_DATA_DIR=" + n.dir, "FORGELOAD_CONFIG=" + n.cfg,
+		"FORGELOAD_HANDLE=00000000-0000-4000-8000-000000000001",
+	}
+	epOut, err := ep.CombinedOutput()
+	if err == nil || !strings.Contains(string(epOut), "daemon --handle 00000000-0000-4000-8000-000000000001") || strings.Contains(string(epOut), "ignoring environment variable") {
+		t.Fatalf("entrypoint with FORGELOAD_HANDLE: %v\n%s", err, epOut)
 	}
 
 	if code, out := n.forgeload("daemon", "--handle", " "); code != ExitBadInput || !strings.Contains(out, "--handle is empty") {
