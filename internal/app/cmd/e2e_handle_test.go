@@ -99,7 +99,7 @@ func TestE2EDaemonHandleRefused(t *testing.T) {
 	d := n.startDaemon("--handle", "00000000-0000-4000-8000-000000000000")
 	code := d.wait(t, 30*time.Second)
 	out := d.out.String()
-	if code == 0 || !strings.Contains(out, "no job with this handle") || !strings.Contains(out, "actions/runners/jobs") {
+	if code != ExitFailure || !strings.Contains(out, "no job with this handle") || !strings.Contains(out, "actions/runners/jobs") {
 		t.Fatalf("unknown handle: exit %d, want an error naming the handle list\n%s", code, out)
 	}
 	if f.Task(id).Picked {
