@@ -12,6 +12,7 @@
 #   FORGELOAD_RUNNER_LABELS             comma-separated labels (default: forgeload)
 #   FORGELOAD_EPHEMERAL                 "true": take one job, then exit
 #   FORGELOAD_ONCE                      "true": run one job, then exit
+#   FORGELOAD_HANDLE                    a Forgejo 15 job handle: take only that job, then exit
 #   FORGELOAD_CONFIG                    config file path (optional)
 #   FORGELOAD_MAX_REG_ATTEMPTS          registration attempts (default 10, 5 s apart)
 #   FORGELOAD_DATA_DIR                  the daemon's directory (default /data)
@@ -21,6 +22,11 @@
 # read it (run: steps could otherwise see it in /proc/<daemon pid>/environ).
 set -euo pipefail
 cd "${FORGELOAD_DATA_DIR:-/data}"
+
+# The job handle is a daemon flag, not a config override: keep it out of
+# the environment that register and the daemon see.
+handle="${FORGELOAD_HANDLE:-}"
+unset FORGELOAD_HANDLE
 
 args=()
 if [ -n "${FORGELOAD_CONFIG:-}" ]; then
@@ -62,4 +68,5 @@ unset FORGELOAD_REGISTRATION_TOKEN FORGELOAD_REGISTRATION_TOKEN_FILE GITEA_RUNNE
 
 daemon=(daemon)
 [ "${FORGELOAD_ONCE:-}" = "true" ] && daemon+=(--once)
+[ -n "$handle" ] && daemon+=(--handle "$handle")
 exec forgeload "${args[@]}" "${daemon[@]}"

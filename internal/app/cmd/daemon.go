@@ -38,7 +38,8 @@ import (
 )
 
 type daemonFlags struct {
-	once bool
+	once   bool
+	handle string
 }
 
 func newDaemonCmd(g *globalFlags) *cobra.Command {
@@ -52,13 +53,23 @@ runner.capacity of them at once.
 
 The first SIGTERM or SIGINT stops polling at once and lets running jobs finish
 for up to runner.shutdown_timeout; then they are cancelled and reported as
-cancelled. A second signal cancels them at once.`,
+cancelled. A second signal cancels them at once.
+
+--handle H takes only the waiting job whose handle is H (Forgejo 15 and
+later, as forgejo-runner one-job --handle: an autoscaler reads the handle
+from Forgejo's runner jobs list), runs it and exits 0; it fails at once when
+the forge has no such job for this runner.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("handle") && strings.TrimSpace(f.handle) == "" {
+				return withCode(ExitBadInput, errors.New("daemon: --handle is empty: pass the handle Forgejo lists for the waiting job (GET /api/v1/repos/{owner}/{repo}/actions/runners/jobs, field \"handle\"), or drop --handle"))
+			}
+			f.handle = strings.TrimSpace(f.handle)
 			return runDaemon(c.Context(), g, f, c.ErrOrStderr())
 		},
 	}
 	c.Flags().BoolVar(&f.once, "once", false, "run one job, then exit")
+	c.Flags().StringVar(&f.handle, "handle", "", "take only the waiting job with this handle (Forgejo 15), run it, then exit")
 	return c
 }
 
@@ -91,6 +102,7 @@ func runDaemon(ctx context.Context, g *globalFlags, f *daemonFlags, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	d.handle = f.handle
 	runErr := d.Run(ctx)
 
 	grace := d.cfg.Runner.ShutdownTimeout
@@ -143,6 +155,7 @@ type Daemon struct {
 	reg    *config.Registration
 	labels []string // declared labels; Run drops docker:// ones without an Engine
 	once   bool
+	handle string // daemon --handle: take that job through FetchSingleTask, then exit
 	log    *logrus.Entry
 	cl     *client.Client
 	unlock func() error
@@ -270,7 +283,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.poller = poll.New(d.cl, runner, poll.Options{
+	var fetcher poll.Fetcher = d.cl
+	if d.handle != "" {
+		// The task runner is ready before the forge hands the job over,
+		// so that a job this daemon took is never left unrun.
+		task, err := fetchHandle(ctx, d.cl, d.handle, labels, cfg.Runner.FetchTimeout, cfg.Runner.FetchInterval, cfg.Runner.FetchIntervalMax, ready, log)
+		if err != nil || task == nil {
+			return err
+		}
+		fetcher = &handedTask{task: task}
+		d.once = true
+	}
+	d.poller = poll.New(fetcher, runner, poll.Options{
 		Capacity:         cfg.Runner.Capacity,
 		FetchTimeout:     cfg.Runner.FetchTimeout,
 		FetchInterval:    cfg.Runner.FetchInterval,

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -86,6 +87,10 @@ type Client struct {
 	hc        *http.Client
 	runner    runnerv1connect.RunnerServiceClient
 	ping      pingv1connect.PingServiceClient
+	single    *connect.Client[FetchSingleTaskRequest, FetchSingleTaskResponse]
+
+	keyMu sync.Mutex // held for a whole FetchTask or FetchSingleTask call
+	key   string     // x-runner-request-key of the next fetch; "" = make one
 }
 
 var (
@@ -150,6 +155,7 @@ func New(o Options) (*Client, error) {
 		connect.WithReadMaxBytes(maxBytes))
 	c.runner = runnerv1connect.NewRunnerServiceClient(c.hc, addr+apiPath, opts)
 	c.ping = pingv1connect.NewPingServiceClient(c.hc, addr+apiPath, opts)
+	c.single = connect.NewClient[FetchSingleTaskRequest, FetchSingleTaskResponse](c.hc, addr+apiPath+FetchSingleTaskProcedure, opts, connect.WithCodec(singleCodec{}))
 	return c, nil
 }
 
@@ -218,9 +224,12 @@ func (c *Client) Declare(ctx context.Context, req *connect.Request[runnerv1.Decl
 	return c.runner.Declare(ctx, req)
 }
 
-// FetchTask calls RunnerService/FetchTask.
+// FetchTask calls RunnerService/FetchTask with the request key header
+// ([HeaderRequestKey]).
 func (c *Client) FetchTask(ctx context.Context, req *connect.Request[runnerv1.FetchTaskRequest]) (*connect.Response[runnerv1.FetchTaskResponse], error) {
-	return c.runner.FetchTask(ctx, req)
+	return withRequestKey(c, req.Header(), func() (*connect.Response[runnerv1.FetchTaskResponse], error) {
+		return c.runner.FetchTask(ctx, req)
+	})
 }
 
 // UpdateTask calls RunnerService/UpdateTask.

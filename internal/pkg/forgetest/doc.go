@@ -38,8 +38,9 @@
 // handling them, which Gitea logs as "context canceled".
 //
 // [WithForgejo] makes a Forge imitate Forgejo instead (see [Forgejo] for
-// every difference, and [Forge.RegisterSecret] for Forgejo's offline
-// registration), so that tests can run in both flavors.
+// every difference, [Forge.RegisterSecret] for Forgejo's offline
+// registration, and [Forge.AdminToken] for the runner jobs list whose
+// handles FetchSingleTask takes), so that tests can run in both flavors.
 //
 // Where the fake is deliberately simpler than Gitea: one global scope (no
 // owner/repo runners), no pick semaphore, no zombie cron ([Forge.Reap] does

@@ -86,6 +86,7 @@ type Forge struct {
 
 	flavor        Flavor // Gitea unless WithForgejo
 	noArtifactAPI bool   // WithoutArtifactAPI
+	adminToken    string // made by AdminToken
 
 	regTokens    map[string]bool
 	capabilities string
@@ -170,6 +171,7 @@ func NewServer(opts ...Option) (*Forge, error) {
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/summary", f.handleSummary)
 	mux.HandleFunc(ArtifactRoute, f.handleArtifacts)
 	f.apiRoutes(mux)
+	f.forgejoRoutes(mux, hopts)
 	mux.HandleFunc("/", f.serveGit)
 
 	f.srv = &http.Server{

@@ -41,6 +41,9 @@ const (
 	//     JSON array, and an artifact's zip is served directly, not through
 	//     a redirect. [WithoutArtifactAPI] imitates a Forgejo that has no
 	//     artifact endpoints yet.
+	//   - Forgejo 15's one-job flow: FetchSingleTask with a job handle, the
+	//     runner jobs list with handles, and the x-runner-request-key
+	//     recovery of FetchTask and FetchSingleTask (see single.go).
 	Forgejo
 )
 

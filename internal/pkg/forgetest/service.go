@@ -139,7 +139,10 @@ func (s *service) Declare(_ context.Context, req *connect.Request[runnerv1.Decla
 }
 
 // FetchTask implements the tasks_version rules and picks the oldest
-// matching waiting job.
+// matching waiting job. In the Forgejo flavor a request key
+// (x-runner-request-key) is recorded on the task it picks, and a key the
+// runner sent before answers the task picked under it (see
+// [Forge.recoverLocked]).
 func (s *service) FetchTask(_ context.Context, req *connect.Request[runnerv1.FetchTaskRequest]) (*connect.Response[runnerv1.FetchTaskResponse], error) {
 	f := s.f
 	f.mu.Lock()
@@ -147,6 +150,10 @@ func (s *service) FetchTask(_ context.Context, req *connect.Request[runnerv1.Fet
 	r, err := f.authLocked(req.Header())
 	if err != nil {
 		return nil, err
+	}
+	key := f.requestKey(req.Header())
+	if t := f.recoverLocked(r, key); len(t) > 0 {
+		return connect.NewResponse(&runnerv1.FetchTaskResponse{Task: f.taskMsg(t[0])}), nil
 	}
 	if f.version == 0 {
 		f.version = 1
@@ -169,9 +176,22 @@ func (s *service) FetchTask(_ context.Context, req *connect.Request[runnerv1.Fet
 			return nil, connect.NewError(connect.CodeInternal, errors.New("pick task: runner has been removed"))
 		}
 	}
+	if t := f.pickLocked(r, key, nil); t != nil {
+		res.Task = f.taskMsg(t)
+	}
+	return connect.NewResponse(res), nil
+}
+
+// pickLocked hands r the oldest waiting job its labels match (and, when
+// handle is not nil, whose handle it is), recording key on it, or returns
+// nil. f.mu must be held.
+func (f *Forge) pickLocked(r *runner, key string, handle *string) *task {
 	for _, id := range f.order {
 		t := f.tasks[id]
 		if t.status != statusWaiting || t.runnerID != 0 || !labelsMatch(r.labels, t.job.RunsOn) {
+			continue
+		}
+		if handle != nil && t.handle != *handle {
 			continue
 		}
 		now := f.now()
@@ -179,17 +199,22 @@ func (s *service) FetchTask(_ context.Context, req *connect.Request[runnerv1.Fet
 		t.status = statusRunning
 		t.started = now
 		t.updated = now
-		res.Task = &runnerv1.Task{
-			Id:              t.id,
-			WorkflowPayload: slices.Clone(t.job.Payload),
-			Context:         t.context,
-			Secrets:         t.job.Secrets,
-			Needs:           t.job.Needs,
-			Vars:            t.job.Vars,
-		}
-		break
+		t.requestKey = key
+		return t
 	}
-	return connect.NewResponse(res), nil
+	return nil
+}
+
+// taskMsg is the Task message of t.
+func (f *Forge) taskMsg(t *task) *runnerv1.Task {
+	return &runnerv1.Task{
+		Id:              t.id,
+		WorkflowPayload: slices.Clone(t.job.Payload),
+		Context:         t.context,
+		Secrets:         t.job.Secrets,
+		Needs:           t.job.Needs,
+		Vars:            t.job.Vars,
+	}
 }
 
 // UpdateTask implements Gitea's task state machine.

@@ -153,7 +153,9 @@ type task struct {
 	runID        string
 	token        string
 	runtimeToken string
-	stepsFixed   bool // step count known from the payload
+	stepsFixed   bool   // step count known from the payload
+	handle       string // Forgejo's per-attempt job handle
+	requestKey   string // x-runner-request-key of the fetch that picked it (Forgejo)
 
 	status           status
 	runnerID         int64 // 0 until picked
@@ -206,6 +208,10 @@ type TaskView struct {
 	JobID int64
 	// RunID is the context's run_id, as in the job-summary URL.
 	RunID string
+	// Handle is the job's handle, the opaque per-attempt id that Forgejo
+	// lists for waiting jobs and FetchSingleTask takes (set in both
+	// flavors; only the Forgejo flavor serves it).
+	Handle string
 	// RuntimeToken is context "gitea_runtime_token", the Bearer token of
 	// the job-summary upload. Like Gitea's, it is an HS256 JWT whose claims
 	// carry scp "Actions.Results:<run>:<job>", TaskID, RunID and JobID.
@@ -219,7 +225,7 @@ func (t *task) view(f *Forge) TaskView {
 		StartedAt: t.started, StoppedAt: t.stopped, Log: slices.Clone(t.log),
 		Archived: t.archived, Outputs: maps.Clone(t.outputs), Updates: t.updates,
 		Token: t.token, RuntimeToken: t.runtimeToken, JobID: t.jobID, RunID: t.runID,
-		LogTimes: slices.Clone(t.logTimes),
+		LogTimes: slices.Clone(t.logTimes), Handle: t.handle,
 	}
 	if v.Outputs == nil {
 		v.Outputs = map[string]string{}
@@ -338,6 +344,7 @@ func (f *Forge) QueueJob(j Job) int64 {
 	t := &task{
 		id: f.nextTaskID, jobID: f.nextTaskID + jobIDOffset, status: statusWaiting,
 		token: randHex(20), outputs: map[string]string{}, summaries: map[int]string{},
+		handle: newUUID(),
 	}
 	j.RunsOn = slices.Clone(j.RunsOn)
 	j.Secrets = maps.Clone(j.Secrets)
