@@ -319,7 +319,7 @@ func (r *Reporter) stateLoop(ctx context.Context, quit <-chan struct{}) {
 		if closed(quit) {
 			return
 		}
-		_, err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
+		err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -357,7 +357,7 @@ func closed(c <-chan struct{}) bool {
 // sendState sends one UpdateTask with the current steps and unacknowledged
 // outputs. A non-UNSPECIFIED result in the response to a progress report
 // (result UNSPECIFIED) means the forge stopped the task.
-func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppedAt time.Time) (*runnerv1.UpdateTaskResponse, error) {
+func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppedAt time.Time) error {
 	r.mu.Lock()
 	req := &runnerv1.UpdateTaskRequest{State: r.taskStateLocked(result, stoppedAt)}
 	if len(r.outputs) > 0 {
@@ -377,7 +377,7 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 		r.o.Observer.StateSent(err == nil, d)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("update state of task %d: %w", r.taskID, err)
+		return fmt.Errorf("update state of task %d: %w", r.taskID, err)
 	}
 	msg := resp.Msg
 	r.mu.Lock()
@@ -400,7 +400,7 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 			cancelJob()
 		}
 	}
-	return msg, nil
+	return nil
 }
 
 // permanent reports whether retrying err cannot help.
@@ -541,7 +541,7 @@ func (r *Reporter) close(result runnerv1.Result) error {
 	var stateErr error
 	bo.Reset()
 	for {
-		_, err := r.sendState(ctx, final, now)
+		err := r.sendState(ctx, final, now)
 		if err == nil {
 			stateErr = nil
 			break

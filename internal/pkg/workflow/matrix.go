@@ -26,14 +26,14 @@ type MatrixJob struct {
 
 // Suffix returns the suffix Gitea appends to the job's name, " (v1, v2)":
 // the values in the order of their sorted keys.
-func (m MatrixJob) Suffix() string {
-	if len(m.Values) == 0 {
+func (j MatrixJob) Suffix() string {
+	if len(j.Values) == 0 {
 		return ""
 	}
-	keys := sortedMapKeys(m.Values)
+	keys := sortedMapKeys(j.Values)
 	vs := make([]string, len(keys))
 	for i, k := range keys {
-		vs[i] = fmt.Sprint(m.Values[k])
+		vs[i] = fmt.Sprint(j.Values[k])
 	}
 	return " (" + strings.Join(vs, ", ") + ")"
 }
@@ -41,11 +41,11 @@ func (m MatrixJob) Suffix() string {
 // Node returns the combination as a strategy.matrix mapping whose every key
 // holds a one-element list, the form in which the forge sends one job of an
 // expanded matrix (and which [Job.Matrix] unwraps).
-func (m MatrixJob) Node() (*yaml.Node, error) {
+func (j MatrixJob) Node() (*yaml.Node, error) {
 	out := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range m.Keys {
+	for _, k := range j.Keys {
 		var v yaml.Node
-		if err := v.Encode([]any{m.Values[k]}); err != nil {
+		if err := v.Encode([]any{j.Values[k]}); err != nil {
 			return nil, fmt.Errorf("matrix value %s: %w", k, err)
 		}
 		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &v)
