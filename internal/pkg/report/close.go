@@ -85,7 +85,7 @@ type closer struct {
 	logErr, stateErr         error // the last failure of each delivery, nil once delivered
 	kept                     bool  // the Outbox took what was not delivered
 
-	left, from int64 // rows the forge did not acknowledge, and the first of them
+	left, from int64 // rows the forge did not acknowledge, and the first of them, counted before phaseKeep
 }
 
 func (r *Reporter) close(result runnerv1.Result) error {
@@ -247,6 +247,10 @@ func (c *closer) sendState() closePhase {
 
 func (c *closer) keep() closePhase {
 	r := c.r
+	// Count what the forge did not take before the Outbox consumes it.
+	r.mu.Lock()
+	c.left, c.from = r.store.end-r.sendFrom, r.sendFrom
+	r.mu.Unlock()
 	if c.logErr == nil && c.stateErr == nil || r.o.Outbox == nil || permanent(c.logErr) || permanent(c.stateErr) {
 		return phaseRelease
 	}
@@ -262,8 +266,6 @@ func (c *closer) keep() closePhase {
 func (c *closer) release() closePhase {
 	r := c.r
 	r.mu.Lock()
-	c.left = r.store.end - r.sendFrom
-	c.from = r.sendFrom
 	discarded := r.discarded
 	if err := r.store.close(); err != nil {
 		r.log.WithError(err).Warn("report: removing the log spill file failed")

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,8 +14,8 @@ import (
 )
 
 // The tests in this file cover the ways out of Close's phases that the
-// tests of whole sessions do not reach: a log the forge refuses for good
-// and a forge that answers but takes no row.
+// tests of whole sessions do not reach: a log the forge refuses for good, a
+// forge that answers but takes no row, and an Outbox that cannot keep.
 
 // called records a call of method that a wrapper of f answers itself.
 func (f *fakeForge) called(method string) {
@@ -109,6 +110,41 @@ func TestCloseGivesUpOnALogThatMakesNoProgress(t *testing.T) {
 		}
 		if f.final.GetResult() != failure {
 			t.Errorf("final result = %v, want FAILURE", f.final.GetResult())
+		}
+	})
+}
+
+// TestCloseOutboxThatCannotKeep: when the forge is down and the Outbox
+// cannot write either, Close logs that and returns the delivery error,
+// which counts the rows the forge did not take (not the rows left after
+// the failed attempt to keep them).
+func TestCloseOutboxThatCannotKeep(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ob, err := OpenOutbox(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		log, buf := testLogger()
+		f := newFakeForge()
+		f.down = true
+		r := New(f, 6, 0, Options{CloseTimeout: time.Second, Outbox: ob, Logger: log})
+		writeLines(t, r.Writer(-1), lines("k", 2))
+		err = r.Close(success)
+		if err == nil {
+			t.Fatal("Close with the forge down and no Outbox space = nil, want the delivery error")
+		}
+		for _, s := range []string{"2 log rows (from row 0)", "final state (result RESULT_SUCCESS)"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("Close error %q does not mention %q", err, s)
+			}
+		}
+		if !strings.Contains(buf.String(), "could not be kept on disk either") {
+			t.Errorf("the daemon log does not say the Outbox failed:\n%s", buf.String())
 		}
 	})
 }
