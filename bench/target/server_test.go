@@ -229,6 +229,7 @@ func TestRawKeepAliveAndPipelining(t *testing.T) {
 			t.Fatalf("response %d: %v", i, err)
 		}
 		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
 		if resp.StatusCode != 200 || string(b) != body {
 			t.Fatalf("response %d: %d %q, want 200 %q", i, resp.StatusCode, b, body)
 		}

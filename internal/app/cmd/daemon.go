@@ -377,19 +377,10 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		coord = link
 	}
 
-	// Final reports an outage kept from the forge, in this run or an
-	// earlier one, are delivered when it answers.
-	outbox, err := report.OpenOutbox(cfg.Runner.File+".pending", log)
+	outbox, err := d.startOutbox(bgCtx)
 	if err != nil {
 		return nil, err
 	}
-	d.bg.Add(1)
-	go func() {
-		defer d.bg.Done()
-		if err := outbox.Run(bgCtx, d.cl, cfg.Runner.FetchInterval); err != nil {
-			log.WithError(err).Error("stopped delivering kept final reports")
-		}
-	}()
 
 	limits := loadLimits(cfg.Load)
 	runner := run.New(d.cl, run.Options{
@@ -434,6 +425,25 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		}
 	}
 	return runner, nil
+}
+
+// startOutbox opens the outbox of final reports an outage kept from the
+// forge, in this run or an earlier one, and delivers them when it answers,
+// until bgCtx ends (d.bg waits for that).
+func (d *Daemon) startOutbox(bgCtx context.Context) (*report.Outbox, error) {
+	cfg, log := d.cfg, d.log
+	outbox, err := report.OpenOutbox(cfg.Runner.File+".pending", log)
+	if err != nil {
+		return nil, err
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		if err := outbox.Run(bgCtx, d.cl, cfg.Runner.FetchInterval); err != nil {
+			log.WithError(err).Error("stopped delivering kept final reports")
+		}
+	}()
+	return outbox, nil
 }
 
 // serveMetrics starts the metrics server when metrics.enabled is set, with

@@ -319,7 +319,7 @@ func (r *Reporter) stateLoop(ctx context.Context, quit <-chan struct{}) {
 		if closed(quit) {
 			return
 		}
-		_, err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
+		err := r.sendState(ctx, runnerv1.Result_RESULT_UNSPECIFIED, time.Time{})
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -357,7 +357,7 @@ func closed(c <-chan struct{}) bool {
 // sendState sends one UpdateTask with the current steps and unacknowledged
 // outputs. A non-UNSPECIFIED result in the response to a progress report
 // (result UNSPECIFIED) means the forge stopped the task.
-func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppedAt time.Time) (*runnerv1.UpdateTaskResponse, error) {
+func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppedAt time.Time) error {
 	r.mu.Lock()
 	req := &runnerv1.UpdateTaskRequest{State: r.taskStateLocked(result, stoppedAt)}
 	if len(r.outputs) > 0 {
@@ -377,7 +377,7 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 		r.o.Observer.StateSent(err == nil, d)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("update state of task %d: %w", r.taskID, err)
+		return fmt.Errorf("update state of task %d: %w", r.taskID, err)
 	}
 	msg := resp.Msg
 	r.mu.Lock()
@@ -400,7 +400,7 @@ func (r *Reporter) sendState(ctx context.Context, result runnerv1.Result, stoppe
 			cancelJob()
 		}
 	}
-	return msg, nil
+	return nil
 }
 
 // permanent reports whether retrying err cannot help.
@@ -413,228 +413,4 @@ func permanent(err error) bool {
 		return true
 	}
 	return false
-}
-
-// Close finishes the task on the forge, in this order:
-//
-//  1. The final result is chosen: the forge's result if it stopped the task,
-//     else CANCELLED if the job context was cancelled, else result (FAILURE if
-//     result is UNSPECIFIED).
-//  2. Unfinished lines of every Writer are flushed; later writes are discarded.
-//  3. Steps without a result are marked CANCELLED (started ones get stopped_at).
-//  4. The Reporter's goroutines are stopped and waited for; a call they
-//     have in flight is let finish (within RPCTimeout), never aborted.
-//  5. An empty row is added if no row is unsent, so the last UpdateLog has one.
-//  6. UpdateLog is sent until the forge acknowledges every row, the last
-//     request with no_more=true (AlreadyExists means the log is already
-//     archived, which ends this phase).
-//  7. The final UpdateTask (result, stopped_at, steps, outputs) is sent.
-//
-// Steps 6 and 7 retry with capped exponential backoff on a context detached
-// from the job and bounded by CloseTimeout. If the forge does not take
-// everything in time, Close returns an error saying what was not delivered.
-// Close then cancels the job context and removes the spill file. Close is
-// idempotent: later calls return the first call's error.
-func (r *Reporter) Close(result runnerv1.Result) error {
-	r.closeOnce.Do(func() { r.closeErr = r.close(result) })
-	return r.closeErr
-}
-
-func (r *Reporter) close(result runnerv1.Result) error {
-	r.mu.Lock()
-	r.closing = true
-	final := result
-	switch {
-	case r.serverResult != runnerv1.Result_RESULT_UNSPECIFIED:
-		final = r.serverResult
-	case r.loopPanic:
-		final = runnerv1.Result_RESULT_FAILURE
-	case r.jobCtx.Err() != nil:
-		final = runnerv1.Result_RESULT_CANCELLED
-	case final == runnerv1.Result_RESULT_UNSPECIFIED:
-		final = runnerv1.Result_RESULT_FAILURE
-	}
-	ws := append([]*lineWriter(nil), r.writers...)
-	r.mu.Unlock()
-
-	for _, w := range ws {
-		w.flush()
-	}
-
-	r.mu.Lock()
-	r.sealed = true
-	now := r.o.Now()
-	for i := range r.steps {
-		s := &r.steps[i]
-		if s.result == runnerv1.Result_RESULT_UNSPECIFIED {
-			s.result = runnerv1.Result_RESULT_CANCELLED
-			if !s.started.IsZero() && s.stopped.IsZero() {
-				s.stopped = now
-			}
-		}
-		s.ended = true
-	}
-	if r.startedAt.IsZero() {
-		r.startedAt = now
-	}
-	started, stop, jobCancel := r.started, r.loopStop, r.jobCancel
-	r.mu.Unlock()
-
-	if started {
-		// Let a report call in flight finish (each is bounded by
-		// RPCTimeout) rather than abort it: Gitea logs an aborted call as
-		// "context canceled" and may drop the work it started for it.
-		close(r.loopQuit)
-		r.wg.Wait()
-		stop()
-	}
-	defer func() {
-		if jobCancel != nil {
-			jobCancel()
-		}
-	}()
-
-	r.mu.Lock()
-	archived := r.logArchived
-	if r.dropped > 0 && !archived {
-		r.appendDroppedLocked(now, true)
-	}
-	if r.store.end == r.sendFrom && !archived {
-		_ = r.store.append(row{t: now, s: ""})
-	}
-	r.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), r.o.CloseTimeout)
-	defer cancel()
-	bo := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
-
-	var logErr error
-	for !archived {
-		finished, progress, err := r.sendLog(ctx, true)
-		if err == nil && finished {
-			logErr = nil
-			break
-		}
-		if connect.CodeOf(err) == connect.CodeAlreadyExists {
-			r.archived()
-			logErr = nil
-			break
-		}
-		if err != nil {
-			logErr = err
-		}
-		if permanent(err) {
-			break
-		}
-		if err == nil && progress {
-			bo.Reset()
-			continue
-		}
-		if !sleep(ctx, bo.Next()) {
-			if logErr == nil {
-				logErr = ctx.Err()
-			}
-			break
-		}
-	}
-
-	var stateErr error
-	bo.Reset()
-	for {
-		_, err := r.sendState(ctx, final, now)
-		if err == nil {
-			stateErr = nil
-			break
-		}
-		stateErr = err
-		if permanent(err) || !sleep(ctx, bo.Next()) {
-			break
-		}
-	}
-
-	kept := false
-	if (logErr != nil || stateErr != nil) && r.o.Outbox != nil && !permanent(logErr) && !permanent(stateErr) {
-		if err := r.keep(final, now); err != nil {
-			r.log.WithError(err).Error("report: the final report could not be kept on disk either")
-		} else {
-			kept = true
-			r.log.Warnf("report: the forge did not take the final log and result (%s) of task %d within %s; they are kept on disk and delivered when it answers", final, r.taskID, r.o.CloseTimeout)
-		}
-	}
-
-	r.mu.Lock()
-	left := r.store.end - r.sendFrom
-	from := r.sendFrom
-	discarded := r.discarded
-	if err := r.store.close(); err != nil {
-		r.log.WithError(err).Warn("report: removing the log spill file failed")
-	}
-	r.mu.Unlock()
-	if r.o.Observer != nil {
-		r.o.Observer.BufferRows(0)
-	}
-	if discarded > 0 {
-		r.log.Warnf("report: %d log rows written after the forge archived the log were discarded", discarded)
-	}
-
-	if kept {
-		return nil
-	}
-	var errs []error
-	if logErr != nil {
-		errs = append(errs, fmt.Errorf("%d log rows (from row %d) were not acknowledged: %w", left, from, logErr))
-	}
-	if stateErr != nil {
-		errs = append(errs, fmt.Errorf("the final state (result %s) was not delivered: %w", final, stateErr))
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("report: close task %d within %s: %w; check that the forge is reachable and the runner is still registered",
-		r.taskID, r.o.CloseTimeout, errors.Join(errs...))
-}
-
-// keep hands what Close could not deliver to the Outbox: the final state
-// with the outputs not yet acknowledged, and the unacknowledged rows (those
-// past OutboxMaxTaskBytes become one DroppedRowsText row), the last request
-// with no_more. It consumes the row store.
-func (r *Reporter) keep(final runnerv1.Result, stoppedAt time.Time) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	state := &runnerv1.UpdateTaskRequest{State: r.taskStateLocked(final, stoppedAt)}
-	if len(r.outputs) > 0 {
-		state.Outputs = make(map[string]string, len(r.outputs))
-		for k, v := range r.outputs {
-			state.Outputs[k] = v
-		}
-	}
-	var logs []*runnerv1.UpdateLogRequest
-	size := 0
-	for !r.logArchived && r.store.end > r.sendFrom {
-		if size > OutboxMaxTaskBytes {
-			n := r.store.end - r.sendFrom
-			logs = append(logs, &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: r.sendFrom,
-				Rows: []*runnerv1.LogRow{{Time: ts(stoppedAt), Content: fmt.Sprintf(DroppedRowsText, n)}}})
-			break
-		}
-		index, rows, err := r.batchLocked()
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			break
-		}
-		for _, row := range rows {
-			size += len(row.GetContent())
-		}
-		logs = append(logs, &runnerv1.UpdateLogRequest{TaskId: r.taskID, Index: index, Rows: rows})
-		r.sendFrom = index + int64(len(rows))
-		if err := r.store.drop(r.sendFrom); err != nil {
-			return err
-		}
-	}
-	if len(logs) > 0 {
-		logs[len(logs)-1].NoMore = true
-	}
-	return r.o.Outbox.keep(r.taskID, state, logs)
 }

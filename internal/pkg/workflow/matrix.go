@@ -26,14 +26,14 @@ type MatrixJob struct {
 
 // Suffix returns the suffix Gitea appends to the job's name, " (v1, v2)":
 // the values in the order of their sorted keys.
-func (m MatrixJob) Suffix() string {
-	if len(m.Values) == 0 {
+func (j MatrixJob) Suffix() string {
+	if len(j.Values) == 0 {
 		return ""
 	}
-	keys := sortedMapKeys(m.Values)
+	keys := sortedMapKeys(j.Values)
 	vs := make([]string, len(keys))
 	for i, k := range keys {
-		vs[i] = fmt.Sprint(m.Values[k])
+		vs[i] = fmt.Sprint(j.Values[k])
 	}
 	return " (" + strings.Join(vs, ", ") + ")"
 }
@@ -41,11 +41,11 @@ func (m MatrixJob) Suffix() string {
 // Node returns the combination as a strategy.matrix mapping whose every key
 // holds a one-element list, the form in which the forge sends one job of an
 // expanded matrix (and which [Job.Matrix] unwraps).
-func (m MatrixJob) Node() (*yaml.Node, error) {
+func (j MatrixJob) Node() (*yaml.Node, error) {
 	out := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range m.Keys {
+	for _, k := range j.Keys {
 		var v yaml.Node
-		if err := v.Encode([]any{m.Values[k]}); err != nil {
+		if err := v.Encode([]any{j.Values[k]}); err != nil {
 			return nil, fmt.Errorf("matrix value %s: %w", k, err)
 		}
 		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &v)
@@ -65,13 +65,42 @@ func ExpandMatrix(n *yaml.Node, path string) ([]MatrixJob, error) {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil, want(n, path, "a mapping of dimensions to lists (an expression matrix needs the forge to expand it)")
 	}
+	m, err := readMatrix(n, path)
+	if err != nil {
+		return nil, err
+	}
+	jobs, ok := m.product()
+	if !ok {
+		return nil, perr(n, path, "expands to more than %d jobs; split it", MaxMatrixJobs)
+	}
+	jobs = slices.DeleteFunc(jobs, func(j MatrixJob) bool {
+		return slices.ContainsFunc(m.exclude, func(ex map[string]any) bool { return j.matches(ex, nil) })
+	})
+	jobs = m.applyIncludes(jobs)
+	if len(jobs) > MaxMatrixJobs {
+		return nil, perr(n, path, "expands to more than %d jobs; split it", MaxMatrixJobs)
+	}
+	if len(jobs) == 0 {
+		return nil, perr(n, path, "expands to no job (an empty dimension, or everything excluded)")
+	}
+	return jobs, nil
+}
+
+// matrixSpec is a strategy.matrix mapping as written: its dimensions in order,
+// their values, and its include: and exclude: entries.
+type matrixSpec struct {
+	dims             []string
+	lists            map[string][]any
+	include, exclude []map[string]any
+}
+
+// readMatrix reads the mapping n (at path) into a matrixSpec.
+func readMatrix(n *yaml.Node, path string) (*matrixSpec, error) {
 	pairs, err := mapPairs(n, path)
 	if err != nil {
 		return nil, err
 	}
-	var dims []string
-	lists := map[string][]any{}
-	var include, exclude []map[string]any
+	m := &matrixSpec{lists: map[string][]any{}}
 	for _, p := range pairs {
 		k := p.Name
 		var v any
@@ -85,9 +114,9 @@ func ExpandMatrix(n *yaml.Node, path string) ([]MatrixJob, error) {
 				return nil, err
 			}
 			if k == "include" {
-				include = entries
+				m.include = entries
 			} else {
-				exclude = entries
+				m.exclude = entries
 			}
 			continue
 		}
@@ -95,36 +124,46 @@ func ExpandMatrix(n *yaml.Node, path string) ([]MatrixJob, error) {
 		if !ok {
 			return nil, want(p.Value, strictyaml.Join(path, k), "a list of values")
 		}
-		dims = append(dims, k)
-		lists[k] = l
+		m.dims = append(m.dims, k)
+		m.lists[k] = l
 	}
+	return m, nil
+}
 
-	var jobs []MatrixJob
-	if len(dims) > 0 {
-		jobs = []MatrixJob{{Values: map[string]any{}}}
-		for _, d := range dims {
-			next := make([]MatrixJob, 0, len(jobs)*len(lists[d]))
-			for _, j := range jobs {
-				for _, v := range lists[d] {
-					c := j.clone()
-					c.set(d, v)
-					next = append(next, c)
-				}
-			}
-			if len(next) > MaxMatrixJobs {
-				return nil, perr(n, path, "expands to more than %d jobs; split it", MaxMatrixJobs)
-			}
-			jobs = next
-		}
+// product returns the combinations of the dimensions, the first one
+// outermost; none without dimensions. It reports false when they are more
+// than MaxMatrixJobs.
+func (m *matrixSpec) product() ([]MatrixJob, bool) {
+	if len(m.dims) == 0 {
+		return nil, true
 	}
-	jobs = slices.DeleteFunc(jobs, func(j MatrixJob) bool {
-		return slices.ContainsFunc(exclude, func(ex map[string]any) bool { return j.matches(ex, nil) })
-	})
+	jobs := []MatrixJob{{Values: map[string]any{}}}
+	for _, d := range m.dims {
+		next := make([]MatrixJob, 0, len(jobs)*len(m.lists[d]))
+		for _, j := range jobs {
+			for _, v := range m.lists[d] {
+				c := j.clone()
+				c.set(d, v)
+				next = append(next, c)
+			}
+		}
+		if len(next) > MaxMatrixJobs {
+			return nil, false
+		}
+		jobs = next
+	}
+	return jobs, true
+}
+
+// applyIncludes adds each include: entry to every one of jobs whose
+// dimension values it does not change, or, when there is none, appends it
+// as a combination of its own.
+func (m *matrixSpec) applyIncludes(jobs []MatrixJob) []MatrixJob {
 	base := len(jobs)
-	for _, inc := range include {
+	for _, inc := range m.include {
 		added := false
 		for i := range jobs[:base] {
-			if jobs[i].matches(inc, dims) {
+			if jobs[i].matches(inc, m.dims) {
 				for _, k := range sortedMapKeys(inc) {
 					jobs[i].set(k, inc[k])
 				}
@@ -139,13 +178,7 @@ func ExpandMatrix(n *yaml.Node, path string) ([]MatrixJob, error) {
 			jobs = append(jobs, j)
 		}
 	}
-	if len(jobs) > MaxMatrixJobs {
-		return nil, perr(n, path, "expands to more than %d jobs; split it", MaxMatrixJobs)
-	}
-	if len(jobs) == 0 {
-		return nil, perr(n, path, "expands to no job (an empty dimension, or everything excluded)")
-	}
-	return jobs, nil
+	return jobs
 }
 
 func matrixEntries(v any, n *yaml.Node, path string) ([]map[string]any, error) {

@@ -280,71 +280,91 @@ func parseSteps(n *yaml.Node) ([]Step, error) {
 	return steps, nil
 }
 
+// parseStep parses steps[i], the mapping n.
 func parseStep(n *yaml.Node, i int) (Step, error) {
 	path := fmt.Sprintf("steps[%d]", i)
 	s := Step{Index: i}
 	if n.Kind != yaml.MappingNode {
 		return s, want(n, path, "a mapping with run: or uses:")
 	}
-	var shellKey, wdKey, withKey *yaml.Node
-	err := walk(n, path, "", stepKeys, func(p strictyaml.Pair, kp string) (err error) {
-		k, v := p.Name, p.Value
-		switch k {
-		case "id":
-			if s.ID, err = scalar(v, kp); err == nil && s.ID != "" && !stepIDRe.MatchString(s.ID) {
-				err = perr(v, kp, "step id %q must start with a letter or _ and contain only letters, digits, - and _", s.ID)
-			}
-		case "name":
-			s.Name, err = scalar(v, kp)
-		case "if":
-			s.If, err = scalar(v, kp)
-		case "uses":
-			s.Uses, err = scalar(v, kp)
-			s.Uses = strings.TrimSpace(s.Uses)
-		case "run":
-			s.Run, err = scalar(v, kp)
-		case "shell":
-			if s.Shell, err = scalar(v, kp); s.Shell != "" {
-				shellKey = p.Key
-			}
-		case "working-directory":
-			if s.WorkingDirectory, err = scalar(v, kp); s.WorkingDirectory != "" {
-				wdKey = p.Key
-			}
-		case "env":
-			s.Env, err = stringMap(v, kp)
-		case "with":
-			if s.With, err = stringMap(v, kp); len(s.With) > 0 {
-				withKey = p.Key
-			}
-		case "continue-on-error":
-			s.ContinueOnError, err = boolOrExpr(v, kp)
-		case "timeout-minutes":
-			s.TimeoutMinutes, err = minutes(v, kp)
-		}
-		return err
+	var only kindKeys
+	err := walk(n, path, "", stepKeys, func(p strictyaml.Pair, kp string) error {
+		return setStepField(&s, &only, p, kp)
 	})
 	if err != nil {
 		return s, err
 	}
+	if err := checkStepKind(&s, only, n, path); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// kindKeys are the keys, when set, that apply to one kind of step only,
+// for the error that names them.
+type kindKeys struct{ shell, workingDirectory, with *yaml.Node }
+
+// setStepField sets the field of s that key p (at kp) holds.
+func setStepField(s *Step, only *kindKeys, p strictyaml.Pair, kp string) (err error) {
+	k, v := p.Name, p.Value
+	switch k {
+	case "id":
+		if s.ID, err = scalar(v, kp); err == nil && s.ID != "" && !stepIDRe.MatchString(s.ID) {
+			err = perr(v, kp, "step id %q must start with a letter or _ and contain only letters, digits, - and _", s.ID)
+		}
+	case "name":
+		s.Name, err = scalar(v, kp)
+	case "if":
+		s.If, err = scalar(v, kp)
+	case "uses":
+		s.Uses, err = scalar(v, kp)
+		s.Uses = strings.TrimSpace(s.Uses)
+	case "run":
+		s.Run, err = scalar(v, kp)
+	case "shell":
+		if s.Shell, err = scalar(v, kp); s.Shell != "" {
+			only.shell = p.Key
+		}
+	case "working-directory":
+		if s.WorkingDirectory, err = scalar(v, kp); s.WorkingDirectory != "" {
+			only.workingDirectory = p.Key
+		}
+	case "env":
+		s.Env, err = stringMap(v, kp)
+	case "with":
+		if s.With, err = stringMap(v, kp); len(s.With) > 0 {
+			only.with = p.Key
+		}
+	case "continue-on-error":
+		s.ContinueOnError, err = boolOrExpr(v, kp)
+	case "timeout-minutes":
+		s.TimeoutMinutes, err = minutes(v, kp)
+	}
+	return err
+}
+
+// checkStepKind checks that step s (node n, at path) is either a run: or a
+// uses: step, with no key of the other kind, and clears a run: of white
+// space only from a uses: step.
+func checkStepKind(s *Step, only kindKeys, n *yaml.Node, path string) error {
 	// An empty run: or uses: counts as absent, as serialisers may write one.
 	hasRun, hasUses := strings.TrimSpace(s.Run) != "", s.Uses != ""
 	switch {
 	case hasRun && hasUses:
-		return s, perr(n, path, "both run: and uses: are set; keep one")
+		return perr(n, path, "both run: and uses: are set; keep one")
 	case !hasRun && !hasUses:
-		return s, perr(n, path, "a step needs either run: or uses: (with a value)")
-	case hasUses && shellKey != nil:
-		return s, perr(shellKey, path+".shell", "only applies to run: steps; remove it from this uses: step")
-	case hasUses && wdKey != nil:
-		return s, perr(wdKey, path+".working-directory", "only applies to run: steps; remove it from this uses: step")
-	case hasRun && withKey != nil:
-		return s, perr(withKey, path+".with", "only applies to uses: steps; pass values to a run: step with env:")
+		return perr(n, path, "a step needs either run: or uses: (with a value)")
+	case hasUses && only.shell != nil:
+		return perr(only.shell, path+".shell", "only applies to run: steps; remove it from this uses: step")
+	case hasUses && only.workingDirectory != nil:
+		return perr(only.workingDirectory, path+".working-directory", "only applies to run: steps; remove it from this uses: step")
+	case hasRun && only.with != nil:
+		return perr(only.with, path+".with", "only applies to uses: steps; pass values to a run: step with env:")
 	}
 	if !hasRun {
 		s.Run = ""
 	}
-	return s, nil
+	return nil
 }
 
 func parseRunsOn(n *yaml.Node, path string) ([]string, error) {

@@ -206,15 +206,16 @@ func Regressed(ds []Delta) bool {
 	return slices.ContainsFunc(ds, func(d Delta) bool { return d.Regressed })
 }
 
-// relativeFloor decides on the relative change alone.
-func relativeFloor(d *Delta, floor float64, why string) {
+// relativeFloor decides on the relative change alone: it is beyond noise
+// when over FallbackChange.
+func relativeFloor(d *Delta, why string) {
 	rel := math.Abs(d.New - d.Old)
 	if d.Old != 0 {
 		rel /= math.Abs(d.Old)
 	} else if rel > 0 {
 		rel = math.Inf(1)
 	}
-	d.Significant = rel > floor
+	d.Significant = rel > FallbackChange
 	d.Noise = why
 }
 
@@ -225,7 +226,7 @@ func rateNoise(d *Delta, old, new *Result) {
 	mo, so, no := meanSE(old.Seconds)
 	mn, sn, nn := meanSE(new.Seconds)
 	if no < 3 || nn < 3 {
-		relativeFloor(d, FallbackChange, "fewer than 5 seconds of series: beyond noise when over 5%")
+		relativeFloor(d, "fewer than 5 seconds of series: beyond noise when over 5%")
 		return
 	}
 	se := math.Hypot(so, sn)
@@ -259,7 +260,7 @@ func meanSE(secs []load.SecondSummary) (mean, se float64, n int) {
 // when the intervals do not overlap and it exceeds MinChange.
 func percentileNoise(d *Delta, q float64, old, new *Result) {
 	if old.Hist == nil || new.Hist == nil || old.Hist.Count() == 0 || new.Hist.Count() == 0 {
-		relativeFloor(d, FallbackChange, "no histogram (older result): beyond noise when over 5%")
+		relativeFloor(d, "no histogram (older result): beyond noise when over 5%")
 		return
 	}
 	lo1, hi1 := interval(old.Hist, q)
@@ -281,7 +282,7 @@ func errorNoise(d *Delta, old, new *Result) {
 	d.Old, d.New = 100*d.Old, 100*d.New // shown in percent
 	n1, n2 := float64(old.Requests), float64(new.Requests)
 	if n1 == 0 || n2 == 0 {
-		relativeFloor(d, FallbackChange, "a run without requests")
+		relativeFloor(d, "a run without requests")
 		return
 	}
 	p := float64(old.Errors+new.Errors) / (n1 + n2)

@@ -32,9 +32,9 @@ func resourceDeltas(old, new *Result) []Delta {
 				continue
 			}
 			cpu := Delta{Metric: "sut_cpu:" + o.Target, Old: o.CPUCoresMean, New: n.CPUCoresMean, Unit: "cores"}
-			relativeFloor(&cpu, FallbackChange, why)
+			relativeFloor(&cpu, why)
 			mem := Delta{Metric: "sut_mem:" + o.Target, Old: o.MemBytesMax / (1 << 20), New: n.MemBytesMax / (1 << 20), Unit: "MiB"}
-			relativeFloor(&mem, FallbackChange, why)
+			relativeFloor(&mem, why)
 			ds = append(ds, cpu, mem)
 		}
 	}
