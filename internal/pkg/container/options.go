@@ -355,80 +355,103 @@ func (s *Spec) ApplyOptions(opts string, p Policy) error {
 	if err != nil {
 		return fmt.Errorf("options: %w", err)
 	}
-	var errs []error
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			errs = append(errs, fmt.Errorf("options: %q is not a flag; options holds docker create flags only, such as --cpus 1 (quote values that contain spaces)", a))
-			continue
-		}
-		name, val, hasVal := strings.Cut(a, "=")
-		if long, ok := shortOptions[name]; ok {
-			name = long
-		}
-		// value takes the flag's value, from the same word or the next.
-		value := func() (string, bool) {
-			if hasVal {
-				return val, true
-			}
-			if i+1 >= len(args) {
-				errs = append(errs, fmt.Errorf("options: %s needs a value", name))
-				return "", false
-			}
-			i++
-			return args[i], true
-		}
-		if r, bad := refused[name]; bad {
-			if r.value && !hasVal && i+1 < len(args) {
-				i++
-			}
-			errs = append(errs, fmt.Errorf("options: %s is not allowed on any forgeload runner (no config key allows it): %s", name, r.why))
-			continue
-		}
-		if name == "--cap-add" {
-			v, ok := value()
-			if !ok {
-				continue
-			}
-			c, known := CanonicalCapability(v)
-			switch {
-			case !known:
-				errs = append(errs, fmt.Errorf("options: --cap-add %s: %q is not a Linux capability (want a name such as NET_ADMIN)", v, v))
-			case !p.allowsCapability(c):
-				errs = append(errs, fmt.Errorf("options: --cap-add %s is not allowed on this runner: a capability widens what the container can do to the host; the runner's admin can allow it by adding %s to container.allowed_capabilities", v, c))
-			default:
-				s.CapAdd = append(s.CapAdd, c)
-			}
-			continue
-		}
-		spec, ok := options[name]
-		if g, isGated := gated[name]; isGated {
-			if !p.allowsOption(name) {
-				if !hasVal && i+1 < len(args) {
-					i++
-				}
-				errs = append(errs, fmt.Errorf("options: %s is not allowed on this runner: %s; the runner's admin can allow it by adding %s to container.allowed_options", name, g.why, name))
-				continue
-			}
-			spec, ok = g.optionSpec, true
-		}
-		if !ok {
-			errs = append(errs, fmt.Errorf("options: %q is not a supported docker create flag; supported: %s", a, supported(p)))
-			continue
-		}
-		if spec.value {
-			if val, ok = value(); !ok {
-				continue
-			}
-		} else if hasVal {
-			errs = append(errs, fmt.Errorf("options: %s takes no value, got %q", name, a))
-			continue
-		}
-		if err := spec.apply(s, val); err != nil {
-			errs = append(errs, fmt.Errorf("options: %s: %w", name, err))
+	o := &optionWords{args: args}
+	for o.i = 0; o.i < len(args); o.i++ {
+		if err := s.applyOption(o, p); err != nil {
+			o.errs = append(o.errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(o.errs...)
+}
+
+// optionWords walks the words of an options: string; i is the word at
+// hand, and errs gathers what value could not take.
+type optionWords struct {
+	args []string
+	i    int
+	errs []error
+}
+
+// value takes the value of the flag at hand: val when the word held it
+// (--flag=val), else the next word.
+func (o *optionWords) value(name, val string, hasVal bool) (string, bool) {
+	if hasVal {
+		return val, true
+	}
+	if o.i+1 >= len(o.args) {
+		o.errs = append(o.errs, fmt.Errorf("options: %s needs a value", name))
+		return "", false
+	}
+	o.i++
+	return o.args[o.i], true
+}
+
+// skip passes over the value of a refused flag that takes one, so that the
+// value is not read as a flag of its own.
+func (o *optionWords) skip(hasVal bool) {
+	if !hasVal && o.i+1 < len(o.args) {
+		o.i++
+	}
+}
+
+// applyOption applies the flag at o's word to s under p.
+func (s *Spec) applyOption(o *optionWords, p Policy) error {
+	a := o.args[o.i]
+	if !strings.HasPrefix(a, "-") {
+		return fmt.Errorf("options: %q is not a flag; options holds docker create flags only, such as --cpus 1 (quote values that contain spaces)", a)
+	}
+	name, val, hasVal := strings.Cut(a, "=")
+	if long, ok := shortOptions[name]; ok {
+		name = long
+	}
+	if r, bad := refused[name]; bad {
+		if r.value {
+			o.skip(hasVal)
+		}
+		return fmt.Errorf("options: %s is not allowed on any forgeload runner (no config key allows it): %s", name, r.why)
+	}
+	if name == "--cap-add" {
+		v, ok := o.value(name, val, hasVal)
+		if !ok {
+			return nil
+		}
+		return s.addCapability(v, p)
+	}
+	spec, ok := options[name]
+	if g, isGated := gated[name]; isGated {
+		if !p.allowsOption(name) {
+			o.skip(hasVal)
+			return fmt.Errorf("options: %s is not allowed on this runner: %s; the runner's admin can allow it by adding %s to container.allowed_options", name, g.why, name)
+		}
+		spec, ok = g.optionSpec, true
+	}
+	if !ok {
+		return fmt.Errorf("options: %q is not a supported docker create flag; supported: %s", a, supported(p))
+	}
+	if spec.value {
+		if val, ok = o.value(name, val, hasVal); !ok {
+			return nil
+		}
+	} else if hasVal {
+		return fmt.Errorf("options: %s takes no value, got %q", name, a)
+	}
+	if err := spec.apply(s, val); err != nil {
+		return fmt.Errorf("options: %s: %w", name, err)
+	}
+	return nil
+}
+
+// addCapability adds the capability v names, when p allows it.
+func (s *Spec) addCapability(v string, p Policy) error {
+	c, known := CanonicalCapability(v)
+	switch {
+	case !known:
+		return fmt.Errorf("options: --cap-add %s: %q is not a Linux capability (want a name such as NET_ADMIN)", v, v)
+	case !p.allowsCapability(c):
+		return fmt.Errorf("options: --cap-add %s is not allowed on this runner: a capability widens what the container can do to the host; the runner's admin can allow it by adding %s to container.allowed_capabilities", v, c)
+	}
+	s.CapAdd = append(s.CapAdd, c)
+	return nil
 }
 
 // supported lists the flags a job may use under p.

@@ -96,8 +96,13 @@ func TestForgejoFetchSingleTask(t *testing.T) {
 		t.Fatalf("jobs list (%v): %+v; want the two forgeload jobs, the second with handle %s", err, jobs, f.Task(second).Handle)
 	}
 	r.Header.Del("Authorization")
-	if res, err := http.DefaultClient.Do(r); err != nil || res.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("jobs list without a token: %v %v", res, err)
+	res, err = http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatalf("jobs list without a token: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("jobs list without a token: %s, want 401", res.Status)
 	}
 
 	if code, m := postSingle(t, f, c, "", `{"tasksVersion":"0","handle":"no-such-handle"}`); code != 200 || taskID(t, m) != 0 {
