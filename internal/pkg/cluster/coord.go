@@ -320,10 +320,10 @@ func Coordinate(ctx context.Context, rdb *redis.Client, r Run, o CoordOptions) (
 }
 
 // partial is the outcome of a run cancelled after its start: it waits a
-// little (at most 3 s) for the workers' final metrics, which they ship as
-// they stop on the abort, and merges what it has.
+// little (at most partialWait) for the workers' final metrics, which they
+// ship as they stop on the abort, and merges what it has.
 func (c *coordinator) partial(ctx context.Context) *Outcome {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), partialWait)
 	defer cancel()
 	for dctx.Err() == nil {
 		_, _ = c.readStreams(dctx, 200*time.Millisecond)
@@ -340,6 +340,13 @@ func (c *coordinator) partial(ctx context.Context) *Outcome {
 	c.buildOutcome(dctx)
 	return c.out
 }
+
+// partialWait bounds how long a cancelled run waits for its workers'
+// final metrics. A worker's engine cancels its requests in flight within
+// 0.5 s of the abort and waits at most 1 s more for them, so their metrics
+// are in by then; the bound keeps a cancelled distributed step within about
+// 2 s of the cancel, as a local one.
+const partialWait = 1500 * time.Millisecond
 
 func validateRun(p *Run) error {
 	if p.Workers < 1 {

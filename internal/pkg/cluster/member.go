@@ -191,7 +191,11 @@ func (m *member) loop(parent context.Context) (err error) {
 					m.ran[sr.idx] = true
 				}
 				if sr.err != nil && m.loadCtx.Err() == nil {
-					m.logf("segment %d: %v", sr.idx, sr.err)
+					// The error can quote the job's input (a target, a
+					// header) and this daemon does not know the job's
+					// secrets: its text goes to the job's log only, through
+					// the coordinator, which masks it.
+					m.logf("segment %d failed; the job's log says why", sr.idx)
 					m.segmentFailed(ctx, sr.idx, sr.err)
 				}
 			}
