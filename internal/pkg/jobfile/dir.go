@@ -257,3 +257,45 @@ func (d *Dir) OpenRealDir(path string) (*os.File, string, error) {
 	}
 	return f, want, nil
 }
+
+// MoveIn moves the directory at from, which the daemon made outside the
+// task directory (where no job can write to it), to the new path to
+// inside the task directory. to's parent must be a real directory reached
+// through no symlink (as for [Dir.OpenRealDir]), and nothing may be at to:
+// a file, symlink or directory the job put there is neither followed nor
+// replaced, and MoveIn fails with an error that satisfies
+// errors.Is(err, fs.ErrExist), so that the caller can remove it and try
+// again. from and to must be on the same file system: the move is one
+// rename.
+func (d *Dir) MoveIn(from, to string) error {
+	rel, err := d.rel(to)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("move %s into the task directory %s: the destination is the task directory itself; name a path inside it", from, d.Path())
+	}
+	parent, parentPath, err := d.OpenRealDir(filepath.Dir(rel))
+	if err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, rel, err)
+	}
+	defer parent.Close()
+	err = renameNoReplace(from, parent, parentPath, filepath.Base(rel))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		what := "something"
+		if fi, lerr := d.root.Lstat(rel); lerr == nil {
+			what = kind(fi.Mode())
+			if fi.Mode().IsRegular() {
+				what = "a file"
+			}
+		}
+		return fmt.Errorf("move %s to %s in the task directory %s: %s is there (%w); the runner neither follows nor replaces what a step put there", from, rel, d.Path(), what, fs.ErrExist)
+	case errors.Is(err, syscall.EXDEV):
+		return fmt.Errorf("move %s to %s in the task directory %s: they are on different file systems (%w); keep the runner's work dir on one file system", from, rel, d.Path(), err)
+	default:
+		return fmt.Errorf("move %s to %s in the task directory %s: %w", from, rel, d.Path(), err)
+	}
+}

@@ -261,3 +261,72 @@ func FuzzDirStaysInside(f *testing.F) {
 		wantHost(t, host, victim)
 	})
 }
+
+// MoveIn moves a directory the daemon made outside into the task
+// directory, and neither follows nor replaces what a job put at the
+// destination or on the way to it.
+func TestDirMoveIn(t *testing.T) {
+	t.Parallel()
+	d, dir, host, victim := taskDir(t)
+	src := filepath.Join(filepath.Dir(dir), "private")
+	if err := os.MkdirAll(filepath.Join(src, "objects"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "HEAD"), []byte("ref\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, host, filepath.Join(dir, "out"))
+	symlink(t, "ws", filepath.Join(dir, "in"))
+	in := func(p string) string { return filepath.Join(ws, p) }
+	// What a job put at the destination: each is refused, left as it was,
+	// and the source stays where it is.
+	for name, plant := range map[string]func(p string){
+		"a link to a host directory": func(p string) { symlink(t, host, p) },
+		"a link to a host file":      func(p string) { symlink(t, victim, p) },
+		"a dangling link":            func(p string) { symlink(t, filepath.Join(host, "new"), p) },
+		"a file":                     func(p string) { _ = os.WriteFile(p, []byte("x"), 0o644) },
+		"a directory with a file": func(p string) {
+			_ = os.Mkdir(p, 0o755)
+			_ = os.WriteFile(filepath.Join(p, "config"), []byte("x"), 0o644)
+		},
+		"an empty directory": func(p string) { _ = os.Mkdir(p, 0o755) },
+	} {
+		plant(in(".git"))
+		if err := d.MoveIn(src, in(".git")); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "ws/.git in the task directory") {
+			t.Errorf("MoveIn onto %s = %v; want fs.ErrExist naming ws/.git", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(src, "HEAD")); err != nil {
+			t.Fatalf("the source after a refused move onto %s: %v", name, err)
+		}
+		wantHost(t, host, victim)
+		if err := d.RemoveAll(in(".git")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A parent that is a link, out or in, is refused.
+	for _, to := range []string{filepath.Join(dir, "out", ".git"), filepath.Join(dir, "in", ".git")} {
+		if err := d.MoveIn(src, to); !errors.Is(err, ErrNotDir) && !errors.Is(err, ErrOutside) {
+			t.Errorf("MoveIn(%s) = %v; want ErrNotDir or ErrOutside", to, err)
+		}
+	}
+	for _, to := range []string{dir, filepath.Join(host, "x")} {
+		if err := d.MoveIn(src, to); err == nil {
+			t.Errorf("MoveIn(%s) succeeded; want it refused", to)
+		}
+	}
+	wantHost(t, host, victim)
+
+	if err := d.MoveIn(src, in(".git")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(in(".git/HEAD")); err != nil || string(b) != "ref\n" {
+		t.Fatalf("ws/.git/HEAD after the move: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(src); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the source after the move: %v; want it gone", err)
+	}
+}
