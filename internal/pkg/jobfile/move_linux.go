@@ -29,7 +29,7 @@ func renameNoReplace(from string, parent *os.File, _ string, name string) error 
 	}); err != nil {
 		return err
 	}
-	if errors.Is(rerr, unix.EEXIST) || errors.Is(rerr, unix.ENOTEMPTY) || errors.Is(rerr, unix.ENOTDIR) {
+	if errors.Is(rerr, unix.EEXIST) || errors.Is(rerr, unix.ENOTEMPTY) || errors.Is(rerr, unix.ENOTDIR) || errors.Is(rerr, unix.EISDIR) {
 		return fs.ErrExist
 	}
 	return rerr
