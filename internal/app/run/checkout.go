@@ -120,11 +120,10 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	dest, dir, err := j.checkoutDir(c.path)
+	dest, err := j.checkoutDir(c.path)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer dir.Close()
 	if j.deps.localRepo != "" && c.repository == "" {
 		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
 		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
@@ -153,7 +152,7 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		return fail("%v", err)
 	}
 	j.rep.Logf(i, "Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
-	g, err := j.newHostGit(ctx, dir, dest, scheme, token, j.rep.Writer(i))
+	g, err := j.newHostGit(ctx, scheme, token, j.rep.Writer(i))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -161,18 +160,20 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 	if err := c.fetchAndCheckout(g, url, sha, ref); err != nil {
 		return fail("%v", err)
 	}
-	if err := g.moveInto(j.td, dest); err != nil {
+	if err := g.moveInto(j.td, dest, c.clean); err != nil {
 		return fail("%v", err)
 	}
 	return runnerv1.Result_RESULT_SUCCESS
 }
 
 // fetchAndCheckout makes the repository, fetches sha (or ref, or the
-// default branch) from url, checks it out and cleans the work tree.
+// default branch) from url and checks it out, in g's private directory.
 func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error {
 	// core.worktree, which init records, is dropped: the repository moves
-	// into the work tree afterwards, where git finds it by its place.
-	for _, a := range [][]string{{"init", "-q"}, {"config", "--unset", "core.worktree"}, {"remote", "add", "origin", url}} {
+	// into the destination afterwards, where git finds it by its place.
+	// The move changes the files' ctime, which git is told not to trust,
+	// so that the tree reads as clean without a refresh of the index.
+	for _, a := range [][]string{{"init", "-q"}, {"config", "--unset", "core.worktree"}, {"config", "core.trustctime", "false"}, {"remote", "add", "origin", url}} {
 		if err := g.run(a...); err != nil {
 			return err
 		}
@@ -201,13 +202,7 @@ func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error 
 	if target == "" {
 		target = "FETCH_HEAD"
 	}
-	if err := g.run("checkout", "-q", "--force", "--detach", target); err != nil {
-		return err
-	}
-	if c.clean {
-		return g.run("clean", "-ffdx", "-q")
-	}
-	return nil
+	return g.run("checkout", "-q", "--force", "--detach", target)
 }
 
 // forgeScheme is the scheme of the forge's URL server, which must be
@@ -226,11 +221,12 @@ func forgeScheme(server string, fromWith bool) (string, error) {
 }
 
 // checkoutDir makes the checkout's destination, the workspace or path
-// in it, inside the task directory, and opens it: it must be a real
-// directory reached through no symlink, so that the job cannot point the
-// daemon's git at a directory elsewhere on the host. It returns the
-// destination's path and the open directory, which the caller closes.
-func (j *job) checkoutDir(path string) (string, *os.File, error) {
+// in it, inside the task directory, and checks that it is a real
+// directory reached through no symlink, so that a link the job planted
+// fails the step before anything is fetched, naming the path (the files
+// move in through the task directory's root, which checks again). It
+// returns the destination's path.
+func (j *job) checkoutDir(path string) (string, error) {
 	dest := j.ws
 	if path != "" {
 		dest = filepath.Join(j.ws, path)
@@ -240,13 +236,14 @@ func (j *job) checkoutDir(path string) (string, *os.File, error) {
 		what = fmt.Sprintf("with.path %q", path)
 	}
 	if err := j.td.MkdirAll(dest, 0o755); err != nil {
-		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+		return "", fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
 	}
 	dir, real, err := j.td.OpenRealDir(dest)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+		return "", fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
 	}
-	return real, dir, nil
+	_ = dir.Close()
+	return real, nil
 }
 
 func firstNonEmptyStr(ss ...string) string {

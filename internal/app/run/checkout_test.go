@@ -382,6 +382,7 @@ jobs:
       - run: |
           echo "head=$(git rev-parse HEAD)"
           grep -c pwn .git/config || echo "no planted config"
+          git diff-index --quiet HEAD && echo "index clean"
           test -z "$(git status --porcelain)" && echo "clean tree"
           cat README
 `, server), Options{WorkDir: work})
@@ -397,7 +398,7 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result = %v, want success; log:\n%s", v.Result, log)
 	}
-	for _, w := range []string{"head=" + sha, "no planted config", "clean tree", "\nhello"} {
+	for _, w := range []string{"head=" + sha, "no planted config", "index clean", "clean tree", "\nhello"} {
 		wantContains(t, "log", log, w)
 	}
 	// The private repository directory went with the task directory.
@@ -504,14 +505,14 @@ jobs:
 func TestCheckoutGitEnv(t *testing.T) {
 	t.Parallel()
 	base := []string{"PATH=/usr/bin", "HOME=/root", "XDG_CONFIG_HOME=/root/.config", "GIT_DIR=/srv/repo.git", "GIT_SSH_COMMAND=touch /x", "GIT_CONFIG_PARAMETERS='core.pager'='x'", "GIT_CONFIG_COUNT=1", "GIT_SSL_CAINFO=/etc/forge-ca.pem", "https_proxy=http://proxy:3128"}
-	env := checkoutGitEnv(base, "/private/git", "/private/home", [][2]string{{"core.hooksPath", os.DevNull}})
+	env := checkoutGitEnv(base, "/private/git", "/private/wt", "/private/home", [][2]string{{"core.hooksPath", os.DevNull}})
 	got := map[string][]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		got[k] = append(got[k], v)
 	}
 	want := map[string]string{
-		"PATH": "/usr/bin", "HOME": "/private/home", "GIT_DIR": "/private/git", "GIT_WORK_TREE": ".",
+		"PATH": "/usr/bin", "HOME": "/private/home", "GIT_DIR": "/private/git", "GIT_WORK_TREE": "/private/wt",
 		"GIT_SSL_CAINFO": "/etc/forge-ca.pem", "https_proxy": "http://proxy:3128",
 		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.DevNull, "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
 		"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": os.DevNull,
@@ -524,6 +525,70 @@ func TestCheckoutGitEnv(t *testing.T) {
 	for k := range got {
 		if _, ok := want[k]; !ok {
 			t.Errorf("%s is in git's environment: %q", k, got[k])
+		}
+	}
+}
+
+// The daemon's git never runs in, or on, a directory a job can write: not
+// its working directory, its repository or its work tree. git resolves
+// its work tree by path, so a job that swaps a directory of its workspace
+// for a symlink at the right moment would otherwise make it check out
+// into, or clean, a directory elsewhere on the host. A git on PATH that
+// records where it runs shows it. (Not parallel: it sets PATH.)
+func TestCheckoutGitRunsOutsideTaskDir(t *testing.T) {
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	record := filepath.Join(bin, "record")
+	wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\t%%s\\t%%s\\n' \"$(pwd -P)\" \"$GIT_DIR\" \"$GIT_WORK_TREE\" >> %s\nexec %s \"$@\"\n", record, real)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	h := newHarness(t)
+	if _, err := h.forge.AddRepo("owner/repo", map[string]string{"README": "hello\n"}); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          clean: false
+      - uses: actions/checkout@v4
+`, Options{WorkDir: work})
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result = %v, want success; log:\n%s", v.Result, log)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatalf("git ran not at all: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 8 {
+		t.Fatalf("git ran %d times, want one per command of two checkouts:\n%s", len(lines), b)
+	}
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		cwd := f[0]
+		for _, p := range f {
+			if p != "" && !filepath.IsAbs(p) {
+				p = filepath.Join(cwd, p)
+			}
+			rel, err := filepath.Rel(work, p)
+			if p == "" || err != nil || !strings.HasPrefix(rel, taskDirPrefix) {
+				continue
+			}
+			if task, _, _ := strings.Cut(rel, string(filepath.Separator)); !strings.Contains(task, "-git-") {
+				t.Errorf("git ran with %s in the task directory %s (cwd, GIT_DIR, GIT_WORK_TREE: %q)", p, task, f)
+			}
 		}
 	}
 }
