@@ -1,10 +1,9 @@
 package run
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +95,11 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 	default:
 		return nil, fmt.Errorf("with.clean %q is not true or false", with["clean"])
 	}
+	if c.server != "" {
+		if _, err := forgeScheme(c.server, true); err != nil {
+			return nil, err
+		}
+	}
 	if p := c.path; p != "" && (filepath.IsAbs(p) || !filepath.IsLocal(p)) {
 		return nil, fmt.Errorf("with.path %q must be relative and stay inside the workspace", p)
 	}
@@ -107,17 +111,19 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 // checks it out into the workspace (or with: path). with: fetch-depth sets
 // the depth (default 1; 0 = full history). The token travels in an HTTP
 // header set through git's environment, never in argv or the remote URL.
+// git runs on the host with its repository in a private directory out of
+// the job's reach, and the repository becomes the destination's .git only
+// when git is done (see [hostGit]).
 // A local run (forgeload exec) copies the local directory instead.
 func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Result {
 	fail := func(format string, args ...any) runnerv1.Result {
 		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	dest, dir, err := j.checkoutDir(c.path)
+	dest, err := j.checkoutDir(c.path)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer dir.Close()
 	if j.deps.localRepo != "" && c.repository == "" {
 		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
 		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
@@ -140,69 +146,55 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		sha = j.ctxString("sha")
 		ref = j.ctxString("ref")
 	}
-	// A .git already there was written by the job (this task's directory
-	// is new): its config, hooks or a gitdir: link would make the daemon's
-	// git run the job's commands or write elsewhere. It is replaced.
-	if err := j.td.RemoveAll(filepath.Join(dest, ".git")); err != nil {
-		return fail("remove the .git an earlier step left in %s: %v", dest, err)
-	}
 	url := server + "/" + repo + ".git"
+	scheme, err := forgeScheme(server, c.server != "")
+	if err != nil {
+		return fail("%v", err)
+	}
 	j.rep.Logf(i, "Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
+	g, err := j.newHostGit(ctx, scheme, token, j.rep.Writer(i))
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer g.close()
+	if err := c.fetchAndCheckout(g, url, sha, ref); err != nil {
+		return fail("%v", err)
+	}
+	if err := g.moveInto(j.td, dest, c.clean); err != nil {
+		return fail("%v", err)
+	}
+	return runnerv1.Result_RESULT_SUCCESS
+}
 
-	// No hook or fsmonitor command of the repository runs: git runs as
-	// the daemon, on the host.
-	config := [][2]string{{"core.hooksPath", os.DevNull}, {"core.fsmonitor", "false"}}
-	if token != "" {
-		auth := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-		config = append(config, [2]string{"http.extraheader", "AUTHORIZATION: basic " + auth})
-		j.rep.AddMask(auth)
-	}
-	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
-	for n, kv := range config {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, kv[1]))
-	}
-	cwd := dirPath(dir, dest)
-	git := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = cwd
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = &out
-		err := cmd.Run()
-		w := j.rep.Writer(i)
-		for _, l := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
-			if l != "" {
-				fmt.Fprintln(w, l)
-			}
+// fetchAndCheckout makes the repository, fetches sha (or ref, or the
+// default branch) from url and checks it out, in g's private directory.
+func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error {
+	// core.worktree, which init records, is dropped: the repository moves
+	// into the destination afterwards, where git finds it by its place.
+	// The move changes the files' ctime, which git is told not to trust,
+	// so that the tree reads as clean without a refresh of the index.
+	for _, a := range [][]string{{"init", "-q"}, {"config", "--unset", "core.worktree"}, {"config", "core.trustctime", "false"}, {"remote", "add", "origin", url}} {
+		if err := g.run(a...); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("git %s: %w", args[0], err)
-		}
-		return nil
 	}
-	depthArgs := []string{}
+	const reach = "is the repository reachable and the token allowed to read it?"
+	fetch := []string{"-c", "protocol.version=2", "fetch", "--no-tags", "--prune"}
 	if c.depth > 0 {
-		depthArgs = []string{"--depth=" + strconv.Itoa(c.depth)}
-	}
-	for _, a := range [][]string{{"init", "-q", "."}, {"remote", "add", "origin", url}} {
-		if err := git(a...); err != nil {
-			return fail("%v", err)
-		}
+		fetch = append(fetch, "--depth="+strconv.Itoa(c.depth))
 	}
 	want := firstNonEmptyStr(sha, ref)
-	fetch := append([]string{"-c", "protocol.version=2", "fetch", "--no-tags", "--prune"}, depthArgs...)
 	if want == "" {
-		if err := git(append(fetch, "origin")...); err != nil {
-			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
+		if err := g.run(append(fetch, "origin")...); err != nil {
+			return fmt.Errorf("%w (%s)", err, reach)
 		}
-	} else if err := git(append(fetch, "origin", want)...); err != nil {
+	} else if err := g.run(append(fetch, "origin", want)...); err != nil {
 		if sha == "" || ref == "" {
-			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
+			return fmt.Errorf("%w (%s)", err, reach)
 		}
 		// Some servers refuse a fetch by commit id; fetch the ref instead.
-		if err := git(append(fetch, "origin", ref)...); err != nil {
-			return fail("%v (is the repository reachable and the token allowed to read it?)", err)
+		if err := g.run(append(fetch, "origin", ref)...); err != nil {
+			return fmt.Errorf("%w (%s)", err, reach)
 		}
 	}
 	// A commit id checks out as itself; a ref as what the fetch brought.
@@ -210,23 +202,31 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 	if target == "" {
 		target = "FETCH_HEAD"
 	}
-	if err := git("checkout", "-q", "--force", "--detach", target); err != nil {
-		return fail("%v", err)
+	return g.run("checkout", "-q", "--force", "--detach", target)
+}
+
+// forgeScheme is the scheme of the forge's URL server, which must be
+// http or https: the checkout fetches over HTTP(S) only (fromWith: the URL
+// came from with.github-server-url).
+func forgeScheme(server string, fromWith bool) (string, error) {
+	what := "the task's server_url"
+	if fromWith {
+		what = "with.github-server-url"
 	}
-	if c.clean {
-		if err := git("clean", "-ffdx", "-q"); err != nil {
-			return fail("%v", err)
-		}
+	u, err := neturl.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s %q is not an http:// or https:// URL; the checkout fetches from the forge over HTTP(S) only", what, server)
 	}
-	return runnerv1.Result_RESULT_SUCCESS
+	return u.Scheme, nil
 }
 
 // checkoutDir makes the checkout's destination, the workspace or path
-// in it, inside the task directory, and opens it: it must be a real
-// directory reached through no symlink, so that the job cannot point the
-// daemon's git at a directory elsewhere on the host. It returns the
-// destination's path and the open directory, which the caller closes.
-func (j *job) checkoutDir(path string) (string, *os.File, error) {
+// in it, inside the task directory, and checks that it is a real
+// directory reached through no symlink, so that a link the job planted
+// fails the step before anything is fetched, naming the path (the files
+// move in through the task directory's root, which checks again). It
+// returns the destination's path.
+func (j *job) checkoutDir(path string) (string, error) {
 	dest := j.ws
 	if path != "" {
 		dest = filepath.Join(j.ws, path)
@@ -236,13 +236,14 @@ func (j *job) checkoutDir(path string) (string, *os.File, error) {
 		what = fmt.Sprintf("with.path %q", path)
 	}
 	if err := j.td.MkdirAll(dest, 0o755); err != nil {
-		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+		return "", fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
 	}
 	dir, real, err := j.td.OpenRealDir(dest)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
+		return "", fmt.Errorf("%s: %w; the checkout goes only into a real directory inside the workspace", what, err)
 	}
-	return real, dir, nil
+	_ = dir.Close()
+	return real, nil
 }
 
 func firstNonEmptyStr(ss ...string) string {

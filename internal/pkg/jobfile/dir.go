@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -256,4 +257,153 @@ func (d *Dir) OpenRealDir(path string) (*os.File, string, error) {
 		return nil, "", fmt.Errorf("open %s in the task directory: %w", rel, err)
 	}
 	return f, want, nil
+}
+
+// MoveIn moves the file or directory at from, which the daemon made
+// outside the task directory (where no job can write to it), to the new
+// path to
+// inside the task directory. to's parent must be a real directory reached
+// through no symlink (as for [Dir.OpenRealDir]), and nothing may be at to:
+// a file, symlink or directory the job put there is neither followed nor
+// replaced, and MoveIn fails with an error that satisfies
+// errors.Is(err, fs.ErrExist), so that the caller can remove it and try
+// again. from and to must be on the same file system: the move is one
+// rename.
+func (d *Dir) MoveIn(from, to string) error {
+	rel, err := d.rel(to)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("move %s into the task directory %s: the destination is the task directory itself; name a path inside it", from, d.Path())
+	}
+	parent, parentPath, err := d.OpenRealDir(filepath.Dir(rel))
+	if err != nil {
+		return fmt.Errorf("move %s to %s: %w", from, rel, err)
+	}
+	defer parent.Close()
+	err = renameNoReplace(from, parent, parentPath, filepath.Base(rel))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		what := "something"
+		if fi, lerr := d.root.Lstat(rel); lerr == nil {
+			what = kind(fi.Mode())
+			if fi.Mode().IsRegular() {
+				what = "a file"
+			}
+		}
+		return fmt.Errorf("move %s to %s in the task directory %s: %s is there (%w); the runner neither follows nor replaces what a step put there", from, rel, d.Path(), what, fs.ErrExist)
+	case errors.Is(err, syscall.EXDEV):
+		return fmt.Errorf("move %s to %s in the task directory %s: they are on different file systems (%w); keep the runner's work dir on one file system", from, rel, d.Path(), err)
+	default:
+		return fmt.Errorf("move %s to %s in the task directory %s: %w", from, rel, d.Path(), err)
+	}
+}
+
+// Empty removes everything in the directory at path, which must be a real
+// directory reached through no symlink (as for [Dir.OpenRealDir]), without
+// following a symlink at or in any entry.
+func (d *Dir) Empty(path string) error {
+	names, rel, err := d.names(path)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := d.RemoveAll(filepath.Join(rel, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// names lists the directory at path, a real directory reached through no
+// symlink, and gives its path relative to the directory.
+func (d *Dir) names(path string) ([]string, string, error) {
+	rel, err := d.rel(path)
+	if err != nil {
+		return nil, "", err
+	}
+	f, _, err := d.OpenRealDir(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, "", fmt.Errorf("list %s in the task directory %s: %w", rel, d.Path(), err)
+	}
+	sort.Strings(names)
+	return names, rel, nil
+}
+
+// MoveTreeIn moves every entry of the directory from, which the daemon
+// made outside the task directory, into the directory at to inside it
+// (see [Dir.MoveIn]): a directory of from where to holds a real directory
+// of the same name is merged into it the same way; anything else at an
+// entry's path (a file, a symlink, a directory where from has a file) is
+// removed first, without following it. Nothing is copied: each entry
+// moves by one rename, which keeps its inode and modification time. The
+// directory at to must be a real directory reached through no symlink;
+// when MoveTreeIn returns nil, from is empty.
+func (d *Dir) MoveTreeIn(from, to string) error {
+	rel, err := d.rel(to)
+	if err != nil {
+		return err
+	}
+	top, _, err := d.OpenRealDir(rel)
+	if err != nil {
+		return err
+	}
+	_ = top.Close()
+	f, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("list %s: %w", from, err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		src, dst := filepath.Join(from, name), filepath.Join(rel, name)
+		sfi, err := os.Lstat(src)
+		if err != nil {
+			return err
+		}
+		if sfi.IsDir() {
+			if fi, err := d.root.Lstat(dst); err == nil && fi.IsDir() {
+				if err := d.MoveTreeIn(src, dst); err != nil {
+					return err
+				}
+				if err := os.Remove(src); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := d.Replace(src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Replace moves from (the daemon's, outside the task directory) to the
+// path to inside it, as [Dir.MoveIn] does, after removing whatever is at
+// to without following it; it tries again, a few times, while something
+// is put back at to in between.
+func (d *Dir) Replace(from, to string) error {
+	var err error
+	for range 3 {
+		if err = d.RemoveAll(to); err != nil {
+			return err
+		}
+		if err = d.MoveIn(from, to); !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return err
 }

@@ -261,3 +261,146 @@ func FuzzDirStaysInside(f *testing.F) {
 		wantHost(t, host, victim)
 	})
 }
+
+// MoveIn moves a directory the daemon made outside into the task
+// directory, and neither follows nor replaces what a job put at the
+// destination or on the way to it.
+func TestDirMoveIn(t *testing.T) {
+	t.Parallel()
+	d, dir, host, victim := taskDir(t)
+	src := filepath.Join(filepath.Dir(dir), "private")
+	if err := os.MkdirAll(filepath.Join(src, "objects"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "HEAD"), []byte("ref\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, host, filepath.Join(dir, "out"))
+	symlink(t, "ws", filepath.Join(dir, "in"))
+	in := func(p string) string { return filepath.Join(ws, p) }
+	// What a job put at the destination: each is refused, left as it was,
+	// and the source stays where it is.
+	for name, plant := range map[string]func(p string){
+		"a link to a host directory": func(p string) { symlink(t, host, p) },
+		"a link to a host file":      func(p string) { symlink(t, victim, p) },
+		"a dangling link":            func(p string) { symlink(t, filepath.Join(host, "new"), p) },
+		"a file":                     func(p string) { _ = os.WriteFile(p, []byte("x"), 0o644) },
+		"a directory with a file": func(p string) {
+			_ = os.Mkdir(p, 0o755)
+			_ = os.WriteFile(filepath.Join(p, "config"), []byte("x"), 0o644)
+		},
+		"an empty directory": func(p string) { _ = os.Mkdir(p, 0o755) },
+	} {
+		plant(in(".git"))
+		if err := d.MoveIn(src, in(".git")); !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "ws/.git in the task directory") {
+			t.Errorf("MoveIn onto %s = %v; want fs.ErrExist naming ws/.git", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(src, "HEAD")); err != nil {
+			t.Fatalf("the source after a refused move onto %s: %v", name, err)
+		}
+		wantHost(t, host, victim)
+		if err := d.RemoveAll(in(".git")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A parent that is a link, out or in, is refused.
+	for _, to := range []string{filepath.Join(dir, "out", ".git"), filepath.Join(dir, "in", ".git")} {
+		if err := d.MoveIn(src, to); !errors.Is(err, ErrNotDir) && !errors.Is(err, ErrOutside) {
+			t.Errorf("MoveIn(%s) = %v; want ErrNotDir or ErrOutside", to, err)
+		}
+	}
+	for _, to := range []string{dir, filepath.Join(host, "x")} {
+		if err := d.MoveIn(src, to); err == nil {
+			t.Errorf("MoveIn(%s) succeeded; want it refused", to)
+		}
+	}
+	wantHost(t, host, victim)
+
+	if err := d.MoveIn(src, in(".git")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(in(".git/HEAD")); err != nil || string(b) != "ref\n" {
+		t.Fatalf("ws/.git/HEAD after the move: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(src); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the source after the move: %v; want it gone", err)
+	}
+}
+
+// MoveTreeIn merges a tree the daemon made outside into a directory of
+// the task directory: what is in the way is removed, not followed; real
+// directories merge; what is not in the way stays. Empty removes what is
+// in a directory, following no link.
+func TestDirMoveTreeIn(t *testing.T) {
+	t.Parallel()
+	d, dir, host, victim := taskDir(t)
+	src := filepath.Join(filepath.Dir(dir), "private")
+	for p, content := range map[string]string{"README": "tree\n", "a/b/file": "tree\n", "link-dir/x": "tree\n", "file-dir/y": "tree\n", "dir-file": "tree\n"} {
+		if err := os.MkdirAll(filepath.Join(src, filepath.Dir(p)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink(t, "README", filepath.Join(src, "tracked-link"))
+	ws := filepath.Join(dir, "ws")
+	for _, p := range []string{"a/b", "dir-file/sub"} {
+		if err := os.MkdirAll(filepath.Join(ws, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, content := range map[string]string{"a/keep": "job\n", "a/b/file": "job\n", "untracked": "job\n", "file-dir": "job\n"} {
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	symlink(t, victim, filepath.Join(ws, "README"))
+	symlink(t, host, filepath.Join(ws, "link-dir"))
+	symlink(t, host, filepath.Join(ws, "out"))
+
+	if err := d.MoveTreeIn(src, ws); err != nil {
+		t.Fatal(err)
+	}
+	wantHost(t, host, victim)
+	for p, want := range map[string]string{"README": "tree\n", "a/b/file": "tree\n", "link-dir/x": "tree\n", "file-dir/y": "tree\n", "dir-file": "tree\n", "a/keep": "job\n", "untracked": "job\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, p)); err != nil || string(b) != want {
+			t.Errorf("ws/%s after the move: %q, %v; want %q", p, b, err, want)
+		}
+	}
+	for _, p := range []string{"README", "link-dir"} {
+		if fi, err := os.Lstat(filepath.Join(ws, p)); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			t.Errorf("ws/%s after the move: %v, %v; want the tree's, not the job's link", p, fi, err)
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(ws, "tracked-link")); err != nil || l != "README" {
+		t.Errorf("ws/tracked-link after the move: %q, %v; want the tree's link to README", l, err)
+	}
+	if ents, err := os.ReadDir(src); err != nil || len(ents) != 0 {
+		t.Errorf("the source after the move: %v, %v; want it empty", ents, err)
+	}
+
+	// A destination that is a link is refused, and nothing moves.
+	if err := os.WriteFile(filepath.Join(src, "new"), []byte("tree\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MoveTreeIn(src, filepath.Join(dir, "ws", "out")); !errors.Is(err, ErrNotDir) {
+		t.Errorf("MoveTreeIn into a link out = %v; want ErrNotDir", err)
+	}
+	wantHost(t, host, victim)
+
+	if err := d.Empty(filepath.Join(ws, "out")); !errors.Is(err, ErrNotDir) {
+		t.Errorf("Empty(a link out) = %v; want ErrNotDir", err)
+	}
+	if err := d.Empty(ws); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(ws); err != nil || len(ents) != 0 {
+		t.Errorf("ws after Empty: %v, %v; want it empty", ents, err)
+	}
+	wantHost(t, host, victim)
+}

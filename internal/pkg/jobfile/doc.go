@@ -10,7 +10,9 @@
 // checkout's destination) are created, read and removed through it, so
 // that a symlink the job planted never makes the daemon write, truncate,
 // create, read or remove a file elsewhere, and a new file is never one
-// that was there before. Errors name the file as the job wrote it (or its
+// that was there before. A directory the daemon prepared out of the job's
+// reach (the checkout's repository) moves in by one rename that neither
+// follows nor replaces what the job put at its path. Errors name the file as the job wrote it (or its
 // path in the task directory) and the limit, and never quote the file's
 // content.
 package jobfile
