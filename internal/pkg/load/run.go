@@ -75,7 +75,11 @@ type epRecorder struct {
 type recorder struct {
 	mu  sync.Mutex
 	eps []epRecorder
-	_   [64]byte // keep shards off each other's cache lines
+	// inFlight counts the shard's workers that are in a request. It sits
+	// beside mu, which the same workers take anyway, so counting costs no
+	// cache line shared by every worker of the run.
+	inFlight atomic.Int64
+	_        [64]byte // keep shards off each other's cache lines
 }
 
 // worker is one pull-based worker.
@@ -158,7 +162,6 @@ type engine struct {
 	n        int
 	started  atomic.Int64 // workers started
 	idle     atomic.Int64 // open model: started workers not in a request
-	inFlight atomic.Int64
 	workerWG sync.WaitGroup
 }
 
@@ -595,11 +598,11 @@ func (e *engine) dropUnsent(stopAt time.Time) {
 }
 
 func (e *engine) do(w *worker, start time.Time, late lateness) {
-	e.inFlight.Add(1)
+	w.rec.inFlight.Add(1)
 	w.s.Reset()
 	err := e.r.DoSample(e.reqCtx, &w.s)
 	lat := time.Since(start)
-	e.inFlight.Add(-1)
+	w.rec.inFlight.Add(-1)
 	w.record(w.s.Endpoint, lat, &w.s, err, late)
 }
 
@@ -738,8 +741,8 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 	for j := range s.Endpoints {
 		s.Endpoints[j].Name = e.names[j]
 	}
-	s.InFlight = int(e.inFlight.Load())
 	for _, rec := range e.recs {
+		s.InFlight += int(rec.inFlight.Load())
 		rec.mu.Lock()
 		for j := range rec.eps {
 			r := &rec.eps[j]

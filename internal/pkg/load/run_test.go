@@ -758,3 +758,22 @@ func TestRecorderMemoryFollowsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCountsInFlightOverShards: each recorder shard counts its own
+// workers' requests in flight, and a second's snapshot adds them all up.
+func TestRunCountsInFlightOverShards(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{sleep: 1500 * time.Millisecond}
+		var first atomic.Int64
+		first.Store(-1)
+		o := Options{Requester: req, Concurrency: 10, Duration: 2 * time.Second, Grace: time.Second,
+			OnSecond: func(s *Snapshot) { first.CompareAndSwap(-1, int64(s.InFlight)) }}
+		if _, err := Run(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		if got := first.Load(); got != 10 {
+			t.Errorf("in flight at the end of second 0 = %d, want all 10 workers", got)
+		}
+	})
+}
