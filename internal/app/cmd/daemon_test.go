@@ -186,7 +186,7 @@ func TestRegistrationCheck(t *testing.T) {
 		r    registration
 		want string
 	}{
-		{registration{}, "register needs --instance and --token (or --token-file, or FORGELOAD_REGISTRATION_TOKEN)"},
+		{registration{}, "register needs --instance and --token (or --token-file, FORGELOAD_REGISTRATION_TOKEN or GITEA_RUNNER_REGISTRATION_TOKEN; or Forgejo's --secret)"},
 		{registration{instance: "https://x"}, "register needs --token"},
 		{registration{instance: "gitea.example.com", token: "t"}, `--instance "gitea.example.com" is not the forge's URL`},
 		{registration{instance: "ftp://x", token: "t"}, "is not the forge's URL"},

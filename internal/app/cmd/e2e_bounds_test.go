@@ -73,7 +73,7 @@ func TestE2EJobInputCannotTakeTheDaemonDown(t *testing.T) {
 	cases := []struct {
 		name, steps, want string
 	}{
-		{"GITHUB_OUTPUT to /dev/zero", "      - run: ln -sf /dev/zero \"$GITHUB_OUTPUT\"\n", "GITHUB_OUTPUT is a symlink"},
+		{"GITHUB_OUTPUT to /dev/zero", "      - run: ln -sf /dev/zero \"$GITHUB_OUTPUT\"\n", "GITHUB_OUTPUT: open files/step-0/output in the task directory"},
 		{"2 GiB GITHUB_ENV", "      - run: truncate -s 2G \"$GITHUB_ENV\"\n", "GITHUB_ENV is 2 GiB, more than the 1 MiB limit"},
 		{"config /dev/zero", load("          config: /dev/zero\n"), "outside the workspace"},
 		{"config symlink to /dev/zero", "      - run: ln -s /dev/zero zero.yaml\n" + load("          config: zero.yaml\n"), "outside the workspace"},
