@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -116,13 +116,13 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 // step env.
 func (j *job) baseEnv(f stepFiles) map[string]string {
 	g := func(k string) string { return j.ctxString(k) }
-	rc := workflow.RunnerContext(j.deps.name, "")
+	rc := workflow.RunnerContext(j.deps.Name, "")
 	env := map[string]string{
 		"CI":                           "true",
 		"GITHUB_ACTIONS":               "true",
 		"GITEA_ACTIONS":                "true",
-		"GITEA_ACTIONS_RUNNER_VERSION": j.deps.version,
-		"GITEA_ACTIONS_CAPABILITIES":   j.deps.capabilities,
+		"GITEA_ACTIONS_RUNNER_VERSION": j.deps.Version,
+		"GITEA_ACTIONS_CAPABILITIES":   j.deps.Capabilities,
 		"FORGELOAD":                    "true",
 		"GITHUB_WORKSPACE":             j.ws,
 		"GITHUB_SHA":                   g("sha"),
@@ -152,12 +152,12 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 		"GITHUB_STEP_SUMMARY":          f.summary,
 		"RUNNER_OS":                    rc["os"].(string),
 		"RUNNER_ARCH":                  rc["arch"].(string),
-		"RUNNER_NAME":                  j.deps.name,
+		"RUNNER_NAME":                  j.deps.Name,
 		"RUNNER_TEMP":                  filepath.Join(j.dir, "temp"),
-		"RUNNER_TOOL_CACHE":            filepath.Join(j.deps.workDir, "toolcache"),
+		"RUNNER_TOOL_CACHE":            filepath.Join(j.deps.WorkDir, "toolcache"),
 	}
-	if j.deps.instance != "" {
-		inst := strings.TrimSuffix(j.deps.instance, "/")
+	if j.deps.Instance != "" {
+		inst := strings.TrimSuffix(j.deps.Instance, "/")
 		env["ACTIONS_RUNTIME_URL"] = inst + "/api/actions_pipeline/"
 		env["ACTIONS_RESULTS_URL"] = inst
 		env["ACTIONS_RUNTIME_TOKEN"] = j.runtimeToken()
@@ -378,8 +378,8 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, st
 	if err != nil {
 		return fmt.Errorf("create the output pipes of %s: %w", argv[0], err)
 	}
-	if j.deps.processOwner != "" {
-		env = leftover.Mark(env, j.deps.processOwner)
+	if j.deps.ProcessOwner != "" {
+		env = leftover.Mark(env, j.deps.ProcessOwner)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -415,7 +415,7 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, st
 	pipes.wait()
 	for _, g := range guarded {
 		if pe := g.panicked(); pe != nil {
-			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
 				Errorf("step output copier panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
 			return pe
 		}

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"bytes"
@@ -19,10 +19,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
-
-// loadFunc runs a resolved forgeload/load step; a field so tests can swap
-// it.
-type loadFunc func(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, map[string]string)
 
 // LoadObserver receives what load steps do, for the daemon's load metrics;
 // see [loadrun.Observer].
@@ -60,7 +56,7 @@ func newLoadStep(ec *workflow.Context, st workflow.Step) (*loadStep, error) {
 }
 
 func (s *loadStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map[string]string) {
-	return j.deps.load.run(ctx, j, s, i)
+	return runLoad(ctx, j, s, i)
 }
 
 // runLoad is the forgeload/load step: the config file named by with.config
@@ -91,7 +87,7 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 		j.rep.Logf(i, "::warning::forgeload/load: %s", w)
 	}
 
-	pol, err := loadrun.Policy(ctx, j.deps.load.policy, j.deps.instance)
+	pol, err := loadrun.Policy(ctx, j.deps.Policy, j.deps.Instance)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -107,14 +103,14 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	}
 
 	var obs LoadObserver
-	if j.deps.load.observer != nil {
-		obs = j.deps.load.observer()
+	if j.deps.LoadObserver != nil {
+		obs = j.deps.LoadObserver()
 	}
 	settings := build.Settings{
 		Resources:        j.sutRecorder(),
-		Limits:           j.deps.load.limits,
-		Resolver:         j.deps.load.resolver,
-		ProgressInterval: j.deps.load.progressInterval,
+		Limits:           j.deps.Limits,
+		Resolver:         j.deps.Resolver,
+		ProgressInterval: j.deps.ProgressInterval,
 		Progress:         func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) },
 		TraceSummary: func(line string, complete bool) {
 			if !complete {
@@ -156,7 +152,7 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	stopSampling()
 	if err != nil {
 		if pe := load.Panic(err); pe != nil {
-			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
 				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
 		}
 		return fail("%v", err)
@@ -200,14 +196,14 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 	sut := j.sutRecorder()
 	stopSampling := j.sampleServices(ctx, sut)
 	settings := loadrun.CoordSettings{
-		Cluster:          j.deps.load.cluster,
-		Limits:           j.deps.load.limits,
-		ProgressInterval: j.deps.load.progressInterval,
+		Cluster:          j.deps.Cluster,
+		Limits:           j.deps.Limits,
+		ProgressInterval: j.deps.ProgressInterval,
 		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
 		Resources:        sut,
 	}
-	if j.deps.load.runObserver != nil {
-		obs := j.deps.load.runObserver()
+	if j.deps.RunObserver != nil {
+		obs := j.deps.RunObserver()
 		obs.LoadStarted(loadrun.Protocol(cfg), cfg.Rate, j.runInfo(st, cfg))
 		defer obs.LoadDone()
 		settings.OnSecond = obs.Second

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // failure is a warning in the step log: the summary is also in the log and
 // the job result does not depend on it.
 func (j *job) uploadSummary(i int, md []byte) {
-	up := j.deps.publisher
-	if len(md) == 0 || up == nil || !client.HasCapability(j.deps.capabilities, client.CapabilityJobSummary) {
+	up := j.deps.Publisher
+	if len(md) == 0 || up == nil || !client.HasCapability(j.deps.Capabilities, client.CapabilityJobSummary) {
 		return
 	}
 	md = []byte(j.rep.Mask(string(md)))

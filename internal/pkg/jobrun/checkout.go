@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"bytes"
@@ -118,10 +118,10 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		return fail("%v", err)
 	}
 	defer dir.Close()
-	if j.deps.localRepo != "" && c.repository == "" {
-		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
-		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
-			return fail("copy %s: %v", j.deps.localRepo, err)
+	if j.deps.LocalRepo != "" && c.repository == "" {
+		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.LocalRepo, dest)
+		if err := os.CopyFS(dest, os.DirFS(j.deps.LocalRepo)); err != nil {
+			return fail("copy %s: %v", j.deps.LocalRepo, err)
 		}
 		return runnerv1.Result_RESULT_SUCCESS
 	}

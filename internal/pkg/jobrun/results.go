@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"archive/zip"
@@ -29,7 +29,7 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 	info := &load.RunInfo{
 		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
 		Workflow: j.ctxString("workflow"), Job: j.wf.JobID, RunID: j.ctxString("run_id"),
-		Runner: j.deps.name, Version: j.deps.version, Step: cmp.Or(st.ID, st.DisplayName()),
+		Runner: j.deps.Name, Version: j.deps.Version, Step: cmp.Or(st.ID, st.DisplayName()),
 		Protocol: string(cfg.Protocol), Config: build.Describe(cfg),
 	}
 	for k := range info.Config {
@@ -56,7 +56,7 @@ func artifactName(st workflow.Step, i int) string {
 // line in the step log and nothing more: the measured result and the
 // step's verdict do not depend on it.
 func (j *job) uploadResults(i int, st workflow.Step, res *load.Result, checks []load.Check) {
-	up := j.deps.publisher
+	up := j.deps.Publisher
 	if up == nil || j.runtimeToken() == "" {
 		return
 	}
@@ -129,7 +129,7 @@ func (j *job) baseline(i int, st workflow.Step, branch string, ths []threshold.T
 	if branch == "" || branch == "true" {
 		branch = j.defaultBranch()
 	}
-	f := j.deps.publisher
+	f := j.deps.Publisher
 	token := j.task.GetContext().GetFields()["token"].GetStringValue()
 	if f == nil || token == "" {
 		j.rep.Logf(i, "::notice::forgeload/load: this runner cannot fetch a baseline from the forge here, so %s", skip)
