@@ -108,9 +108,9 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 // the depth (default 1; 0 = full history). The token travels in an HTTP
 // header set through git's environment, never in argv or the remote URL.
 // A local run (forgeload exec) copies the local directory instead.
-func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Result {
+func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result {
 	fail := func(format string, args ...any) runnerv1.Result {
-		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
+		j.Logf("::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	dest, dir, err := j.checkoutDir(c.path)
@@ -119,7 +119,7 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 	}
 	defer dir.Close()
 	if j.deps.LocalRepo != "" && c.repository == "" {
-		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.LocalRepo, dest)
+		j.Logf("Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.LocalRepo, dest)
 		if err := os.CopyFS(dest, os.DirFS(j.deps.LocalRepo)); err != nil {
 			return fail("copy %s: %v", j.deps.LocalRepo, err)
 		}
@@ -147,7 +147,7 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		return fail("remove the .git an earlier step left in %s: %v", dest, err)
 	}
 	url := server + "/" + repo + ".git"
-	j.rep.Logf(i, "Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
+	j.Logf("Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
 
 	// No hook or fsmonitor command of the repository runs: git runs as
 	// the daemon, on the host.
@@ -170,7 +170,7 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 		cmd.Stdout = &out
 		cmd.Stderr = &out
 		err := cmd.Run()
-		w := j.rep.Writer(i)
+		w := j.Writer()
 		for _, l := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
 			if l != "" {
 				fmt.Fprintln(w, l)

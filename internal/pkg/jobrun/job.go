@@ -14,7 +14,6 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/jobfile"
-	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -22,7 +21,7 @@ import (
 type job struct {
 	deps *Config // given by the runner, read-only
 	task *runnerv1.Task
-	rep  *report.Reporter
+	rep  Reporter
 
 	wf       *workflow.Workflow
 	parseErr error
@@ -389,13 +388,14 @@ func debugFlag(task *runnerv1.Task) string {
 
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
+	sj := &stepJob{job: j, i: i}
 	name, err := ec.Interpolate(st.DisplayName())
 	if err != nil {
 		name = st.DisplayName()
 	}
 	timeout, err := ec.EvalMinutes(st.TimeoutMinutes)
 	if err != nil {
-		j.rep.Logf(i, "::error::step %q: %v", name, err)
+		sj.Logf("::error::step %q: %v", name, err)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
 	if timeout > 0 {
@@ -406,13 +406,13 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	var res runnerv1.Result
 	var outputs map[string]string
 	if s, err := j.resolveStep(ec, st, name); err != nil {
-		j.rep.Logf(i, "::error::%v", err)
+		sj.Logf("::error::%v", err)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else {
-		res, outputs = s.run(ctx, j, i)
+		res, outputs = s.run(ctx, sj)
 	}
 	if errors.Is(context.Cause(ctx), errStepTimeout) {
-		j.rep.Logf(i, "::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)
+		sj.Logf("::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else if ctx.Err() != nil && res != runnerv1.Result_RESULT_SUCCESS {
 		res = runnerv1.Result_RESULT_CANCELLED

@@ -17,7 +17,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
-	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -198,7 +197,7 @@ func (x *Job) Masks() []string { return x.j.masks() }
 // daemon; outer is the task's context, to tell a cancel from the daemon's
 // shutdown. The job's timeout (Config.Timeout, or its timeout-minutes)
 // is a failure; a panic fails this job only.
-func (x *Job) Run(jobCtx, outer context.Context, rep *report.Reporter) runnerv1.Result {
+func (x *Job) Run(jobCtx, outer context.Context, rep Reporter) runnerv1.Result {
 	j := x.j
 	j.rep = rep
 	tctx, cancel := context.WithTimeoutCause(jobCtx, j.deps.Timeout, errJobTimeout)
