@@ -81,7 +81,10 @@ type (
 	ClusterCoordinator = jobrun.ClusterCoordinator
 )
 
-var _ Publisher = (*client.Client)(nil)
+var (
+	_ Publisher       = (*client.Client)(nil)
+	_ jobrun.Reporter = (*report.Reporter)(nil)
+)
 
 // Runner runs forge tasks. It is safe for concurrent use: each Run call is
 // one independent job.

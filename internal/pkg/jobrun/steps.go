@@ -8,7 +8,6 @@ import (
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
-	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -37,7 +36,7 @@ func (j *stepJob) Logf(format string, args ...any) { j.rep.Logf(j.i, format, arg
 func (j *stepJob) Writer() io.Writer { return j.rep.Writer(j.i) }
 
 // Reporter is where a job's log, step states, outputs and masks go: the
-// task's report to the forge ([report.Reporter]). Step -1 is the job's
+// task's report to the forge (package report's Reporter). Step -1 is the job's
 // own rows, before and after its steps.
 type Reporter interface {
 	// Context ends when the task is cancelled.
@@ -55,8 +54,6 @@ type Reporter interface {
 	SetOutputs(outputs map[string]string)
 }
 
-var _ Reporter = (*report.Reporter)(nil)
-
 // The step kinds.
 var (
 	_ step = (*shellStep)(nil)
@@ -64,6 +61,15 @@ var (
 	_ step = (*loadStep)(nil)
 	_ step = unsupportedStep{}
 )
+
+// usesKinds are the uses: actions this runner runs natively, by name in
+// lower case, each with the constructor that resolves its step against
+// the context of the moment it starts. Adding a kind is its file (its type,
+// constructor and run) and its line here.
+var usesKinds = map[string]func(ec *workflow.Context, st workflow.Step) (step, error){
+	"actions/checkout": func(ec *workflow.Context, st workflow.Step) (step, error) { return newCheckoutStep(ec, st) },
+	"forgeload/load":   func(ec *workflow.Context, st workflow.Step) (step, error) { return newLoadStep(ec, st) },
+}
 
 // resolveStep returns st as a step of its kind, resolved against ec. name
 // is the step's display name, for messages. The error is the whole
@@ -77,17 +83,11 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 		return s, nil
 	}
 	action, _ := workflow.UsesRef(st.Uses)
-	switch strings.ToLower(action) {
-	case "actions/checkout":
-		s, err := newCheckoutStep(ec, st)
+	action = strings.ToLower(action)
+	if resolve, ok := usesKinds[action]; ok {
+		s, err := resolve(ec, st)
 		if err != nil {
-			return nil, fmt.Errorf("actions/checkout: %w", err)
-		}
-		return s, nil
-	case "forgeload/load":
-		s, err := newLoadStep(ec, st)
-		if err != nil {
-			return nil, fmt.Errorf("forgeload/load: %w", err)
+			return nil, fmt.Errorf("%s: %w", action, err)
 		}
 		return s, nil
 	}
