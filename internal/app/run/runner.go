@@ -14,14 +14,9 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/report"
 )
 
-// Defaults for [Options] fields left zero; [jobrun.Config] has the others.
-const (
-	DefaultTimeout         = jobrun.DefaultTimeout
-	DefaultReportInterval  = time.Second
-	DefaultCleanupTimeout  = jobrun.DefaultCleanupTimeout
-	ShutdownCleanupTimeout = jobrun.ShutdownCleanupTimeout
-	DefaultServiceTimeout  = jobrun.DefaultServiceTimeout
-)
+// DefaultReportInterval is ReportInterval's default; [jobrun.Config] has
+// the others.
+const DefaultReportInterval = time.Second
 
 // Options configures a [Runner]: the executor's [jobrun.Config], which
 // every job is given as it is, and the task's reporting. The zero value of

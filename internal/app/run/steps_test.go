@@ -19,13 +19,13 @@ func TestNewFixesJobDeps(t *testing.T) {
 	if d.Name != "r1" || d.Envs["A"] != "1" || d.Instance != "https://forge" {
 		t.Errorf("the config lost the options: %+v", d)
 	}
-	if d.Timeout != DefaultTimeout || d.Logger == nil || r.o.ReportInterval != DefaultReportInterval {
+	if d.Timeout != jobrun.DefaultTimeout || d.Logger == nil || r.o.ReportInterval != DefaultReportInterval {
 		t.Errorf("job defaults: timeout %s, logger %v, report interval %s", d.Timeout, d.Logger, r.o.ReportInterval)
 	}
 	if d.TaskRoot != taskRoot("/w", "uuid") || d.TaskRoot == d.WorkDir {
 		t.Errorf("task root %q, want the registration's own in %q", d.TaskRoot, d.WorkDir)
 	}
-	if d.PullPolicy != container.PullMissing || d.ServiceTimeout != DefaultServiceTimeout {
+	if d.PullPolicy != container.PullMissing || d.ServiceTimeout != jobrun.DefaultServiceTimeout {
 		t.Errorf("container defaults: pull %q, service timeout %s", d.PullPolicy, d.ServiceTimeout)
 	}
 	if d.ProgressInterval != 5*time.Second {
