@@ -165,3 +165,15 @@ func TestEveryTestBinaryDropsRaceExitSleep(t *testing.T) {
 		t.Fatalf("go list found %d packages with tests, want the module's dozens", withTests)
 	}
 }
+
+// TestExecutorOwnsItsReporter: the step executor (internal/pkg/jobrun)
+// reports through its own Reporter interface, never the forge reporter's
+// type, so that it runs a job for any sink (internal/app/run gives it the
+// forge's report).
+func TestExecutorOwnsItsReporter(t *testing.T) {
+	for _, p := range listPackages(t, "internal/pkg/jobrun") {
+		if d, bad := forbidden(p.Imports, []string{module + "/internal/pkg/report"}); bad {
+			t.Errorf("%s imports %s: the executor logs through its own jobrun.Reporter; assert the forge reporter implements it in internal/app/run", p.ImportPath, d)
+		}
+	}
+}

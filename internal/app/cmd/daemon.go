@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -384,34 +385,36 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 
 	limits := loadLimits(cfg.Load)
 	runner := run.New(d.cl, run.Options{
-		Name:             d.reg.Name,
-		Version:          ver.Version(),
-		Labels:           d.labels,
-		Envs:             envs,
-		Timeout:          cfg.Runner.Timeout,
-		ReportInterval:   cfg.Runner.ReportInterval,
-		CloseTimeout:     cfg.Runner.FinalReportTimeout,
-		Capabilities:     caps,
-		Outbox:           outbox,
-		Cancelling:       true,
-		Instance:         d.reg.Address,
-		ProcessOwner:     d.reg.UUID,
-		Policy:           pol,
-		Limits:           limits,
-		ProgressInterval: cfg.Load.ProgressInterval,
-		Logger:           log,
-		Observer:         jobObserver{m},
-		ReportObserver:   newReportObserver(m),
-		LoadObserver:     newLoadObserver(m, jobs),
-		RunObserver:      newRunObserver(jobs),
-		Cluster:          coord,
-		Publisher:        d.cl,
-		Containers:       containers,
-		ContainersErr:    d.engErr,
-		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
-		ServiceTimeout:   cfg.Container.ServiceTimeout,
-		ValidVolumes:     cfg.Container.ValidVolumes,
-		OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+		Config: jobrun.Config{
+			Name:             d.reg.Name,
+			Version:          ver.Version(),
+			Labels:           d.labels,
+			Envs:             envs,
+			Timeout:          cfg.Runner.Timeout,
+			Capabilities:     caps,
+			Cancelling:       true,
+			Instance:         d.reg.Address,
+			ProcessOwner:     d.reg.UUID,
+			Policy:           pol,
+			Limits:           limits,
+			ProgressInterval: cfg.Load.ProgressInterval,
+			Logger:           log,
+			LoadObserver:     newLoadObserver(m, jobs),
+			RunObserver:      newRunObserver(jobs),
+			Cluster:          coord,
+			Publisher:        d.cl,
+			Containers:       containers,
+			ContainersErr:    d.engErr,
+			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
+			ServiceTimeout:   cfg.Container.ServiceTimeout,
+			ValidVolumes:     cfg.Container.ValidVolumes,
+			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+		},
+		ReportInterval: cfg.Runner.ReportInterval,
+		CloseTimeout:   cfg.Runner.FinalReportTimeout,
+		Outbox:         outbox,
+		Observer:       jobObserver{m},
+		ReportObserver: newReportObserver(m),
 	})
 	removeStaleTaskDirs(runner, log)
 	if link != nil {

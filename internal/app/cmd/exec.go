@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"io"
 	"os"
 	"os/exec"
@@ -326,24 +327,26 @@ func (l *localRun) Run(ctx context.Context, stdout io.Writer) error {
 func (l *localRun) runnerOptions() run.Options {
 	cfg := l.cfg
 	return run.Options{
-		Name:             "local",
-		Version:          ver.Version(),
-		Labels:           cfg.Runner.Labels,
-		Envs:             l.envs,
-		Timeout:          cfg.Runner.Timeout,
-		ReportInterval:   cfg.Runner.ReportInterval,
-		Policy:           l.pol,
-		Limits:           loadLimits(cfg.Load),
-		ProgressInterval: cfg.Load.ProgressInterval,
-		LocalRepo:        l.cwd,
-		Logger:           l.log,
-		Cancelling:       true,
-		Containers:       l.containers,
-		ContainersErr:    l.engErr,
-		PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
-		ServiceTimeout:   cfg.Container.ServiceTimeout,
-		ValidVolumes:     cfg.Container.ValidVolumes,
-		OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+		Config: jobrun.Config{
+			Name:             "local",
+			Version:          ver.Version(),
+			Labels:           cfg.Runner.Labels,
+			Envs:             l.envs,
+			Timeout:          cfg.Runner.Timeout,
+			Policy:           l.pol,
+			Limits:           loadLimits(cfg.Load),
+			ProgressInterval: cfg.Load.ProgressInterval,
+			LocalRepo:        l.cwd,
+			Logger:           l.log,
+			Cancelling:       true,
+			Containers:       l.containers,
+			ContainersErr:    l.engErr,
+			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
+			ServiceTimeout:   cfg.Container.ServiceTimeout,
+			ValidVolumes:     cfg.Container.ValidVolumes,
+			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+		},
+		ReportInterval: cfg.Runner.ReportInterval,
 	}
 }
 

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 func dockerOptions(t *testing.T) (Options, *container.Engine, string) {
 	t.Helper()
 	eng := containertest.Engine(t)
-	return Options{Containers: eng, PullPolicy: container.PullNever}, eng, containertest.Image(t)
+	return Options{Config: jobrun.Config{Containers: eng, PullPolicy: container.PullNever}}, eng, containertest.Image(t)
 }
 
 // capDACReadSearch is CAP_DAC_READ_SEARCH's bit in /proc/<pid>/status.

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -86,7 +87,7 @@ jobs:
             http_req_duration:p99 < 30s
             http_req_failed:rate < 1%
       - run: echo "requests=${{ steps.api.outputs.requests }} passed=${{ steps.api.outputs.thresholds_passed }} rps=${{ steps.api.outputs.rps }}"
-`, Options{ProgressInterval: 500 * time.Millisecond, Capabilities: "job-summary"})
+`, Options{Config: jobrun.Config{ProgressInterval: 500 * time.Millisecond, Capabilities: "job-summary"}})
 	log := logText(v)
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result %v; log:\n%s", v.Result, log)
@@ -195,7 +196,7 @@ func TestLoadStepLimits(t *testing.T) {
 	target := newCountingServer(t, "", 0)
 	h := newHarness(t)
 	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+target.URL+"/\n          rate: 5000\n          duration: 1s\n",
-		Options{Limits: planLimits(100)})
+		Options{Config: jobrun.Config{Limits: planLimits(100)}})
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE", v.Result)
 	}
@@ -214,7 +215,7 @@ func TestLoadStepDeniedTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+denied.URL+"/\n          rate: 10\n          duration: 1s\n",
-		Options{Policy: pol})
+		Options{Config: jobrun.Config{Policy: pol}})
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE", v.Result)
 	}
@@ -248,7 +249,7 @@ func TestLoadStepDNSRebinding(t *testing.T) {
 	}
 	h := newHarness(t)
 	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: http://rebind.test:"+port+"/\n          total: 20\n          concurrency: 2\n          timeout: 2s\n          thresholds: http_req_failed:rate < 1%\n",
-		Options{Policy: pol, Resolver: dns.Resolver()})
+		Options{Config: jobrun.Config{Policy: pol, Resolver: dns.Resolver()}})
 	if got := denied.n.Load(); got != 0 {
 		t.Fatalf("the denied address saw %d requests after the DNS answer changed", got)
 	}
@@ -323,7 +324,7 @@ func TestLoadStepAuthTokenEndpointIsATarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := h.run("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: "+target.URL+"/\n          total: 3\n"+
-		"          auth: '{type: oauth2_client_credentials, token_url: \""+tokenURL+"\", client_id: svc, client_secret: s3cret}'\n", Options{Policy: pol})
+		"          auth: '{type: oauth2_client_credentials, token_url: \""+tokenURL+"\", client_id: svc, client_secret: s3cret}'\n", Options{Config: jobrun.Config{Policy: pol}})
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE", v.Result)
 	}
@@ -362,7 +363,7 @@ func TestLoadStepTracingEndpointPolicy(t *testing.T) {
 		return "on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + target.URL +
 			"/\n          total: 10\n          tracing: '{endpoint: \"" + endpoint + "\", protocol: http, insecure: true}'\n"
 	}
-	v := h.run(job("127.0.0.2:"+port), Options{Policy: pol})
+	v := h.run(job("127.0.0.2:"+port), Options{Config: jobrun.Config{Policy: pol}})
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE:\n%s", v.Result, logText(v))
 	}
@@ -370,7 +371,7 @@ func TestLoadStepTracingEndpointPolicy(t *testing.T) {
 	if got := target.n.Load(); got != 0 {
 		t.Fatalf("the target saw %d requests, want none after the tracing endpoint was refused", got)
 	}
-	v = h.run(job(otlp.HTTPAddr), Options{Policy: pol})
+	v = h.run(job(otlp.HTTPAddr), Options{Config: jobrun.Config{Policy: pol}})
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result %v, want SUCCESS:\n%s", v.Result, logText(v))
 	}

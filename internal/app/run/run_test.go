@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +223,7 @@ func TestRunTimeouts(t *testing.T) {
 		want    []string
 	}{
 		{"runner.timeout", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n",
-			Options{Timeout: 500 * time.Millisecond}, []string{"exceeded its time limit"}},
+			Options{Config: jobrun.Config{Timeout: 500 * time.Millisecond}}, []string{"exceeded its time limit"}},
 		{"job timeout-minutes", "on: push\njobs:\n  a:\n    runs-on: x\n    timeout-minutes: 0.01\n    steps:\n      - run: sleep 30\n      - if: always()\n        run: echo cleanup\n",
 			Options{}, []string{"exceeded its time limit", "cleanup"}},
 		{"step timeout-minutes", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: sleep 30\n        timeout-minutes: 0.01\n      - run: echo next\n",
@@ -242,14 +243,26 @@ func TestRunTimeouts(t *testing.T) {
 	}
 }
 
+// panicPublisher panics with value when a job uploads a summary: a panic
+// in the daemon's own code, in the middle of a job.
+type panicPublisher struct {
+	Publisher
+	value string
+}
+
+func (p panicPublisher) UploadSummary(context.Context, string, int, []byte) error { panic(p.value) }
+
+// summaryJob is a job whose step writes a job summary.
+const summaryJob = "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo '## perf summary' >> \"$GITHUB_STEP_SUMMARY\"\n"
+
+// TestRunPanicFailsOnlyThatJob: a panic in a job fails that job, with a
+// message in its log, and the runner runs the next one.
 func TestRunPanicFailsOnlyThatJob(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	r := h.runner(Options{})
-	r.deps.load.run = func(context.Context, *job, *loadStep, int) (runnerv1.Result, map[string]string) {
-		panic("boom")
-	}
-	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: forgeload/load@v1\n")})
+	r := h.runner(Options{Config: jobrun.Config{Capabilities: "job-summary"}})
+	r.o.Publisher = panicPublisher{h.cl, "boom"}
+	task := h.fetch(forgetest.Job{Payload: []byte(summaryJob)})
 	if err := r.Run(context.Background(), task); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -269,7 +282,7 @@ func TestRunUploadsStepSummary(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo '## perf summary' >> \"$GITHUB_STEP_SUMMARY\"\n")})
-	if err := h.runner(Options{Capabilities: "job-summary"}).Run(context.Background(), task); err != nil {
+	if err := h.runner(Options{Config: jobrun.Config{Capabilities: "job-summary"}}).Run(context.Background(), task); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	v := h.forge.Task(task.GetId())
@@ -288,8 +301,8 @@ func TestRunWithoutPublisherUploadsNoSummary(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	task := h.fetch(forgetest.Job{Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo '## perf summary' >> \"$GITHUB_STEP_SUMMARY\"\n")})
-	r := h.runner(Options{Capabilities: "job-summary"})
-	r.deps.publisher = nil
+	r := h.runner(Options{Config: jobrun.Config{Capabilities: "job-summary"}})
+	r.o.Publisher = nil
 	if err := r.Run(context.Background(), task); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -381,7 +394,7 @@ jobs:
           FORGELOAD_STEP_OWNER: from-the-step
         run: echo "marked with <$FORGELOAD_STEP_OWNER>"
 `
-	v := h.run(payload, Options{ProcessOwner: "runner-uuid"})
+	v := h.run(payload, Options{Config: jobrun.Config{ProcessOwner: "runner-uuid"}})
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result = %v; log:\n%s", v.Result, logText(v))
 	}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"strings"
 	"testing"
 	"time"
@@ -39,51 +40,6 @@ jobs:
 	wantContains(t, "log", log, "::add-mask:: refused")
 	wantContains(t, "log", log, "NOT masked")
 	wantContains(t, "log", log, "first *** last beyond-the-cap")
-}
-
-// recordWriter keeps every Write as it came.
-type recordWriter struct{ writes []string }
-
-func (r *recordWriter) Write(p []byte) (int, error) {
-	r.writes = append(r.writes, string(p))
-	return len(p), nil
-}
-
-// TestLineWriterLongLines: a long text line reaches out in pieces without
-// a newline (out cuts it), while a workflow command longer than
-// maxCommandLine is dropped with an error, and an ::add-mask:: that long
-// fails the step.
-func TestLineWriterLongLines(t *testing.T) {
-	t.Parallel()
-	out := &recordWriter{}
-	cmds := newCommands(&recordSink{}, false)
-	w := newLineWriter(out, cmds)
-	text := strings.Repeat("x", 3*maxTextHold)
-	for i := 0; i < len(text); i += 32 << 10 {
-		w.Write([]byte(text[i : i+32<<10]))
-	}
-	w.Write([]byte("end\nnext\n"))
-	got := strings.Join(out.writes, "")
-	if got != text+"end\nnext\n" {
-		t.Fatalf("out got %d bytes, want the line and the next", len(got))
-	}
-	for _, p := range out.writes[:len(out.writes)-2] {
-		if strings.Contains(p, "\n") {
-			t.Fatalf("a piece of the long line ended a row early")
-		}
-	}
-
-	out.writes = nil
-	secret := strings.Repeat("s", maxCommandLine)
-	w.Write([]byte("::add-mask::" + secret[:maxCommandLine/2]))
-	w.Write([]byte(secret[maxCommandLine/2:] + "\nafter\n"))
-	got = strings.Join(out.writes, "")
-	if strings.Contains(got, "sss") || !strings.Contains(got, "::error::::add-mask:: refused") || !strings.HasSuffix(got, "after\n") {
-		t.Fatalf("out = %.200q", got)
-	}
-	if cmds.MaskErr() == nil {
-		t.Fatal("an over-long ::add-mask:: did not fail the step")
-	}
 }
 
 // TestRunStepOutputDrain: a background child that keeps a step's output
@@ -124,13 +80,12 @@ func TestRunPanicMessageMasked(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	l, daemonLog := logtest.NewNullLogger()
-	r := h.runner(Options{Logger: logrus.NewEntry(l)})
-	r.deps.load.run = func(_ context.Context, j *job, _ *loadStep, _ int) (runnerv1.Result, map[string]string) {
-		panic("bad value " + j.task.GetSecrets()["API_KEY"])
-	}
+	r := h.runner(Options{Config: jobrun.Config{Logger: logrus.NewEntry(l)}})
+	r.o.Capabilities = "job-summary"
+	r.o.Publisher = panicPublisher{h.cl, "bad value pan1c-s3cret"}
 	task := h.fetch(forgetest.Job{
 		Secrets: map[string]string{"API_KEY": "pan1c-s3cret"},
-		Payload: []byte("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: forgeload/load@v1\n"),
+		Payload: []byte(summaryJob),
 	})
 	if err := r.Run(context.Background(), task); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -172,7 +127,7 @@ jobs:
       - uses: forgeload/load@v1
         with:
           config: perf.yaml
-`, Options{Capabilities: "job-summary"}, func(j *forgetest.Job) { j.Secrets = map[string]string{"EP": "ep<s3cret|name"} })
+`, Options{Config: jobrun.Config{Capabilities: "job-summary"}}, func(j *forgetest.Job) { j.Secrets = map[string]string{"EP": "ep<s3cret|name"} })
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result %v:\n%s", v.Result, logText(v))
 	}

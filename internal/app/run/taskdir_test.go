@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,7 @@ jobs:
       - run: |
           %s
       - run: echo second step ran
-`, img, c.plant(host)), Options{Containers: eng, PullPolicy: container.PullNever})
+`, img, c.plant(host)), Options{Config: jobrun.Config{Containers: eng, PullPolicy: container.PullNever}})
 			log := logText(v)
 			host.untouched(t, log)
 			if v.Result != runnerv1.Result_RESULT_FAILURE || len(v.Steps) < 2 || v.Steps[1].Result != runnerv1.Result_RESULT_FAILURE {
@@ -156,7 +157,7 @@ func TestRemoveStaleTaskDirs(t *testing.T) {
 	work := t.TempDir()
 	host := newHostFiles(t)
 	h := newHarness(t)
-	r := h.runner(Options{WorkDir: work, ProcessOwner: "registration-1"})
+	r := h.runner(Options{Config: jobrun.Config{WorkDir: work, ProcessOwner: "registration-1"}})
 	v := h.run(`
 on: push
 jobs:
@@ -164,7 +165,7 @@ jobs:
     runs-on: forgeload
     steps:
       - run: echo "temp=$RUNNER_TEMP"
-`, Options{WorkDir: work, ProcessOwner: "registration-1"})
+`, Options{Config: jobrun.Config{WorkDir: work, ProcessOwner: "registration-1"}})
 	own := taskRoot(work, "registration-1")
 	wantContains(t, "log", logText(v), "temp="+own+string(filepath.Separator)+"task-")
 
@@ -218,7 +219,7 @@ jobs:
 	host.untouched(t, "")
 
 	// A runner with no owner (forgeload exec) removes nothing.
-	if removed, err := h.runner(Options{WorkDir: other}).RemoveStaleTaskDirs(); len(removed) != 0 || err != nil {
+	if removed, err := h.runner(Options{Config: jobrun.Config{WorkDir: other}}).RemoveStaleTaskDirs(); len(removed) != 0 || err != nil {
 		t.Errorf("RemoveStaleTaskDirs without an owner = %v, %v; want nothing", removed, err)
 	}
 }

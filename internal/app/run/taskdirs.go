@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-)
 
-// taskDirPrefix begins the name of every task directory.
-const taskDirPrefix = "task-"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
+)
 
 // taskRoot is the directory that holds the task directories of the runner
 // with processOwner owner, in workDir: one of its own for a registration
@@ -41,10 +40,10 @@ func taskRoot(workDir, owner string) string {
 // the daemon is not root). It does nothing for a runner with no
 // ProcessOwner (forgeload exec).
 func (r *Runner) RemoveStaleTaskDirs() ([]string, error) {
-	if r.deps.processOwner == "" {
+	if r.o.ProcessOwner == "" {
 		return nil, nil
 	}
-	dir := r.deps.taskRoot
+	dir := r.o.TaskRoot
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -66,7 +65,7 @@ func (r *Runner) RemoveStaleTaskDirs() ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, name := range names {
-		if !strings.HasPrefix(name, taskDirPrefix) {
+		if !strings.HasPrefix(name, jobrun.TaskDirPrefix) {
 			continue
 		}
 		// Root.RemoveAll unlinks a symlink, never what it points at.

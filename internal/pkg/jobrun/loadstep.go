@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"bytes"
@@ -19,10 +19,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
-
-// loadFunc runs a resolved forgeload/load step; a field so tests can swap
-// it.
-type loadFunc func(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, map[string]string)
 
 // LoadObserver receives what load steps do, for the daemon's load metrics;
 // see [loadrun.Observer].
@@ -59,8 +55,8 @@ func newLoadStep(ec *workflow.Context, st workflow.Step) (*loadStep, error) {
 	return s, nil
 }
 
-func (s *loadStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map[string]string) {
-	return j.deps.load.run(ctx, j, s, i)
+func (s *loadStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
+	return runLoad(ctx, j, s)
 }
 
 // runLoad is the forgeload/load step: the config file named by with.config
@@ -68,9 +64,9 @@ func (s *loadStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map
 // run by the load executor (package loadrun) with progress lines and the
 // summary in the step log, the Markdown summary as the step summary, and
 // the outputs of DESIGN.md section 4. A failed threshold fails the step.
-func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, map[string]string) {
+func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.rep.Logf(i, "::error::forgeload/load: "+format, args...)
+		j.Logf("::error::forgeload/load: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
 	st := s.st
@@ -88,10 +84,10 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 		return fail("%v", err)
 	}
 	for _, w := range cfg.Warnings() {
-		j.rep.Logf(i, "::warning::forgeload/load: %s", w)
+		j.Logf("::warning::forgeload/load: %s", w)
 	}
 
-	pol, err := loadrun.Policy(ctx, j.deps.load.policy, j.deps.instance)
+	pol, err := loadrun.Policy(ctx, j.deps.Policy, j.deps.Instance)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -103,24 +99,24 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 		if _, err := loadrun.CheckTargets(ctx, pol, cfg, j.rep.AddMask); err != nil {
 			return fail("%v", err)
 		}
-		return runDistributed(ctx, j, st, i, cfg, s.baseline)
+		return runDistributed(ctx, j, st, cfg, s.baseline)
 	}
 
 	var obs LoadObserver
-	if j.deps.load.observer != nil {
-		obs = j.deps.load.observer()
+	if j.deps.LoadObserver != nil {
+		obs = j.deps.LoadObserver()
 	}
 	settings := build.Settings{
 		Resources:        j.sutRecorder(),
-		Limits:           j.deps.load.limits,
-		Resolver:         j.deps.load.resolver,
-		ProgressInterval: j.deps.load.progressInterval,
-		Progress:         func(p load.Progress) { j.rep.Logf(i, "%s", load.FormatProgress(p)) },
+		Limits:           j.deps.Limits,
+		Resolver:         j.deps.Resolver,
+		ProgressInterval: j.deps.ProgressInterval,
+		Progress:         func(p load.Progress) { j.Logf("%s", load.FormatProgress(p)) },
 		TraceSummary: func(line string, complete bool) {
 			if !complete {
 				line = "::warning::forgeload/load: " + line
 			}
-			j.rep.Logf(i, "%s", line)
+			j.Logf("%s", line)
 		},
 	}
 	if obs != nil {
@@ -131,9 +127,9 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 		settings.LogFailure = func(_ *load.Sample, err error) {
 			switch n := logged.Add(1); {
 			case n <= maxLoggedFailures:
-				j.rep.Logf(i, "request failed: %v", err)
+				j.Logf("request failed: %v", err)
 			case n == maxLoggedFailures+1:
-				j.rep.Logf(i, "more requests failed; log_errors shows the first %d, the summary counts them all", maxLoggedFailures)
+				j.Logf("more requests failed; log_errors shows the first %d, the summary counts them all", maxLoggedFailures)
 			}
 		}
 	}
@@ -146,7 +142,7 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	if p.Endless() {
 		return fail("the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
 	}
-	j.rep.Logf(i, "load test: %s", loadrun.Describe(cfg, &p.Options))
+	j.Logf("load test: %s", loadrun.Describe(cfg, &p.Options))
 	if obs != nil {
 		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg), j.rep.Mask)
 		defer obs.LoadDone()
@@ -156,31 +152,31 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 	stopSampling()
 	if err != nil {
 		if pe := load.Panic(err); pe != nil {
-			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
 				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
 		}
 		return fail("%v", err)
 	}
 	res, checks := out.Result, out.Checks
 	res.Info = j.runInfo(st, cfg)
-	base := j.baseline(i, st, s.baseline, p.Thresholds)
+	base := j.baseline(st, s.baseline, p.Thresholds)
 	if base != nil {
 		checks = build.EvaluateBaseline(p.Thresholds, res, base)
 	}
-	sum, outputs, err := j.reportLoad(i, st, res, checks, base, nil)
+	sum, outputs, err := j.reportLoad(st, res, checks, base, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if err := out.Stop(); err != nil {
-		j.rep.Logf(i, "::error::forgeload/load: stopped: %v", err)
+		j.Logf("::error::forgeload/load: stopped: %v", err)
 		return runnerv1.Result_RESULT_FAILURE, outputs
 	}
 	if ctx.Err() != nil {
-		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
+		j.Logf("load test stopped: %v", context.Cause(ctx))
 		return runnerv1.Result_RESULT_CANCELLED, outputs
 	}
-	j.warnBound(i, &sum)
-	return j.verdict(i, "", res, checks), outputs
+	j.warnBound(&sum)
+	return j.verdict("", res, checks), outputs
 }
 
 // runDistributed is the load step of a config with distributed.workers > 1
@@ -190,9 +186,9 @@ func runLoad(ctx context.Context, j *job, s *loadStep, i int) (runnerv1.Result, 
 // merged result exactly as a local run: summary, thresholds on merged
 // histograms (and on the baseline and the job's services, as on one
 // host), outputs, plus the worker table. branch is the step's baseline.
-func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *spec.Config, branch string) (runnerv1.Result, map[string]string) {
+func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec.Config, branch string) (runnerv1.Result, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.rep.Logf(i, "::error::forgeload/load: "+format, args...)
+		j.Logf("::error::forgeload/load: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
 	// The job's services run beside this host: their resource use is
@@ -200,15 +196,15 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 	sut := j.sutRecorder()
 	stopSampling := j.sampleServices(ctx, sut)
 	settings := loadrun.CoordSettings{
-		Cluster:          j.deps.load.cluster,
-		Limits:           j.deps.load.limits,
-		ProgressInterval: j.deps.load.progressInterval,
-		Logf:             func(format string, args ...any) { j.rep.Logf(i, format, args...) },
+		Cluster:          j.deps.Cluster,
+		Limits:           j.deps.Limits,
+		ProgressInterval: j.deps.ProgressInterval,
+		Logf:             func(format string, args ...any) { j.Logf(format, args...) },
 		Mask:             j.rep.Mask,
 		Resources:        sut,
 	}
-	if j.deps.load.runObserver != nil {
-		obs := j.deps.load.runObserver()
+	if j.deps.RunObserver != nil {
+		obs := j.deps.RunObserver()
 		obs.LoadStarted(loadrun.Protocol(cfg), cfg.Rate, j.runInfo(st, cfg), j.rep.Mask)
 		defer obs.LoadDone()
 		settings.OnSecond = obs.Second
@@ -216,7 +212,7 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 	d, err := loadrun.Coordinate(ctx, cfg, settings)
 	stopSampling()
 	if err != nil && ctx.Err() != nil || d != nil && d.Cancelled {
-		j.rep.Logf(i, "load test stopped: %v", context.Cause(ctx))
+		j.Logf("load test stopped: %v", context.Cause(ctx))
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -230,28 +226,28 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 	if sut != nil {
 		res.SUT = sut.Summaries()
 	}
-	base := j.baseline(i, st, branch, d.Thresholds)
+	base := j.baseline(st, branch, d.Thresholds)
 	if base != nil || sut != nil {
 		checks = build.EvaluateBaseline(d.Thresholds, res, base)
 	}
-	sum, outputs, err := j.reportLoad(i, st, res, checks, base, d.WriteWorkers)
+	sum, outputs, err := j.reportLoad(st, res, checks, base, d.WriteWorkers)
 	if err != nil {
 		return fail("%v", err)
 	}
 	outputs["workers"] = strconv.Itoa(len(out.Workers))
 	outputs["reassignments"] = strconv.Itoa(out.Reassignments)
 	if out.Degraded {
-		j.rep.Logf(i, "::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
+		j.Logf("::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
 	if sum.GeneratorBound {
-		j.rep.Logf(i, "::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
+		j.Logf("::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
 	}
 	if d.Cancelled {
 		return runnerv1.Result_RESULT_CANCELLED, outputs
 	}
-	result := j.verdict(i, " on the merged result", res, checks)
+	result := j.verdict(" on the merged result", res, checks)
 	if d.Shortfall != "" {
-		j.rep.Logf(i, "::error::forgeload/load: %s", d.Shortfall)
+		j.Logf("::error::forgeload/load: %s", d.Shortfall)
 		result = runnerv1.Result_RESULT_FAILURE
 	}
 	return result, outputs
@@ -262,8 +258,8 @@ func runDistributed(ctx context.Context, j *job, st workflow.Step, i int, cfg *s
 // job summary with the comparison when there is a baseline, the result
 // artifacts; it returns the summary and the step's outputs. An error is a
 // summary that could not be written to the log.
-func (j *job) reportLoad(i int, st workflow.Step, res *load.Result, checks []load.Check, base *compare.Result, extra func(w io.Writer, markdown bool) error) (load.Summary, map[string]string, error) {
-	w := j.rep.Writer(i)
+func (j *stepJob) reportLoad(st workflow.Step, res *load.Result, checks []load.Check, base *compare.Result, extra func(w io.Writer, markdown bool) error) (load.Summary, map[string]string, error) {
+	w := j.Writer()
 	if err := load.WriteText(w, res, checks); err != nil {
 		return load.Summary{}, nil, fmt.Errorf("write the summary: %w", err)
 	}
@@ -276,11 +272,11 @@ func (j *job) reportLoad(i int, st workflow.Step, res *load.Result, checks []loa
 	if err := load.WriteMarkdown(&md, res, checks); err == nil && (extra == nil || extra(&md, true) == nil) {
 		if base != nil {
 			md.WriteString("\n")
-			md.Write(j.writeBaseline(i, base, res))
+			md.Write(j.writeBaseline(base, res))
 		}
-		j.uploadSummary(i, md.Bytes())
+		j.uploadSummary(md.Bytes())
 	}
-	j.uploadResults(i, st, res, checks)
+	j.uploadResults(st, res, checks)
 	sum := load.Summarize(res, checks)
 	outputs := loadOutputs(sum)
 	maps.Copy(outputs, sutOutputs(sum.SUT))
@@ -289,12 +285,12 @@ func (j *job) reportLoad(i int, st workflow.Step, res *load.Result, checks []loa
 
 // warnBound warns when the generator fell behind or every worker was busy,
 // saying which and what to change.
-func (j *job) warnBound(i int, sum *load.Summary) {
+func (j *stepJob) warnBound(sum *load.Summary) {
 	if sum.GeneratorBound {
-		j.rep.Logf(i, "::warning::generator-bound: %s", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
+		j.Logf("::warning::generator-bound: %s", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
 	}
 	if sum.WorkerBound {
-		j.rep.Logf(i, "::warning::worker-bound: %s", strings.TrimPrefix(load.WorkerVerdict(sum), "YES: "))
+		j.Logf("::warning::worker-bound: %s", strings.TrimPrefix(load.WorkerVerdict(sum), "YES: "))
 	}
 }
 
@@ -302,20 +298,20 @@ func (j *job) warnBound(i int, sum *load.Summary) {
 // result: FAILURE when one failed or when no request succeeded (the run
 // measured nothing). A step without thresholds gets a warning. where
 // qualifies the data, e.g. " on the merged result".
-func (j *job) verdict(i int, where string, res *load.Result, checks []load.Check) runnerv1.Result {
+func (j *stepJob) verdict(where string, res *load.Result, checks []load.Check) runnerv1.Result {
 	if len(checks) == 0 {
-		j.rep.Logf(i, "::warning::forgeload/load: %s", build.NoThresholdsWarning)
+		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
 	var failed []string
 	for _, c := range loadrun.Failed(checks) {
 		failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
 	}
 	if len(failed) > 0 {
-		j.rep.Logf(i, "::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
+		j.Logf("::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	if res.MeasuredNothing() {
-		j.rep.Logf(i, "::error::forgeload/load: %v", loadrun.ErrNothingMeasured(res, where))
+		j.Logf("::error::forgeload/load: %v", loadrun.ErrNothingMeasured(res, where))
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	return runnerv1.Result_RESULT_SUCCESS

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -42,7 +42,8 @@ func TestGuardedWriterTrapsPanic(t *testing.T) {
 // the panic, and the test process (the daemon) lives on.
 func TestRunShellSurvivesCopierPanic(t *testing.T) {
 	t.Parallel()
-	j := &job{deps: &New(nil, Options{}).deps, rep: report.New(nil, 1, 0, report.Options{})}
+	cfg := Config{}.WithDefaults()
+	j := &job{deps: &cfg, rep: report.New(nil, 1, 0, report.Options{})}
 	cmds := newCommands(&stepOutput{j: j, outputs: map[string]string{}}, false)
 	lw := newLineWriter(&panicWriter{}, cmds)
 	err := j.runProcess(context.Background(), []string{"sh", "-c", "echo one; echo two; echo three"}, nil, t.TempDir(), lw, newLineWriter(io.Discard, cmds))

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"net/netip"
@@ -61,7 +61,7 @@ func TestCheckVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	realWS, _ := filepath.EvalSymlinks(ws)
-	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
+	j := &job{deps: &Config{ValidVolumes: []string{"/srv/fixtures/*", "pg*"}}, ws: ws}
 	for _, tc := range []struct{ in, bind, name, err string }{
 		{in: "pgdata:/var/lib/postgresql/data", bind: "pgdata:/var/lib/postgresql/data", name: "pgdata"},
 		{in: "pgdata:/x:ro,nocopy", bind: "pgdata:/x:ro,nocopy", name: "pgdata"},
@@ -106,7 +106,7 @@ func FuzzCheckVolume(f *testing.F) {
 	}
 	ws := f.TempDir()
 	realWS, _ := filepath.EvalSymlinks(ws)
-	j := &job{deps: &jobDeps{containers: containerDeps{validVolumes: []string{"/srv/fixtures/*", "pg*"}}}, ws: ws}
+	j := &job{deps: &Config{ValidVolumes: []string{"/srv/fixtures/*", "pg*"}}, ws: ws}
 	f.Fuzz(func(t *testing.T, v string) {
 		bind, name, err := j.checkVolume(v)
 		if err != nil {

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (e *containerExit) Error() string { return fmt.Sprintf("exit code %d", e.co
 // visible to it. On cancel the step's output stops at once; its processes
 // end when the container is removed at the job's end.
 func (j *job) runInContainer(ctx context.Context, argv, env []string, dir string, stdout, stderr io.Writer) error {
-	code, err := j.deps.containers.eng.Exec(ctx, j.jobCtr, argv, env, dir, j.jobCtrUser, stdout, stderr)
+	code, err := j.deps.Containers.Exec(ctx, j.jobCtr, argv, env, dir, j.jobCtrUser, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (j *job) runInContainer(ctx context.Context, argv, env []string, dir string
 // probeJobContainer learns whether the job container has bash, the
 // default shell of run: steps; without it they run with sh.
 func (j *job) probeJobContainer(ctx context.Context) {
-	code, err := j.deps.containers.eng.Exec(ctx, j.jobCtr, []string{"sh", "-c", "command -v bash"}, nil, "/", j.jobCtrUser, io.Discard, io.Discard)
+	code, err := j.deps.Containers.Exec(ctx, j.jobCtr, []string{"sh", "-c", "command -v bash"}, nil, "/", j.jobCtrUser, io.Discard, io.Discard)
 	j.jobCtrBash = err == nil && code == 0
 }
 
@@ -51,5 +51,5 @@ func (j *job) releaseWorkspace() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	owner := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
-	_, _ = j.deps.containers.eng.Exec(ctx, j.jobCtr, []string{"chown", "-R", owner, j.dir}, nil, "/", "0", io.Discard, io.Discard)
+	_, _ = j.deps.Containers.Exec(ctx, j.jobCtr, []string{"chown", "-R", owner, j.dir}, nil, "/", "0", io.Discard, io.Discard)
 }

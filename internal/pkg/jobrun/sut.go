@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (j *job) serviceAddrs() []netip.AddrPort {
 // sutRecorder is the recorder of the services' resource use for a load
 // step, or nil when the job has no services.
 func (j *job) sutRecorder() *load.Resources {
-	if len(j.services) == 0 || j.deps.containers.eng == nil {
+	if len(j.services) == 0 || j.deps.Containers == nil {
 		return nil
 	}
 	return &load.Resources{}
@@ -46,7 +46,7 @@ func (j *job) sampleServices(ctx context.Context, obs load.ResourceObserver) (st
 			continue
 		}
 		wg.Go(func() {
-			err := j.deps.containers.eng.Stats(ctx, s.cid, func(c container.Sample) {
+			err := j.deps.Containers.Stats(ctx, s.cid, func(c container.Sample) {
 				obs.Observe(load.ResourceSample{
 					Target: s.id, Time: c.Time, Interval: c.Interval,
 					CPUCores: c.CPUCores, CPULimitCores: c.CPULimitCores,
@@ -56,7 +56,7 @@ func (j *job) sampleServices(ctx context.Context, obs load.ResourceObserver) (st
 				})
 			})
 			if err != nil {
-				j.deps.log.WithError(err).WithField("service", s.id).Warn("sample the service's resource use")
+				j.deps.Logger.WithError(err).WithField("service", s.id).Warn("sample the service's resource use")
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -12,15 +12,15 @@ import (
 // advertises job-summary, masked by the job's masker like every log row. A
 // failure is a warning in the step log: the summary is also in the log and
 // the job result does not depend on it.
-func (j *job) uploadSummary(i int, md []byte) {
-	up := j.deps.publisher
-	if len(md) == 0 || up == nil || !client.HasCapability(j.deps.capabilities, client.CapabilityJobSummary) {
+func (j *stepJob) uploadSummary(md []byte) {
+	up := j.deps.Publisher
+	if len(md) == 0 || up == nil || !client.HasCapability(j.deps.Capabilities, client.CapabilityJobSummary) {
 		return
 	}
 	md = []byte(j.rep.Mask(string(md)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := up.UploadSummary(ctx, j.runtimeToken(), i, md); err != nil {
-		j.rep.Logf(i, "::warning::job summary not uploaded: %v", err)
+	if err := up.UploadSummary(ctx, j.runtimeToken(), j.i, md); err != nil {
+		j.Logf("::warning::job summary not uploaded: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -59,11 +59,11 @@ type stepFiles struct {
 // left at these paths (in a job container, which mounts the task
 // directory, a symlink to a host path, say) is removed, never written
 // through.
-func (j *job) newStepFiles(i int) (stepFiles, error) {
+func (j *stepJob) newStepFiles() (stepFiles, error) {
 	if err := j.td.MkdirAll(filepath.Join(j.dir, "files"), 0o755); err != nil {
 		return stepFiles{}, err
 	}
-	base := filepath.Join(j.dir, "files", fmt.Sprintf("step-%d", i))
+	base := filepath.Join(j.dir, "files", fmt.Sprintf("step-%d", j.i))
 	if err := j.td.MkdirNew(base, 0o755); err != nil {
 		return stepFiles{}, err
 	}
@@ -83,7 +83,7 @@ func (j *job) newStepFiles(i int) (stepFiles, error) {
 
 // collect reads back what the step wrote to its env files, inside the
 // task directory.
-func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
+func (j *stepJob) collect(f stepFiles) (map[string]string, error) {
 	env, err := parseEnvFile(j.td, f.env, "GITHUB_ENV")
 	if err != nil {
 		return nil, err
@@ -105,9 +105,9 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 	// A summary the runner cannot take is not uploaded, as on GitHub; the
 	// step's result does not depend on it.
 	if md, err := readStepFile(j.td, f.summary, "GITHUB_STEP_SUMMARY"); err != nil {
-		j.rep.Logf(i, "::warning::job summary not uploaded: %v", err)
+		j.Logf("::warning::job summary not uploaded: %v", err)
 	} else if len(md) > 0 {
-		j.uploadSummary(i, md)
+		j.uploadSummary(md)
 	}
 	return out, nil
 }
@@ -116,13 +116,13 @@ func (j *job) collect(f stepFiles, i int) (map[string]string, error) {
 // step env.
 func (j *job) baseEnv(f stepFiles) map[string]string {
 	g := func(k string) string { return j.ctxString(k) }
-	rc := workflow.RunnerContext(j.deps.name, "")
+	rc := workflow.RunnerContext(j.deps.Name, "")
 	env := map[string]string{
 		"CI":                           "true",
 		"GITHUB_ACTIONS":               "true",
 		"GITEA_ACTIONS":                "true",
-		"GITEA_ACTIONS_RUNNER_VERSION": j.deps.version,
-		"GITEA_ACTIONS_CAPABILITIES":   j.deps.capabilities,
+		"GITEA_ACTIONS_RUNNER_VERSION": j.deps.Version,
+		"GITEA_ACTIONS_CAPABILITIES":   j.deps.Capabilities,
 		"FORGELOAD":                    "true",
 		"GITHUB_WORKSPACE":             j.ws,
 		"GITHUB_SHA":                   g("sha"),
@@ -152,12 +152,12 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 		"GITHUB_STEP_SUMMARY":          f.summary,
 		"RUNNER_OS":                    rc["os"].(string),
 		"RUNNER_ARCH":                  rc["arch"].(string),
-		"RUNNER_NAME":                  j.deps.name,
+		"RUNNER_NAME":                  j.deps.Name,
 		"RUNNER_TEMP":                  filepath.Join(j.dir, "temp"),
-		"RUNNER_TOOL_CACHE":            filepath.Join(j.deps.workDir, "toolcache"),
+		"RUNNER_TOOL_CACHE":            filepath.Join(j.deps.WorkDir, "toolcache"),
 	}
-	if j.deps.instance != "" {
-		inst := strings.TrimSuffix(j.deps.instance, "/")
+	if j.deps.Instance != "" {
+		inst := strings.TrimSuffix(j.deps.Instance, "/")
 		env["ACTIONS_RUNTIME_URL"] = inst + "/api/actions_pipeline/"
 		env["ACTIONS_RESULTS_URL"] = inst
 		env["ACTIONS_RUNTIME_TOKEN"] = j.runtimeToken()
@@ -269,12 +269,12 @@ func (j *job) newShellStep(ec *workflow.Context, st workflow.Step) (*shellStep, 
 }
 
 // run runs the script on the host, or in the job container.
-func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, map[string]string) {
+func (s *shellStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.rep.Logf(i, "::error::step %q: "+format, append([]any{s.name}, args...)...)
+		j.Logf("::error::step %q: "+format, append([]any{s.name}, args...)...)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
-	files, err := j.newStepFiles(i)
+	files, err := j.newStepFiles()
 	if err != nil {
 		return fail("create env files: %v%s", err, leaveHint(err))
 	}
@@ -282,7 +282,7 @@ func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, ma
 	if s.shell == "python" {
 		ext = ".py"
 	}
-	scriptPath := filepath.Join(j.dir, "temp", fmt.Sprintf("step-%d%s", i, ext))
+	scriptPath := filepath.Join(j.dir, "temp", fmt.Sprintf("step-%d%s", j.i, ext))
 	if err := j.td.CreateNew(scriptPath, []byte(s.script+"\n"), 0o700); err != nil {
 		return fail("write script: %v%s", err, leaveHint(err))
 	}
@@ -294,10 +294,10 @@ func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, ma
 	if !j.isDir(s.dir) {
 		return fail("working-directory %s does not exist; create it in an earlier step or fix the path", s.dir)
 	}
-	j.rep.Logf(i, "%s", shellEcho(argv[0], s.script))
-	sink := &stepOutput{j: j, outputs: map[string]string{}}
+	j.Logf("%s", shellEcho(argv[0], s.script))
+	sink := &stepOutput{j: j.job, outputs: map[string]string{}}
 	cmds := newCommands(sink, debugFlag(j.task) != "")
-	stdout, stderr := newLineWriter(j.rep.Writer(i), cmds), newLineWriter(j.rep.Writer(i), cmds)
+	stdout, stderr := newLineWriter(j.Writer(), cmds), newLineWriter(j.Writer(), cmds)
 	if j.jobCtr != "" {
 		err = j.runInContainer(ctx, argv, env, s.dir, stdout, stderr)
 	} else {
@@ -305,31 +305,31 @@ func (s *shellStep) run(ctx context.Context, j *job, i int) (runnerv1.Result, ma
 	}
 	_ = stdout.Flush()
 	_ = stderr.Flush()
-	outs, cerr := j.collect(files, i)
+	outs, cerr := j.collect(files)
 	for k, v := range outs {
 		sink.outputs[k] = v
 	}
 	if cerr != nil {
-		j.rep.Logf(i, "::error::step %q: %v", s.name, cerr)
+		j.Logf("::error::step %q: %v", s.name, cerr)
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
 	if merr := cmds.MaskErr(); merr != nil {
-		j.rep.Logf(i, "::error::step %q failed: a value it asked to mask with ::add-mask:: is not masked (%v)", s.name, merr)
+		j.Logf("::error::step %q failed: a value it asked to mask with ::add-mask:: is not masked (%v)", s.name, merr)
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			j.rep.Logf(i, "step %q stopped: %v", s.name, context.Cause(ctx))
+			j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
 			return runnerv1.Result_RESULT_CANCELLED, sink.outputs
 		}
 		var ee *exec.ExitError
 		var ce *containerExit
 		if errors.As(err, &ce) {
-			j.rep.Logf(i, "::error::Process completed with exit code %d.", ce.code)
+			j.Logf("::error::Process completed with exit code %d.", ce.code)
 		} else if errors.As(err, &ee) {
-			j.rep.Logf(i, "::error::Process completed with exit code %d.", ee.ExitCode())
+			j.Logf("::error::Process completed with exit code %d.", ee.ExitCode())
 		} else {
-			j.rep.Logf(i, "::error::step %q: %v", s.name, err)
+			j.Logf("::error::step %q: %v", s.name, err)
 		}
 		return runnerv1.Result_RESULT_FAILURE, sink.outputs
 	}
@@ -378,8 +378,8 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, st
 	if err != nil {
 		return fmt.Errorf("create the output pipes of %s: %w", argv[0], err)
 	}
-	if j.deps.processOwner != "" {
-		env = leftover.Mark(env, j.deps.processOwner)
+	if j.deps.ProcessOwner != "" {
+		env = leftover.Mark(env, j.deps.ProcessOwner)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
@@ -415,7 +415,7 @@ func (j *job) runProcess(ctx context.Context, argv, env []string, dir string, st
 	pipes.wait()
 	for _, g := range guarded {
 		if pe := g.panicked(); pe != nil {
-			j.deps.log.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
 				Errorf("step output copier panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
 			return pe
 		}

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (j *job) jobImage() *workflow.Container {
 		return c
 	}
 	for _, want := range j.wf.Job.RunsOn {
-		for _, s := range j.deps.labels {
+		for _, s := range j.deps.Labels {
 			if l, err := config.ParseLabel(s); err == nil && l.Schema == config.SchemaDocker && l.Name == want {
 				return &workflow.Container{Image: l.Arg}
 			}
@@ -82,11 +82,11 @@ func (j *job) jobImage() *workflow.Container {
 // and waits until every service is healthy. Everything it made is removed
 // by stopContainers, whatever happened.
 func (j *job) startContainers(ctx context.Context) error {
-	eng := j.deps.containers.eng
+	eng := j.deps.Containers
 	if eng == nil {
 		why := "no Docker Engine was reachable when the daemon started"
-		if j.deps.containers.err != nil {
-			why = j.deps.containers.err.Error()
+		if j.deps.ContainersErr != nil {
+			why = j.deps.ContainersErr.Error()
 		}
 		return fmt.Errorf("this job has services: or a job container, which need a Docker Engine, and this runner has none (%s); run the job on a runner with Docker, or remove its services and container", why)
 	}
@@ -167,7 +167,7 @@ func (j *job) startContainers(ctx context.Context) error {
 		j.rep.Logf(-1, "service %s: started %s", p.id, p.spec.Image)
 	}
 
-	wctx, cancel := context.WithTimeout(ctx, j.deps.containers.serviceTimeout)
+	wctx, cancel := context.WithTimeout(ctx, j.deps.ServiceTimeout)
 	defer cancel()
 	for _, p := range plans {
 		s := j.services[p.id]
@@ -178,7 +178,7 @@ func (j *job) startContainers(ctx context.Context) error {
 			j.serviceLogs(eng, s)
 			var ue *container.UnhealthyError
 			if errors.As(err, &ue) && wctx.Err() != nil {
-				return fmt.Errorf("service %s (%s) did not become healthy within %s: %w; fix its health check or the service, or raise container.service_timeout in the runner config", p.id, s.image, j.deps.containers.serviceTimeout, err)
+				return fmt.Errorf("service %s (%s) did not become healthy within %s: %w; fix its health check or the service, or raise container.service_timeout in the runner config", p.id, s.image, j.deps.ServiceTimeout, err)
 			}
 			return fmt.Errorf("service %s (%s) %w", p.id, s.image, err)
 		}
@@ -204,7 +204,7 @@ func (j *job) startContainers(ctx context.Context) error {
 }
 
 func (j *job) pullImage(ctx context.Context, eng Containers, what, ref string, auth *container.Auth) error {
-	if err := eng.EnsureImage(ctx, ref, j.deps.containers.pull, auth); err != nil {
+	if err := eng.EnsureImage(ctx, ref, j.deps.PullPolicy, auth); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -270,7 +270,7 @@ func (j *job) containerSpec(ec *workflow.Context, path string, c *workflow.Conta
 	if err != nil {
 		return container.Spec{}, nil, nil, err
 	}
-	if err := spec.ApplyOptions(opts, j.deps.containers.policy); err != nil {
+	if err := spec.ApplyOptions(opts, j.deps.OptionsPolicy); err != nil {
 		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	// volumes: and --volume options pass the same checks.
@@ -352,7 +352,7 @@ func (j *job) checkVolume(v string) (bind, name string, err error) {
 // validVolume reports whether a host path or volume name matches one of
 // the admin's container.valid_volumes globs.
 func (j *job) validVolume(src string) bool {
-	for _, g := range j.deps.containers.validVolumes {
+	for _, g := range j.deps.ValidVolumes {
 		if ok, _ := path.Match(g, src); ok {
 			return true
 		}
@@ -462,7 +462,7 @@ func (j *job) serviceLogs(eng Containers, s *service) {
 // stopped while the job ran (a crash under load is worth seeing). It runs
 // before the job's log is closed.
 func (j *job) reportExitedServices() {
-	eng := j.deps.containers.eng
+	eng := j.deps.Containers
 	if eng == nil || j.ctrKey == "" {
 		return
 	}
@@ -489,7 +489,7 @@ func (j *job) reportExitedServices() {
 // stopContainers removes every container, network and volume of the job.
 // It runs at the job's end whatever happened, on a context of its own.
 func (j *job) stopContainers() {
-	eng := j.deps.containers.eng
+	eng := j.deps.Containers
 	if eng == nil || j.ctrKey == "" {
 		return
 	}
@@ -497,7 +497,7 @@ func (j *job) stopContainers() {
 	ctx, cancel := context.WithTimeout(context.Background(), containerCleanupTimeout)
 	defer cancel()
 	if _, err := eng.Reap(ctx, j.ctrKey); err != nil {
-		j.deps.log.WithError(err).WithField("job", j.ctrKey).Warn("remove the job's containers")
+		j.deps.Logger.WithError(err).WithField("job", j.ctrKey).Warn("remove the job's containers")
 	}
 	j.ctrKey = ""
 }

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"archive/zip"
@@ -29,7 +29,7 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 	info := &load.RunInfo{
 		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
 		Workflow: j.ctxString("workflow"), Job: j.wf.JobID, RunID: j.ctxString("run_id"),
-		Runner: j.deps.name, Version: j.deps.version, Step: cmp.Or(st.ID, st.DisplayName()),
+		Runner: j.deps.Name, Version: j.deps.Version, Step: cmp.Or(st.ID, st.DisplayName()),
 		Protocol: string(cfg.Protocol), Config: build.Describe(cfg),
 	}
 	for k := range info.Config {
@@ -56,23 +56,23 @@ func artifactName(st workflow.Step, i int) string {
 // The content is masked like every log row. A failed upload is an error
 // line in the step log and nothing more: the measured result and the
 // step's verdict do not depend on it.
-func (j *job) uploadResults(i int, st workflow.Step, res *load.Result, checks []load.Check) {
-	up := j.deps.publisher
+func (j *stepJob) uploadResults(st workflow.Step, res *load.Result, checks []load.Check) {
+	up := j.deps.Publisher
 	if up == nil || j.runtimeToken() == "" {
 		return
 	}
-	name := artifactName(st, i)
+	name := artifactName(st, j.i)
 	data, err := j.resultsZip(res, checks)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var id int64
 		if id, err = up.UploadArtifact(ctx, j.runtimeToken(), name, data); err == nil {
-			j.rep.Logf(i, "report and JSON result uploaded as run artifact %q (id %d, %d bytes): report.html, result.json", name, id, len(data))
+			j.Logf("report and JSON result uploaded as run artifact %q (id %d, %d bytes): report.html, result.json", name, id, len(data))
 			return
 		}
 	}
-	j.rep.Logf(i, "::error::forgeload/load: the report was not uploaded as a run artifact (the step's result stands): %v", err)
+	j.Logf("::error::forgeload/load: the report was not uploaded as a run artifact (the step's result stands): %v", err)
 }
 
 // resultsZip zips report.html and result.json, each masked.
@@ -119,30 +119,30 @@ func (j *job) defaultBranch() string {
 // an empty branch name means the repository's default branch). Without a
 // baseline (none asked, none yet, or the forge cannot give one) it says
 // so in the log and returns nil: the baseline thresholds are then skipped.
-func (j *job) baseline(i int, st workflow.Step, branch string, ths []threshold.Threshold) *compare.Result {
+func (j *stepJob) baseline(st workflow.Step, branch string, ths []threshold.Threshold) *compare.Result {
 	skip := "the thresholds that use baseline are skipped"
 	if _, asked := st.With["baseline"]; !asked {
 		if threshold.HasBaseline(ths) {
-			j.rep.Logf(i, "::notice::forgeload/load: no baseline: key on this step, so %s", skip)
+			j.Logf("::notice::forgeload/load: no baseline: key on this step, so %s", skip)
 		}
 		return nil
 	}
 	if branch == "" || branch == "true" {
 		branch = j.defaultBranch()
 	}
-	f := j.deps.publisher
+	f := j.deps.Publisher
 	token := j.task.GetContext().GetFields()["token"].GetStringValue()
 	if f == nil || token == "" {
-		j.rep.Logf(i, "::notice::forgeload/load: this runner cannot fetch a baseline from the forge here, so %s", skip)
+		j.Logf("::notice::forgeload/load: this runner cannot fetch a baseline from the forge here, so %s", skip)
 		return nil
 	}
-	name := artifactName(st, i)
+	name := artifactName(st, j.i)
 	exclude, _ := strconv.ParseInt(j.ctxString("run_id"), 10, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	zipped, runID, err := f.LatestArtifact(ctx, token, j.ctxString("repository"), branch, name, exclude)
 	if errors.Is(err, client.ErrNoArtifact) {
-		j.rep.Logf(i, "::notice::forgeload/load: no baseline yet: no successful run on branch %q has the artifact %q; %s", branch, name, skip)
+		j.Logf("::notice::forgeload/load: no baseline yet: no successful run on branch %q has the artifact %q; %s", branch, name, skip)
 		return nil
 	}
 	var base *compare.Result
@@ -150,10 +150,10 @@ func (j *job) baseline(i int, st workflow.Step, branch string, ths []threshold.T
 		base, err = resultFromZip(zipped, fmt.Sprintf("run %d on %s", runID, branch))
 	}
 	if err != nil {
-		j.rep.Logf(i, "::warning::forgeload/load: baseline not read: %v; %s", err, skip)
+		j.Logf("::warning::forgeload/load: baseline not read: %v; %s", err, skip)
 		return nil
 	}
-	j.rep.Logf(i, "baseline: the %s result of run %d on branch %q", name, runID, branch)
+	j.Logf("baseline: the %s result of run %d on branch %q", name, runID, branch)
 	return base
 }
 
@@ -179,10 +179,10 @@ func resultFromZip(b []byte, name string) (*compare.Result, error) {
 
 // writeBaseline logs the comparison with the baseline and returns it as
 // Markdown for the job summary.
-func (j *job) writeBaseline(i int, base *compare.Result, res *load.Result) []byte {
+func (j *stepJob) writeBaseline(base *compare.Result, res *load.Result) []byte {
 	ds := compare.Compare(base, compare.FromResult(res, "this run"), nil)
-	if err := compare.WriteText(j.rep.Writer(i), base.Path, "this run", ds); err != nil {
-		j.rep.Logf(i, "::warning::comparison not written: %v", err)
+	if err := compare.WriteText(j.Writer(), base.Path, "this run", ds); err != nil {
+		j.Logf("::warning::comparison not written: %v", err)
 	}
 	var md bytes.Buffer
 	_ = compare.WriteMarkdown(&md, base.Path, "this run", ds)

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -115,19 +115,19 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 // the job's reach, and the repository becomes the destination's .git only
 // when git is done (see [hostGit]).
 // A local run (forgeload exec) copies the local directory instead.
-func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Result {
+func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result {
 	fail := func(format string, args ...any) runnerv1.Result {
-		j.rep.Logf(i, "::error::actions/checkout: "+format, args...)
+		j.Logf("::error::actions/checkout: "+format, args...)
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	dest, err := j.checkoutDir(c.path)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if j.deps.localRepo != "" && c.repository == "" {
-		j.rep.Logf(i, "Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.localRepo, dest)
-		if err := os.CopyFS(dest, os.DirFS(j.deps.localRepo)); err != nil {
-			return fail("copy %s: %v", j.deps.localRepo, err)
+	if j.deps.LocalRepo != "" && c.repository == "" {
+		j.Logf("Copying the local directory %s into %s (local run: no forge to fetch from)", j.deps.LocalRepo, dest)
+		if err := os.CopyFS(dest, os.DirFS(j.deps.LocalRepo)); err != nil {
+			return fail("copy %s: %v", j.deps.LocalRepo, err)
 		}
 		return runnerv1.Result_RESULT_SUCCESS
 	}
@@ -151,8 +151,8 @@ func (c *checkoutStep) checkout(ctx context.Context, j *job, i int) runnerv1.Res
 	if err != nil {
 		return fail("%v", err)
 	}
-	j.rep.Logf(i, "Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
-	g, err := j.newHostGit(ctx, scheme, token, j.rep.Writer(i))
+	j.Logf("Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
+	g, err := j.newHostGit(ctx, scheme, token, j.Writer())
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"bytes"
@@ -48,16 +48,16 @@ type hostGit struct {
 // a forge over scheme ("http" or "https"), with token (masked in the log)
 // when there is one. git's output goes to out. The caller calls close.
 func (j *job) newHostGit(ctx context.Context, scheme, token string, out io.Writer) (*hostGit, error) {
-	priv, err := os.MkdirTemp(j.deps.taskRoot, fmt.Sprintf("%s%d-git-", taskDirPrefix, j.task.GetId()))
+	priv, err := os.MkdirTemp(j.deps.TaskRoot, fmt.Sprintf("%s%d-git-", TaskDirPrefix, j.task.GetId()))
 	if err != nil {
-		return nil, fmt.Errorf("create the checkout's private git directory in %s: %w (set a writable work dir)", j.deps.taskRoot, err)
+		return nil, fmt.Errorf("create the checkout's private git directory in %s: %w (set a writable work dir)", j.deps.TaskRoot, err)
 	}
 	g := &hostGit{ctx: ctx, priv: priv, gitDir: filepath.Join(priv, "git"), workTree: filepath.Join(priv, "wt"), out: out}
 	home := filepath.Join(priv, "home")
 	for _, d := range []string{home, g.workTree} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			g.close()
-			return nil, fmt.Errorf("create the checkout's private git directory in %s: %w", j.deps.taskRoot, err)
+			return nil, fmt.Errorf("create the checkout's private git directory in %s: %w", j.deps.TaskRoot, err)
 		}
 	}
 	config := [][2]string{

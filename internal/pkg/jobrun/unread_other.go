@@ -1,6 +1,6 @@
 //go:build !linux
 
-package run
+package jobrun
 
 import "os"
 

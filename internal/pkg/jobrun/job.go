@@ -1,4 +1,4 @@
-package run
+package jobrun
 
 import (
 	"context"
@@ -14,15 +14,14 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/jobfile"
-	"github.com/forgeload/forgeload/internal/pkg/report"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
 // job is one task being run.
 type job struct {
-	deps *jobDeps // given by the runner, read-only
+	deps *Config // given by the runner, read-only
 	task *runnerv1.Task
-	rep  *report.Reporter
+	rep  Reporter
 
 	wf       *workflow.Workflow
 	parseErr error
@@ -46,7 +45,7 @@ type job struct {
 	timedOut bool  // the job's timeout-minutes ended it
 }
 
-func newJob(deps *jobDeps, task *runnerv1.Task) *job {
+func newJob(deps *Config, task *runnerv1.Task) *job {
 	j := &job{deps: deps, task: task, steps: map[string]workflow.StepResult{}}
 	j.wf, j.parseErr = parseTask(task)
 	j.github = workflow.GithubContext(task.GetContext())
@@ -122,14 +121,14 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if j.wf.Job.Name != "" {
 		title = j.wf.Job.Name
 	}
-	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.deps.version, title, j.deps.name)
+	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.deps.Version, title, j.deps.Name)
 
 	status := workflow.StatusSuccess
 	ec := j.exprContext(status)
 	if d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes); err != nil {
 		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
 		return runnerv1.Result_RESULT_FAILURE
-	} else if d > 0 && d < j.deps.timeout {
+	} else if d > 0 && d < j.deps.Timeout {
 		// The job's own timeout-minutes, when shorter than runner.timeout.
 		var cancel context.CancelFunc
 		jobCtx, cancel = context.WithTimeoutCause(jobCtx, d, errJobTimeout)
@@ -185,7 +184,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		if cancelled {
 			// A cancelled job still runs always()/cancelled() steps, on a
 			// context detached from the cancel but bounded.
-			if !j.deps.cancelling && j.deps.instance != "" {
+			if !j.deps.Cancelling && j.deps.Instance != "" {
 				j.rep.StepEnd(i, runnerv1.Result_RESULT_CANCELLED)
 				continue
 			}
@@ -263,12 +262,12 @@ func (j *job) continueOnError(ec *workflow.Context, st workflow.Step, i int) boo
 
 // prepare makes the task directory and the job-wide env.
 func (j *job) prepare() error {
-	if err := os.MkdirAll(j.deps.taskRoot, 0o700); err != nil {
-		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.taskRoot, err)
+	if err := os.MkdirAll(j.deps.TaskRoot, 0o700); err != nil {
+		return fmt.Errorf("create work dir %s: %w (set a writable directory)", j.deps.TaskRoot, err)
 	}
-	dir, err := os.MkdirTemp(j.deps.taskRoot, fmt.Sprintf("%s%d-", taskDirPrefix, j.task.GetId()))
+	dir, err := os.MkdirTemp(j.deps.TaskRoot, fmt.Sprintf("%s%d-", TaskDirPrefix, j.task.GetId()))
 	if err != nil {
-		return fmt.Errorf("create task dir in %s: %w", j.deps.taskRoot, err)
+		return fmt.Errorf("create task dir in %s: %w", j.deps.TaskRoot, err)
 	}
 	j.dir = dir
 	if j.td, err = jobfile.OpenDir(dir); err != nil {
@@ -290,7 +289,7 @@ func (j *job) prepare() error {
 		j.github["event_path"] = p
 	}
 	j.env = map[string]string{}
-	for k, v := range j.deps.envs {
+	for k, v := range j.deps.Envs {
 		j.env[k] = v
 	}
 	ec := j.exprContext(workflow.StatusSuccess)
@@ -373,8 +372,8 @@ func (j *job) runnerContext() map[string]any {
 	if j.dir != "" {
 		temp = filepath.Join(j.dir, "temp")
 	}
-	rc := workflow.RunnerContext(j.deps.name, temp)
-	rc["tool_cache"] = filepath.Join(j.deps.workDir, "toolcache")
+	rc := workflow.RunnerContext(j.deps.Name, temp)
+	rc["tool_cache"] = filepath.Join(j.deps.WorkDir, "toolcache")
 	rc["debug"] = debugFlag(j.task)
 	rc["environment"] = "self-hosted"
 	return rc
@@ -389,13 +388,14 @@ func debugFlag(task *runnerv1.Task) string {
 
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
+	sj := &stepJob{job: j, i: i}
 	name, err := ec.Interpolate(st.DisplayName())
 	if err != nil {
 		name = st.DisplayName()
 	}
 	timeout, err := ec.EvalMinutes(st.TimeoutMinutes)
 	if err != nil {
-		j.rep.Logf(i, "::error::step %q: %v", name, err)
+		sj.Logf("::error::step %q: %v", name, err)
 		return runnerv1.Result_RESULT_FAILURE, nil
 	}
 	if timeout > 0 {
@@ -406,13 +406,13 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	var res runnerv1.Result
 	var outputs map[string]string
 	if s, err := j.resolveStep(ec, st, name); err != nil {
-		j.rep.Logf(i, "::error::%v", err)
+		sj.Logf("::error::%v", err)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else {
-		res, outputs = s.run(ctx, j, i)
+		res, outputs = s.run(ctx, sj)
 	}
 	if errors.Is(context.Cause(ctx), errStepTimeout) {
-		j.rep.Logf(i, "::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)
+		sj.Logf("::error::step %q exceeded timeout-minutes (%s) and was stopped", name, st.TimeoutMinutes)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else if ctx.Err() != nil && res != runnerv1.Result_RESULT_SUCCESS {
 		res = runnerv1.Result_RESULT_CANCELLED

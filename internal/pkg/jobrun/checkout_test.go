@@ -1,0 +1,107 @@
+package jobrun
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
+)
+
+// TestCheckoutInputs: every with: input is resolved once and either
+// honoured, accepted because its value asks for what the checkout does
+// anyway, or refused with its name, the reason and what is supported.
+func TestCheckoutInputs(t *testing.T) {
+	t.Parallel()
+	ec := &workflow.Context{Env: map[string]string{"EMPTY": "", "DIR": "sub"}}
+	good := []map[string]string{
+		nil,
+		{"repository": "o/r", "ref": "main", "token": "t", "path": "${{ env.DIR }}", "fetch-depth": "0", "clean": "false", "github-server-url": "https://x"},
+		{"persist-credentials": "false", "submodules": "False", "lfs": "false", "fetch-tags": "false", "show-progress": "false"},
+		{"submodules": "${{ env.EMPTY }}", "sparse-checkout": "", "ssh-key": ""},
+		{"set-safe-directory": "true", "sparse-checkout-cone-mode": "false", "ssh-strict": "false", "ssh-user": "me"},
+	}
+	for _, with := range good {
+		if _, err := newCheckoutStep(ec, workflow.Step{With: with}); err != nil {
+			t.Errorf("with %v: %v, want it accepted", with, err)
+		}
+	}
+	c, err := newCheckoutStep(ec, workflow.Step{With: good[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (checkoutStep{repository: "o/r", ref: "main", token: "t", path: "sub", server: "https://x", depth: 0, clean: false}); *c != want {
+		t.Errorf("resolved %+v, want %+v", *c, want)
+	}
+	if c, _ := newCheckoutStep(ec, workflow.Step{}); c.depth != 1 || !c.clean {
+		t.Errorf("defaults: depth %d clean %v, want 1 and true", c.depth, c.clean)
+	}
+
+	const supported = "Supported: repository, ref, token, path, fetch-depth, clean, github-server-url"
+	bad := []struct {
+		with map[string]string
+		want []string
+	}{
+		{map[string]string{"depth": "1"}, []string{"with.depth is not an input of actions/checkout; supported: repository, ref"}},
+		{map[string]string{"submodules": "recursive"}, []string{"with.submodules: recursive is not supported", "checks out no submodules", "git submodule update", supported}},
+		{map[string]string{"persist-credentials": "true"}, []string{"with.persist-credentials: true is not supported", "never writes the token", supported}},
+		{map[string]string{"lfs": "true"}, []string{"with.lfs: true is not supported", "git lfs pull"}},
+		{map[string]string{"fetch-tags": "true"}, []string{"with.fetch-tags: true"}},
+		{map[string]string{"sparse-checkout": "src"}, []string{"with.sparse-checkout: src is not supported", "whole tree"}},
+		{map[string]string{"filter": "blob:none"}, []string{"with.filter: blob:none"}},
+		{map[string]string{"ssh-key": "${{ env.DIR }}"}, []string{"with.ssh-key: sub is not supported", "never over SSH"}},
+		{map[string]string{"fetch-depth": "-1"}, []string{`with.fetch-depth "-1" is not a whole number >= 0`}},
+		{map[string]string{"clean": "maybe"}, []string{`with.clean "maybe" is not true or false`}},
+		{map[string]string{"path": "../out"}, []string{`with.path "../out" must be relative and stay inside the workspace`}},
+		{map[string]string{"path": "/abs"}, []string{`with.path "/abs" must be relative`}},
+		{map[string]string{"ref": "${{ nope( }}"}, []string{"with.ref: "}},
+		// git would run ext:: URLs' commands, and read the host's own
+		// repositories through file:// or a path.
+		{map[string]string{"github-server-url": "ext::sh -c touch% /tmp/x"}, []string{`with.github-server-url "ext::sh -c touch% /tmp/x" is not an http:// or https:// URL`}},
+		{map[string]string{"github-server-url": "file:///srv/git"}, []string{"with.github-server-url", "over HTTP(S) only"}},
+		{map[string]string{"github-server-url": "/srv/git"}, []string{"with.github-server-url"}},
+		{map[string]string{"github-server-url": "https://"}, []string{"with.github-server-url"}},
+	}
+	for _, tt := range bad {
+		_, err := newCheckoutStep(ec, workflow.Step{With: tt.with})
+		if err == nil {
+			t.Errorf("with %v: accepted, want an error", tt.with)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("with %v: %v\nwant it to contain %q", tt.with, err, w)
+			}
+		}
+	}
+}
+
+// The checkout's git sees none of the daemon's git settings but its TLS
+// trust: not its HOME, nor GIT_* variables that would point git at
+// another repository, config or command.
+func TestCheckoutGitEnv(t *testing.T) {
+	t.Parallel()
+	base := []string{"PATH=/usr/bin", "HOME=/root", "XDG_CONFIG_HOME=/root/.config", "GIT_DIR=/srv/repo.git", "GIT_SSH_COMMAND=touch /x", "GIT_CONFIG_PARAMETERS='core.pager'='x'", "GIT_CONFIG_COUNT=1", "GIT_SSL_CAINFO=/etc/forge-ca.pem", "https_proxy=http://proxy:3128"}
+	env := checkoutGitEnv(base, "/private/git", "/private/wt", "/private/home", [][2]string{{"core.hooksPath", os.DevNull}})
+	got := map[string][]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = append(got[k], v)
+	}
+	want := map[string]string{
+		"PATH": "/usr/bin", "HOME": "/private/home", "GIT_DIR": "/private/git", "GIT_WORK_TREE": "/private/wt",
+		"GIT_SSL_CAINFO": "/etc/forge-ca.pem", "https_proxy": "http://proxy:3128",
+		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.DevNull, "GIT_ATTR_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+		"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": os.DevNull,
+	}
+	for k, v := range want {
+		if len(got[k]) != 1 || got[k][0] != v {
+			t.Errorf("%s = %q, want once %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s is in git's environment: %q", k, got[k])
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package jobrun is the step executor, a library: it runs one forge task's
+// job (a [Job] made by [NewJob] from a [Config] the runner fixes once) and
+// streams every log row, step state, output and the final result through a
+// [Reporter] (the forge's task report, package report). Each step is
+// resolved once, when it starts, into a value of its kind (resolveStep): a
+// shellStep (`run:`, on the host or in the job container), a checkoutStep
+// (a native `actions/checkout`, which refuses inputs it would ignore), a
+// loadStep (`forgeload/load`, run by the load executor, package loadrun,
+// which also runs this daemon's cluster segments), or an unsupportedStep
+// that fails saying what runs instead. A kind is one file and one line in
+// usesKinds; each runs with a stepJob, the job as that step sees it, whose
+// Logf and Writer are the step's log (the [Reporter]'s input for that
+// step): no step indexes the reporter. What a job publishes beside its log
+// (the load step's report artifact and baseline, each step's job summary)
+// goes through the [Publisher] in its Config; forgeload exec has none. The
+// package owns the job's task directory (workspace, temp, files), every
+// file operation in which goes through a [jobfile.Dir] so that what a job
+// plants there cannot lead the daemon out of it; its env files (GITHUB_ENV,
+// GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY), the workflow commands
+// in step output (::add-mask::, ::group::, ::error:: …), the job's
+// services: and container: (through [Containers]), job and step timeouts,
+// cancel, and panic recovery: a panic fails its job only. It knows nothing
+// of how the task was fetched: package internal/app/run is the adapter from
+// the forge's task to it.
+package jobrun
