@@ -78,7 +78,7 @@ func (l Limits) Check(o *load.Options) error {
 	var errs []error
 	if l.MaxRate > 0 {
 		if peak := PeakRate(o); peak > l.MaxRate {
-			errs = append(errs, fmt.Errorf("rate %s req/s is above this runner's limit of %s (load.max_rate in the runner config): lower rate or load_patterns",
+			errs = append(errs, fmt.Errorf("rate %s req/s is above this runner's limit of %s req/s (load.max_rate in the runner config): lower rate or load_patterns",
 				formatRate(peak), formatRate(l.MaxRate)))
 		}
 	}
@@ -108,7 +108,7 @@ func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) 
 	var errs []error
 	if l.MaxRate > 0 {
 		if mine := PeakRate(o) * share; mine > l.MaxRate {
-			errs = append(errs, fmt.Errorf("this worker's share of the rate, %s req/s, is above its limit of %s (load.max_rate in this runner's config): add workers or lower rate",
+			errs = append(errs, fmt.Errorf("this worker's share of the rate, %s req/s, is above its limit of %s req/s (load.max_rate in this runner's config): add workers or lower rate",
 				formatRate(mine), formatRate(l.MaxRate)))
 		}
 	}

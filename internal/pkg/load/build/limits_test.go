@@ -38,3 +38,27 @@ func TestCheckShare(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitsNameTheirUnits: a limit's message names the unit of the limit
+// as well as of what exceeded it (issue 28).
+func TestLimitsNameTheirUnits(t *testing.T) {
+	t.Parallel()
+	l := Limits{MaxRate: 150, MaxConcurrency: 30, MaxDuration: time.Minute, MaxGracefulShutdown: time.Second}
+	o := load.Options{Rate: 300, Concurrency: 40, Duration: time.Hour, Grace: time.Minute}
+	err := l.Check(&o)
+	for _, want := range []string{
+		"rate 300 req/s is above this runner's limit of 150 req/s (load.max_rate",
+		"concurrency/vus 40 is above this runner's limit of 30 (load.max_concurrency",
+		"duration 1h0m0s is above this runner's limit of 1m0s (load.max_duration",
+		"graceful_shutdown 1m0s is above this runner's limit of 1s (load.max_graceful_shutdown",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check = %v, want it to contain %q", err, want)
+		}
+	}
+	o = load.Options{Rate: 300, Concurrency: 10}
+	want := "this worker's share of the rate, 200 req/s, is above its limit of 150 req/s (load.max_rate"
+	if err := l.CheckShare(&o, 2.0/3, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckShare = %v, want it to contain %q", err, want)
+	}
+}

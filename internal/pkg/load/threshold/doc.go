@@ -40,9 +40,13 @@
 // durations, a fraction in [0,1] for failure rates, requests per second for
 // http_requests:rate, and a plain count for counts. Duration values accept
 // ns, us (or µs), ms and s; a plain number is milliseconds, as in Crankfire.
-// Failure-rate values accept a percentage (1%) or a plain fraction (0.01),
-// as in Crankfire; a plain number above 1 is rejected because it is
-// almost certainly a percentage missing its % sign. sut_cpu takes a
+// Failure-rate values accept a percentage (1%) or a plain fraction below 1
+// (0.01), as in Crankfire; a plain number of 1 or more is refused with the
+// fix ("write 1% or 0.01"), because it is a percentage missing its % sign
+// or a bound of 100% that never fails. [Threshold.String], which summaries
+// print, adds the bound in units where the text leaves them to a rule:
+// "http_req_duration:p99 < 300 (300ms)", "http_req_failed:rate < 0.01
+// (1%)". sut_cpu takes a
 // percentage of the container's CPU limit (of the host's CPUs when it has
 // none) or cores; sut_mem a percentage of the memory limit or a size in B,
 // KB, MB, GB (powers of 1024, as docker's --memory reads them). Without a

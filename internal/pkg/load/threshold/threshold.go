@@ -65,8 +65,58 @@ type Threshold struct {
 	Factor   float64
 }
 
-// String returns the threshold as written.
-func (t Threshold) String() string { return t.Source }
+// String returns the threshold as written, followed by its bound in
+// parentheses where the text leaves the unit to a rule: a plain number of
+// milliseconds, requests per second or cores ("http_req_duration:p99 < 300
+// (300ms)"), and a failure rate in its other spelling ("< 0.01 (1%)",
+// "< 1% (0.01)"). Summaries and logs print it, so that no bound is read in
+// a unit its writer did not mean.
+func (t Threshold) String() string {
+	if note := t.boundNote(); note != "" {
+		return t.Source + " (" + note + ")"
+	}
+	return t.Source
+}
+
+// boundNote is the bound that String adds to the text, or "".
+func (t Threshold) boundNote() string {
+	if t.Baseline || t.Source == "" {
+		return ""
+	}
+	// The value, and its unit if any, ends the text: a text that ends in a
+	// digit or '.' has no unit.
+	last, _ := utf8.DecodeLastRuneInString(t.Source)
+	plain := last == '.' || last >= '0' && last <= '9'
+	switch t.kind() {
+	case kindRatio:
+		if plain {
+			return formatNumber(t.Value*100) + "%"
+		}
+		return formatNumber(t.Value)
+	case kindDuration:
+		if plain {
+			return formatNumber(t.Value*1e3) + "ms"
+		}
+	case kindRPS:
+		if plain {
+			return formatNumber(t.Value) + " req/s"
+		}
+	case kindCores:
+		if plain && t.Value == 1 {
+			return "1 core"
+		}
+		if plain {
+			return formatNumber(t.Value) + " cores"
+		}
+	}
+	return ""
+}
+
+// formatNumber formats v in at most 9 significant digits, without the
+// trailing zeros and the float noise (0.1*3) that more would show.
+func formatNumber(v float64) string {
+	return strconv.FormatFloat(v, 'g', 9, 64)
+}
 
 // Percentile returns the percentile in [0,100] that t's aggregate names and
 // true, or 0 and false when the aggregate is not a percentile.
@@ -414,8 +464,11 @@ func (p *parser) value(k kind) (float64, error) {
 			}
 			return v / 100, nil
 		case "":
-			if v > 1 {
-				return 0, p.errorf(at, "the failure rate is above 1: a plain number is a fraction (0.01 = 1%%); add %% for a percentage (1%%)")
+			// A plain fraction below 1 is Crankfire's spelling (0.01 is
+			// 1%); a plain 1 or more is a percentage missing its % sign
+			// (or a bound of 100%, which never fails), so it is refused.
+			if v >= 1 {
+				return 0, p.errorf(at, "the failure rate has no unit, and a plain number of 1 or more is not a fraction: %s", rateFix(num, v))
 			}
 			return v, nil
 		default:
@@ -437,6 +490,16 @@ func (p *parser) value(k kind) (float64, error) {
 			return 0, p.errorf(unitAt, "unknown unit %s for a request rate: want a plain number of requests per second (or /s, rps)", fragment(unit))
 		}
 	}
+}
+
+// rateFix is the fix for a failure rate written as a plain number v >= 1:
+// "write 1% or 0.01". It repeats the number only when it has at most
+// maxFragment characters, as errors quote no longer part of a threshold.
+func rateFix(num string, v float64) string {
+	if utf8.RuneCountInString(num) > maxFragment {
+		return "write a percentage with % (1%) or a fraction below 1 (0.01)"
+	}
+	return "write " + formatNumber(v) + "% or " + formatNumber(v/100)
 }
 
 // sutValue reads the value of a sut_cpu or sut_mem threshold: a

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParse(t *testing.T) {
@@ -83,7 +84,13 @@ func TestParseErrors(t *testing.T) {
 		{"http_req_duration:p99 < 3m", `threshold "http_req_duration:p99 < 3m": column 26: unknown duration unit "m": want ms, s, us, µs or ns (a plain number is milliseconds)`},
 		{"http_req_duration:p99 < -3ms", `threshold "http_req_duration:p99 < -3ms": column 25: the value is negative: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
 		{"http_req_duration:p99 < 1e999", `threshold "http_req_duration:p99 < 1e999": column 25: the value is out of range: want a duration such as 300ms, 0.5s or 250 (milliseconds)`},
-		{"http_req_failed:rate < 5", `threshold "http_req_failed:rate < 5": column 24: the failure rate is above 1: a plain number is a fraction (0.01 = 1%); add % for a percentage (1%)`},
+		// A failure rate of a plain 1 or more has no unit: "< 1" would be
+		// 100% and never fail (issue 28). A plain fraction is Crankfire's.
+		{"http_req_failed:rate < 1", `threshold "http_req_failed:rate < 1": column 24: the failure rate has no unit, and a plain number of 1 or more is not a fraction: write 1% or 0.01`},
+		{"http_req_failed:rate <= 1.0", `threshold "http_req_failed:rate <= 1.0": column 25: the failure rate has no unit, and a plain number of 1 or more is not a fraction: write 1% or 0.01`},
+		{"http_req_failed{endpoint:login}:rate < 5", `threshold "http_req_failed{endpoint:login}:rate < 5": column 40: the failure rate has no unit, and a plain number of 1 or more is not a fraction: write 5% or 0.05`},
+		{"http_req_failed:rate < 2.5", `threshold "http_req_failed:rate < 2.5": column 24: the failure rate has no unit, and a plain number of 1 or more is not a fraction: write 2.5% or 0.025`},
+		{"http_req_failed:rate < 1000", `threshold "http_req_failed:rate < 1000": column 24: the failure rate has no unit, and a plain number of 1 or more is not a fraction: write a percentage with % (1%) or a fraction below 1 (0.01)`},
 		{"http_req_failed:rate < 150%", `threshold "http_req_failed:rate < 150%": column 24: the failure rate is above 100%: want a percentage in 0-100%`},
 		{"http_req_failed:rate < 1ms", `threshold "http_req_failed:rate < 1ms": column 25: unknown unit "ms" for a failure rate: want % (1%) or a plain fraction (0.01)`},
 		{"http_req_failed:count < 1%", `threshold "http_req_failed:count < 1%": column 26: a count takes no unit, got "%": want a whole number such as 10`},
@@ -104,6 +111,45 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse(%q) error =\n  %s\nwant\n  %s", tt.in, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestStringNamesTheUnit: the echo of a threshold (summaries print
+// String) shows the bound in units where the text leaves them to a rule.
+func TestStringNamesTheUnit(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http_req_failed:rate < 0.01":                   "http_req_failed:rate < 0.01 (1%)",
+		"http_req_failed:rate < 1%":                     "http_req_failed:rate < 1% (0.01)",
+		"http_req_failed:rate <= 0.5 %":                 "http_req_failed:rate <= 0.5 % (0.005)",
+		"http_req_failed:rate == 0":                     "http_req_failed:rate == 0 (0%)",
+		"http_req_failed:rate < 0.1":                    "http_req_failed:rate < 0.1 (10%)",
+		"http_req_duration:p99 < 300":                   "http_req_duration:p99 < 300 (300ms)",
+		"http_req_duration:p99 < 1500":                  "http_req_duration:p99 < 1500 (1500ms)",
+		"http_req_duration:avg < 0.3":                   "http_req_duration:avg < 0.3 (0.3ms)",
+		"http_req_duration:p99 < 300ms":                 "http_req_duration:p99 < 300ms",
+		"http_req_duration:p99 < 0.3 s":                 "http_req_duration:p99 < 0.3 s",
+		"http_requests:rate > 100":                      "http_requests:rate > 100 (100 req/s)",
+		"http_requests:rate > 1e3":                      "http_requests:rate > 1e3 (1000 req/s)",
+		"rps > 100":                                     "rps > 100 (100 req/s)",
+		"http_requests:rate >= 450/s":                   "http_requests:rate >= 450/s",
+		"http_req_failed:count == 0":                    "http_req_failed:count == 0",
+		"sut_cpu:avg < 1":                               "sut_cpu:avg < 1 (1 core)",
+		"sut_cpu:max < 1.5":                             "sut_cpu:max < 1.5 (1.5 cores)",
+		"sut_cpu:max < 80%":                             "sut_cpu:max < 80%",
+		"sut_mem:max < 512MB":                           "sut_mem:max < 512MB",
+		"http_req_duration:p99 < baseline * 1.10":       "http_req_duration:p99 < baseline * 1.10",
+		"http_req_duration{endpoint:v2}:p99 < 250":      "http_req_duration{endpoint:v2}:p99 < 250 (250ms)",
+		"http_req_failed{endpoint:login}:rate < 0.0001": "http_req_failed{endpoint:login}:rate < 0.0001 (0.01%)",
+	} {
+		th, err := Parse(in)
+		if err != nil {
+			t.Errorf("Parse(%q) = %v", in, err)
+			continue
+		}
+		if got := th.String(); got != want {
+			t.Errorf("Parse(%q).String() = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -300,6 +346,11 @@ func FuzzParse(f *testing.F) {
 		"rps > baseline * 0.95",
 		"rps>=baseline",
 		"http_req_failed:rate < baseline*",
+		"http_req_failed:rate < 1",
+		"http_req_failed:rate < 0.01",
+		"http_req_failed:rate <= 0.999999999999",
+		"http_req_duration:p99 < 300",
+		"sut_cpu:avg < 1.",
 	} {
 		f.Add(s)
 	}
@@ -319,6 +370,13 @@ func FuzzParse(f *testing.F) {
 		}
 		if th.kind() == kindRatio && th.Value > 1 {
 			t.Fatalf("Parse(%q).Value = %v, a failure rate above 1", s, th.Value)
+		}
+		// A plain failure rate is a fraction below 1 (issue 28).
+		if last, _ := utf8.DecodeLastRuneInString(th.Source); th.kind() == kindRatio && !th.Baseline && last != '%' && th.Value >= 1 {
+			t.Fatalf("Parse(%q).Value = %v from a plain number, want it refused", s, th.Value)
+		}
+		if !strings.HasPrefix(th.String(), th.Source) {
+			t.Fatalf("Parse(%q).String() = %q, want it to start with the text as written", s, th.String())
 		}
 		// Parsing is stable: the source parses to the same threshold.
 		again, err := Parse(th.Source)
@@ -416,20 +474,32 @@ func TestParseErrorsShowNoPartOfASecret(t *testing.T) {
 		"rps > %s",
 		"http_req_duration:p99 < %s # a comment",
 	} {
-		line := fmt.Sprintf(th, secret)
-		_, err := ParseAll([]string{line})
-		if err == nil {
-			t.Errorf("ParseAll(%q) = nil error", line)
-			continue
-		}
-		// What a masker leaves: the secret, as written and as %q writes it,
-		// hidden.
-		msg := strings.ReplaceAll(err.Error(), secret, "***")
-		for i := 0; i+4 <= len(secret); i++ {
-			if part := secret[i : i+4]; strings.Contains(msg, part) {
-				t.Errorf("ParseAll(%q) error, masked, shows %q of the secret:\n%s", line, part, msg)
-				break
-			}
+		checkNoPartOfASecret(t, fmt.Sprintf(th, secret), secret)
+	}
+	// A secret of digits is a plain failure rate of 1 or more: the fix
+	// does not repeat it.
+	const digits = "48151623"
+	for _, th := range []string{"http_req_failed:rate < %s", "http_req_failed:rate < 0%s", "http_req_failed:rate < %s.5"} {
+		checkNoPartOfASecret(t, fmt.Sprintf(th, digits), digits)
+	}
+}
+
+// checkNoPartOfASecret fails t when line parses, or when its error, with
+// secret masked, shows 4 or more characters of secret.
+func checkNoPartOfASecret(t *testing.T, line, secret string) {
+	t.Helper()
+	_, err := ParseAll([]string{line})
+	if err == nil {
+		t.Errorf("ParseAll(%q) = nil error", line)
+		return
+	}
+	// What a masker leaves: the secret, as written and as %q writes it,
+	// hidden.
+	msg := strings.ReplaceAll(err.Error(), secret, "***")
+	for i := 0; i+4 <= len(secret); i++ {
+		if part := secret[i : i+4]; strings.Contains(msg, part) {
+			t.Errorf("ParseAll(%q) error, masked, shows %q of the secret:\n%s", line, part, msg)
+			return
 		}
 	}
 }
