@@ -1,6 +1,7 @@
 package jobrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,7 +125,8 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.deps.Version, title, j.deps.Name)
 
 	status := workflow.StatusSuccess
-	ec := j.exprContext(status)
+	// The job-level if: sees the needed jobs' results, as on GitHub.
+	ec := j.exprContext(workflow.NeedsStatus(workflow.NeedsFromTask(j.task.GetNeeds())))
 	if d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes); err != nil {
 		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
 		return runnerv1.Result_RESULT_FAILURE
@@ -134,20 +136,19 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		jobCtx, cancel = context.WithTimeoutCause(jobCtx, d, errJobTimeout)
 		defer cancel()
 	}
-	if j.wf.Job.If != "" {
-		ok, err := ec.EvalIf(j.wf.Job.If)
-		if err != nil {
-			j.rep.Logf(-1, "::error::job if: %v", err)
-			return runnerv1.Result_RESULT_FAILURE
+	// No if: means success(): skipped when a needed job did not succeed.
+	ok, err := ec.EvalIf(j.wf.Job.If)
+	if err != nil {
+		j.rep.Logf(-1, "::error::job if: %v", err)
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	if !ok {
+		j.rep.Logf(-1, "job skipped: if: %s is false", cmp.Or(j.wf.Job.If, "success() (the default)"))
+		for i := range j.wf.Job.Steps {
+			j.rep.StepStart(i)
+			j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
 		}
-		if !ok {
-			j.rep.Logf(-1, "job skipped: if: %s is false", j.wf.Job.If)
-			for i := range j.wf.Job.Steps {
-				j.rep.StepStart(i)
-				j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
-			}
-			return runnerv1.Result_RESULT_SKIPPED
-		}
+		return runnerv1.Result_RESULT_SKIPPED
 	}
 
 	if j.needsContainers() {
@@ -361,7 +362,11 @@ func (j *job) matrix() map[string]any {
 }
 
 func (j *job) inputs() map[string]any {
-	if in := workflow.InputsContext(j.github); in != nil {
+	var types map[string]string
+	if j.wf != nil {
+		types = j.wf.InputTypes
+	}
+	if in := workflow.InputsContext(j.github, types); in != nil {
 		return in
 	}
 	return map[string]any{}

@@ -32,8 +32,11 @@
 // evaluated here with GitHub's semantics: loose equality with coercion to
 // numbers, case-insensitive string comparison, && and || returning operand
 // values, and the * object filter. [GithubContext] and [NeedsFromTask] build
-// context values from a runner.v1.Task, [InputsContext] the inputs context
-// from the github one, and [RunnerContext] the runner context of this host.
+// context values from a runner.v1.Task, [NeedsStatus] the status a job-level
+// if: sees from the needed jobs' results, [InputsContext] the inputs context
+// from the github one (typed by [Workflow.InputTypes], read from
+// on.workflow_dispatch.inputs), and [RunnerContext] the runner context of
+// this host.
 //
 // Operator precedence and associativity are those of actionlint's parser,
 // which act, and so Gitea's own runner, also uses: all comparison operators

@@ -22,6 +22,11 @@ const (
 	StatusFailure JobStatus = "failure"
 	// StatusCancelled means the job was cancelled.
 	StatusCancelled JobStatus = "cancelled"
+	// StatusSkipped is a status only a job-level if: sees (see
+	// [NeedsStatus]): a needed job was skipped, none failed or was
+	// cancelled. success(), failure() and cancelled() are all false, so
+	// only an if: with always() or a needs.<id>.result test runs the job.
+	StatusSkipped JobStatus = "skipped"
 )
 
 // StepResult is what the steps context holds for one finished step with an

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -543,11 +544,117 @@ func TestEvalFields(t *testing.T) {
 func TestInputsContext(t *testing.T) {
 	t.Parallel()
 	g := map[string]any{"event": map[string]any{"inputs": map[string]any{"rate": "10"}}}
-	if got := InputsContext(g); !reflect.DeepEqual(got, map[string]any{"rate": "10"}) {
+	if got := InputsContext(g, nil); !reflect.DeepEqual(got, map[string]any{"rate": "10"}) {
 		t.Errorf("InputsContext() = %v", got)
 	}
-	if got := InputsContext(map[string]any{}); got != nil {
+	if got := InputsContext(map[string]any{}, nil); got != nil {
 		t.Errorf("InputsContext(no event) = %v, want nil", got)
+	}
+}
+
+// TestTypedInputs: workflow_dispatch inputs arrive as strings; the inputs
+// context carries those declared boolean or number as such (issue 30), and
+// github.event.inputs keeps the strings.
+func TestTypedInputs(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`on:
+  workflow_dispatch:
+    inputs:
+      dry_run: {type: boolean, default: true}
+      force: {type: Boolean}
+      empty: {type: boolean}
+      odd: {type: boolean}
+      rate: {type: number}
+      bad_rate: {type: number}
+      env: {type: environment}
+      level: {type: choice, options: [info, debug]}
+      name: {description: no type means string}
+  push:
+jobs:
+  perf:
+    runs-on: forgeload
+    steps: [{run: "true"}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := map[string]any{
+		"dry_run": "false", "force": "TRUE", "empty": "", "odd": "yes", "rate": "250",
+		"bad_rate": "fast", "env": "prod", "level": "debug", "name": "7", "undeclared": "true",
+	}
+	g := map[string]any{"event_name": "workflow_dispatch", "event": map[string]any{"inputs": ev}}
+	got := InputsContext(g, w.InputTypes)
+	want := map[string]any{
+		"dry_run": false, "force": true, "empty": false, "odd": "yes", "rate": 250.0,
+		"bad_rate": "fast", "env": "prod", "level": "debug", "name": "7", "undeclared": "true",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("InputsContext() = %#v\nwant %#v", got, want)
+	}
+	if ev["dry_run"] != "false" {
+		t.Errorf("github.event.inputs.dry_run = %#v, want it left the string \"false\"", ev["dry_run"])
+	}
+	c := &Context{Github: g, Inputs: got}
+	for cond, want := range map[string]bool{
+		"inputs.dry_run":                         false,
+		"${{ !inputs.dry_run }}":                 true,
+		"inputs.force":                           true,
+		"inputs.rate > 100":                      true,
+		"github.event.inputs.dry_run":            true, // a non-empty string
+		"github.event.inputs.dry_run == 'false'": true,
+	} {
+		if ok, err := c.EvalIf(cond); err != nil || ok != want {
+			t.Errorf("EvalIf(%q) = %v, %v; want %v", cond, ok, err, want)
+		}
+	}
+	for _, on := range []string{"on: push", "on: [push, workflow_dispatch]", "on: {workflow_dispatch: }", "on: {workflow_dispatch: {inputs: [a]}}", "on: {workflow_dispatch: {inputs: {a: x}}}"} {
+		w, err := Parse([]byte(on + "\njobs: {j: {runs-on: x, steps: [{run: a}]}}\n"))
+		if err != nil || len(w.InputTypes) != 0 {
+			t.Errorf("Parse(%s) InputTypes = %v, %v; want none", on, w.InputTypes, err)
+		}
+	}
+}
+
+// TestNeedsStatus: a job-level if: sees the results of the jobs it needs
+// (issue 30); no if: means success().
+func TestNeedsStatus(t *testing.T) {
+	t.Parallel()
+	needs := func(results ...string) map[string]NeedResult {
+		m := map[string]NeedResult{}
+		for i, r := range results {
+			m[fmt.Sprintf("j%d", i)] = NeedResult{Result: r, Outputs: map[string]string{}}
+		}
+		return m
+	}
+	conds := []string{"", "success()", "failure()", "cancelled()", "always()", "needs.j0.result == 'failure'", "${{ failure() && needs.j0.result == 'failure' }}"}
+	tests := []struct {
+		needs  map[string]NeedResult
+		status JobStatus
+		want   []bool // per cond
+	}{
+		{needs(), StatusSuccess, []bool{true, true, false, false, true, false, false}},
+		{needs("success", "success"), StatusSuccess, []bool{true, true, false, false, true, false, false}},
+		{needs("failure", "success"), StatusFailure, []bool{false, false, true, false, true, false, true}},
+		{needs("cancelled"), StatusCancelled, []bool{false, false, false, true, true, false, false}},
+		{needs("failure", "cancelled"), StatusFailure, []bool{false, false, true, false, true, false, true}},
+		{needs("skipped", "success"), StatusSkipped, []bool{false, false, false, false, true, false, false}},
+		{needs("unspecified"), StatusFailure, []bool{false, false, true, false, true, false, false}},
+	}
+	for _, tt := range tests {
+		st := NeedsStatus(tt.needs)
+		if st != tt.status {
+			t.Errorf("NeedsStatus(%v) = %q, want %q", tt.needs, st, tt.status)
+		}
+		c := &Context{Needs: tt.needs, Status: st}
+		for i, cond := range conds {
+			if i == 5 && len(tt.needs) == 0 {
+				continue
+			}
+			ok, err := c.EvalIf(cond)
+			if err != nil || ok != tt.want[i] {
+				t.Errorf("needs %v: EvalIf(%q) = %v, %v; want %v", tt.needs, cond, ok, err, tt.want[i])
+			}
+		}
 	}
 }
 

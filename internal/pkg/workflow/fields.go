@@ -89,11 +89,49 @@ func (c *Context) InterpolateMap(m map[string]string) (map[string]string, error)
 	return out, nil
 }
 
-// InputsContext returns the inputs context for a run: github.event.inputs,
-// which the forge fills for workflow_dispatch and workflow_call. It returns
-// nil when there are none.
-func InputsContext(github map[string]any) map[string]any {
+// InputsContext returns the inputs context for a run, built from
+// github.event.inputs, which the forge fills for workflow_dispatch and
+// workflow_call. The forge sends every workflow_dispatch input as a string;
+// as on GitHub, an input whose declared type (types, from
+// [Workflow.InputTypes]) is boolean becomes true or false, and one declared
+// number becomes a number, so that if: inputs.dry_run is false for
+// "false". A value that does not read as its type stays a string; other
+// types stay strings. github.event.inputs itself is not changed: it keeps
+// the strings, as on GitHub. The result is a new map, or nil when there are
+// no inputs.
+func InputsContext(github map[string]any, types map[string]string) map[string]any {
 	ev, _ := lookup(github, "event").(map[string]any)
 	in, _ := lookup(ev, "inputs").(map[string]any)
-	return in
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = typedInput(v, types[k])
+	}
+	return out
+}
+
+// typedInput converts a workflow_dispatch input's string value to its
+// declared type.
+func typedInput(v any, typ string) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	t := strings.TrimSpace(s)
+	switch typ {
+	case "boolean":
+		switch {
+		case strings.EqualFold(t, "true"):
+			return true
+		case strings.EqualFold(t, "false"), t == "":
+			return false
+		}
+	case "number":
+		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f
+		}
+	}
+	return s
 }

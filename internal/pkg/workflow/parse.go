@@ -122,6 +122,8 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 			base.Env, err = stringMap(v, kp)
 		case "defaults":
 			base.Defaults, err = parseDefaults(v, kp)
+		case "on":
+			base.InputTypes = dispatchInputTypes(v)
 		case "jobs":
 			jobs, jobsKey = v, p.Key
 		}
@@ -428,6 +430,36 @@ func parseStrategy(n *yaml.Node, path string) (map[string]any, error) {
 }
 
 // YAML helpers.
+
+// dispatchInputTypes reads the type: of each on.workflow_dispatch.inputs
+// entry. on: is the forge's business (it chose to run this job), so a shape
+// it does not expect gives no types rather than an error.
+func dispatchInputTypes(on *yaml.Node) map[string]string {
+	child := func(n *yaml.Node, name string) *yaml.Node {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		pairs, _ := strictyaml.Mapping(n, "", strictyaml.Keys{})
+		for _, p := range pairs {
+			if p.Name == name {
+				return p.Value
+			}
+		}
+		return nil
+	}
+	inputs := child(child(on, "workflow_dispatch"), "inputs")
+	if inputs == nil || inputs.Kind != yaml.MappingNode {
+		return nil
+	}
+	pairs, _ := strictyaml.Mapping(inputs, "", strictyaml.Keys{})
+	types := map[string]string{}
+	for _, p := range pairs {
+		if t := child(p.Value, "type"); t != nil && t.Kind == yaml.ScalarNode {
+			types[p.Name] = strings.ToLower(strings.TrimSpace(t.Value))
+		}
+	}
+	return types
+}
 
 // ignore checks that a key forgeload does not act on has a scalar value.
 func ignore(v *yaml.Node, path string) error {

@@ -55,6 +55,38 @@ func NeedsFromTask(needs map[string]*runnerv1.TaskNeed) map[string]NeedResult {
 	return out
 }
 
+// NeedsStatus is the status a job-level if: sees, from the results of the
+// jobs it needs (see [NeedsFromTask]), as on GitHub: [StatusSuccess] when
+// every needed job succeeded (or there are none), else [StatusFailure]
+// when any failed, else [StatusCancelled] when any was cancelled, else
+// [StatusSkipped]. So success(), which is also the default when the job
+// has no if:, is false once a needed job failed, was cancelled or skipped;
+// failure() is true when one failed; always() is true regardless. A result
+// forgeload does not know counts as a failure.
+func NeedsStatus(needs map[string]NeedResult) JobStatus {
+	failed, cancelled, skipped := false, false, false
+	for _, n := range needs {
+		switch n.Result {
+		case "success":
+		case "cancelled":
+			cancelled = true
+		case "skipped":
+			skipped = true
+		default:
+			failed = true
+		}
+	}
+	switch {
+	case failed:
+		return StatusFailure
+	case cancelled:
+		return StatusCancelled
+	case skipped:
+		return StatusSkipped
+	}
+	return StatusSuccess
+}
+
 // RunnerContext builds the runner context for this host: os and arch in
 // GitHub's spelling (Linux, macOS, Windows; X64, ARM64, X86, ARM), plus the
 // runner's name and temp directory. Other keys may be added by the caller.

@@ -16,6 +16,11 @@ type Workflow struct {
 	Env map[string]string
 	// Defaults is the top-level defaults.run.
 	Defaults Defaults
+	// InputTypes maps each input declared under
+	// on.workflow_dispatch.inputs to its type: ("boolean", "number",
+	// "string", "choice", "environment"), lower-cased; nil when on: declares
+	// none. See [InputsContext].
+	InputTypes map[string]string
 	// JobID is the key of the job under jobs:.
 	JobID string
 	// Job is the workflow's only job; Parse never returns a nil Job.
