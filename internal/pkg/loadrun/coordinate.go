@@ -145,7 +145,7 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	// The daemon's load metrics count what this host sends: its own
 	// segment does that through its SegmentRunner, so the merged seconds
 	// are not fed to them here (OnSecond is for views of the whole run).
-	open := o.Rate > 0 || len(o.Stages) > 0
+	open := o.Open()
 	sched := load.NewSchedule(&o)
 	end := planEnd(&o)
 	planSecs := int((end + time.Second - 1) / time.Second)
@@ -248,7 +248,7 @@ func shortfall(o *load.Options, end time.Duration, sched *load.Schedule, deliver
 	}
 	planned := 0.0
 	switch {
-	case o.Rate > 0 || len(o.Stages) > 0:
+	case o.Open():
 		planned = plannedArrivals(o, end, sched)
 		if o.Total > 0 && (end < o.Duration || float64(o.Total) < planned) {
 			planned = float64(o.Total)
@@ -432,7 +432,7 @@ const maxWalk = 20_000_000
 // arrival, as on one host. Otherwise, and for plans too long to walk, it is
 // the duration.
 func planEnd(o *load.Options) time.Duration {
-	if o.Total == 0 || o.Total > maxWalk || !(o.Rate > 0 || len(o.Stages) > 0) {
+	if o.Total == 0 || o.Total > maxWalk || !o.Open() {
 		return o.Duration
 	}
 	s := load.NewSchedule(&load.Options{Rate: o.Rate, Stages: o.Stages, Arrival: o.Arrival, Seed: o.Seed})

@@ -121,7 +121,7 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 	o.Progress, o.ProgressInterval, o.OnSecond, o.Resources = s.Progress, s.ProgressInterval, s.OnSecond, s.Resources
 
 	workers := o.Concurrency
-	if !(o.Rate > 0 || len(o.Stages) > 0) && (o.VUs > 0 || len(o.VUStages) > 0) {
+	if !o.Open() && (o.VUs > 0 || len(o.VUStages) > 0) {
 		workers = max(o.VUs, cfg.VUs.Count)
 		for _, st := range o.VUStages {
 			workers = max(workers, st.Target)
