@@ -14,7 +14,6 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
-	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 )
 
@@ -166,7 +165,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
 	}
 	if cfg.LogErrors {
-		s.LogFailure = outcome.FailureLogger(endpointNames(cfg), func(format string, args ...any) {
+		s.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) {
 			fmt.Fprintf(stderr, format+"\n", args...)
 		})
 	}
@@ -237,16 +236,6 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		return withCode(ExitFailure, err)
 	}
 	return nil
-}
-
-// endpointNames are cfg's endpoint names in the engine's order, for the
-// log_errors lines.
-func endpointNames(cfg *spec.Config) []string {
-	var names []string
-	for _, e := range cfg.Mix() {
-		names = append(names, e.Name)
-	}
-	return names
 }
 
 // outputFile is a summary file named by a flag, created before the run and

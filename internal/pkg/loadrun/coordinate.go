@@ -57,12 +57,11 @@ type CoordSettings struct {
 
 // Distributed is the merged outcome of a distributed test.
 type Distributed struct {
-	// Result is the merged result; Checks its thresholds, evaluated on
-	// the merged histograms.
+	// Result is the merged result.
 	Result *load.Result
-	Checks []load.Check
-	// Thresholds are the config's thresholds, for a caller that evaluates
-	// them again with more data (a baseline, the services' resource use).
+	// Thresholds are the config's thresholds, which the caller judges
+	// once on the merged result (package outcome), with the baseline and
+	// the services' resource use.
 	Thresholds []threshold.Threshold
 	// Outcome is the cluster's account: workers, reassignments, degraded.
 	Outcome *cluster.Outcome
@@ -214,7 +213,7 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 		res.TargetRPS = sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
 	}
 	res.Finish()
-	d := &Distributed{Result: res, Checks: build.Evaluate(ths, res), Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
+	d := &Distributed{Result: res, Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
 	if open {
 		d.plannedIn = sched.PlannedCount
 	}

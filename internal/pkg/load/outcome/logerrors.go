@@ -7,6 +7,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 )
 
 // log_errors: the one policy of `forgeload load` and the load step. The
@@ -23,9 +24,10 @@ const (
 // FailureLogger returns the engine's LogFailure hook under the log_errors
 // policy: logf receives one line per logged failure, "request failed:
 // endpoint %q status %d class %s: err", and, at the first failure left
-// out, a line saying that the rest are sampled. names are the endpoints'
-// names, in the engine's endpoint order. It is safe for concurrent use.
-func FailureLogger(names []string, logf func(format string, args ...any)) func(*load.Sample, error) {
+// out, a line saying that the rest are sampled. endpoints are the config's
+// endpoints in the engine's order ([spec.Config.Mix]). It is safe for
+// concurrent use.
+func FailureLogger(endpoints []spec.Endpoint, logf func(format string, args ...any)) func(*load.Sample, error) {
 	every := &rate.Sometimes{First: LogErrorsFirst, Interval: LogErrorsEvery}
 	var noted atomic.Bool
 	return func(s *load.Sample, err error) {
@@ -33,8 +35,8 @@ func FailureLogger(names []string, logf func(format string, args ...any)) func(*
 		every.Do(func() {
 			did = true
 			name := ""
-			if s.Endpoint < len(names) {
-				name = names[s.Endpoint]
+			if s.Endpoint < len(endpoints) {
+				name = endpoints[s.Endpoint].Name
 			}
 			logf("request failed: endpoint %q status %d class %s: %v", name, s.Status, s.Class, err)
 		})

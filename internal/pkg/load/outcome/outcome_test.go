@@ -10,6 +10,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
 
@@ -133,7 +134,7 @@ func TestSummarizeOnce(t *testing.T) {
 func TestFailureLogger(t *testing.T) {
 	var lines []string
 	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	f := FailureLogger([]string{"home"}, logf)
+	f := FailureLogger([]spec.Endpoint{{Name: "home"}}, logf)
 	for range 50 {
 		f(&load.Sample{Endpoint: 0, Status: 500}, errors.New("status 500"))
 	}
