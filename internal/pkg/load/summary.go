@@ -139,7 +139,6 @@ type Summary struct {
 func Summarize(r *Result, checks []Check) Summary {
 	s := Summary{
 		SchemaVersion:  SummarySchemaVersion,
-		Run:            r.Info,
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Model:          "closed",
 		Requests:       r.Requests,

@@ -24,6 +24,7 @@ import (
 type Dashboard struct {
 	mu      sync.Mutex
 	live    load.Result
+	info    *load.RunInfo
 	checks  []load.Check
 	running bool
 	page    []byte // the rendered <main> fragment of the latest state
@@ -36,7 +37,7 @@ type Dashboard struct {
 // info (which may be nil).
 func NewDashboard(info *load.RunInfo) *Dashboard {
 	d := &Dashboard{running: true, subs: map[chan struct{}]struct{}{}, now: time.Now, points: MaxPoints}
-	d.live.Info = info
+	d.info = info
 	d.live.Start = d.now()
 	d.renderLocked()
 	return d
@@ -68,17 +69,15 @@ func (d *Dashboard) Second(s *load.Snapshot) {
 func (d *Dashboard) Finish(r *load.Result, checks []load.Check) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	info := d.live.Info
 	d.live = *r
-	if d.live.Info == nil {
-		d.live.Info = info
-	}
 	d.checks, d.running = checks, false
 	d.renderLocked()
 }
 
 func (d *Dashboard) view() *View {
-	v := build(&d.live, d.checks, d.points)
+	s := load.Summarize(&d.live, d.checks)
+	s.Run = d.info
+	v := buildFrom(&d.live, &s, d.points)
 	v.Live, v.Running = true, d.running
 	v.Updated = d.now().UTC().Format("15:04:05")
 	return v
