@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/time/rate"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
-	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 )
 
@@ -167,18 +165,9 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
 	}
 	if cfg.LogErrors {
-		// Crankfire's log_errors: the first failures, then one a second.
-		every := &rate.Sometimes{First: 10, Interval: time.Second}
-		names := cfg.Mix()
-		s.LogFailure = func(smp *load.Sample, err error) {
-			every.Do(func() {
-				name := ""
-				if smp.Endpoint < len(names) {
-					name = names[smp.Endpoint].Name
-				}
-				fmt.Fprintf(stderr, "request failed: endpoint %q status %d class %s: %v\n", name, smp.Status, smp.Class, err)
-			})
-		}
+		s.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		})
 	}
 	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Engine: s})
 	if err != nil {
@@ -200,9 +189,9 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		}
 	}()
 	for _, o := range []*outputFile{
-		{what: "--json-output", path: f.jsonOutput, write: load.WriteJSON},
-		{what: "--markdown-output", path: f.markdownOutput, write: load.WriteMarkdown},
-		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: resultview.WriteHTML},
+		{what: "--json-output", path: f.jsonOutput, write: outcome.JSON},
+		{what: "--markdown-output", path: f.markdownOutput, write: outcome.Markdown},
+		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: outcome.HTML},
 	} {
 		if o.path == "" {
 			continue
@@ -220,38 +209,31 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	res, checks := out.Result, out.Checks
-	res.Info = localRunInfo(cfg)
-	checks = againstBaseline(p, res, checks, base)
+	o := outcome.New(outcome.Input{
+		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
+		Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+	})
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
-	summary := load.SummaryWriter(load.WriteText)
+	summary := outcome.Text
 	if cfg.JSONOutput && f.jsonOutput == "" {
-		summary = load.WriteJSON
+		summary = outcome.JSON
 	}
-	if err := summary(stdout, res, checks); err != nil {
+	if err := summary(o, stdout); err != nil {
 		return err
 	}
-	if err := writeBaselineDeltas(stdout, res, base); err != nil {
+	if err := writeBaselineDeltas(stdout, o); err != nil {
 		return err
 	}
-	for _, o := range outs {
-		if err := o.writeAndClose(res, checks); err != nil {
+	for _, of := range outs {
+		if err := of.writeAndClose(o); err != nil {
 			return err
 		}
 	}
-	dash.finish(ctx, res, checks)
-	if err := out.Stop(); err != nil {
-		return withCode(ExitFailure, fmt.Errorf("load test stopped: %w", err))
-	}
-	if failed := loadrun.Failed(checks); len(failed) > 0 {
-		return withCode(ExitFailure, fmt.Errorf("%d of %d thresholds failed", len(failed), len(checks)))
-	}
-	if res.Interrupted {
-		return withCode(ExitFailure, errors.New("load test interrupted before its end"))
-	}
-	if res.MeasuredNothing() {
-		return withCode(ExitFailure, loadrun.ErrNothingMeasured(res, ""))
+	dash.finish(ctx, o)
+	// Every verdict but a pass exits 1, a cancel (Ctrl-C) included.
+	if err := o.Verdict.Err(); err != nil {
+		return withCode(ExitFailure, err)
 	}
 	return nil
 }
@@ -260,12 +242,12 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 // written after it.
 type outputFile struct {
 	what, path string
-	write      load.SummaryWriter
+	write      outcome.Writer
 	fh         *os.File
 }
 
-func (o *outputFile) writeAndClose(res *load.Result, checks []load.Check) error {
-	err := o.write(o.fh, res, checks)
+func (o *outputFile) writeAndClose(oc *outcome.Outcome) error {
+	err := o.write(oc, o.fh)
 	if cerr := o.fh.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

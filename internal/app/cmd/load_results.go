@@ -8,6 +8,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
@@ -41,22 +42,13 @@ func readBaseline(path string, ths []threshold.Threshold, stderr io.Writer) (*co
 	return base, nil
 }
 
-// againstBaseline evaluates the plan's thresholds again with the baseline,
-// when there is one.
-func againstBaseline(p *build.Engine, res *load.Result, checks []load.Check, base *compare.Result) []load.Check {
-	if base == nil {
-		return checks
-	}
-	return build.EvaluateBaseline(p.Thresholds, res, base)
-}
-
 // writeBaselineDeltas prints the comparison with the baseline, if any.
-func writeBaselineDeltas(w io.Writer, res *load.Result, base *compare.Result) error {
-	if base == nil {
+func writeBaselineDeltas(w io.Writer, o *outcome.Outcome) error {
+	if o.Baseline == nil {
 		return nil
 	}
 	fmt.Fprintln(w)
-	return compare.WriteText(w, base.Path, "this run", compare.Compare(base, compare.FromResult(res, "this run"), nil))
+	return compare.WriteText(w, o.Baseline.Path, "this run", o.Deltas())
 }
 
 // dashboardDefaultAddr is where --dashboard without an address (or the
@@ -104,7 +96,7 @@ func (l *liveDashboard) second(s *load.Snapshot) {
 
 // finish shows the final result and keeps serving it until ctx ends
 // (Ctrl-C).
-func (l *liveDashboard) finish(ctx context.Context, res *load.Result, checks []load.Check) {
+func (l *liveDashboard) finish(ctx context.Context, o *outcome.Outcome) {
 	if l == nil {
 		return
 	}
@@ -113,7 +105,7 @@ func (l *liveDashboard) finish(ctx context.Context, res *load.Result, checks []l
 	if ctx.Err() == nil {
 		fmt.Fprintf(l.stderr, "dashboard: the final result is at %s; press Ctrl-C to stop\n", l.url)
 	}
-	l.d.Finish(res, checks)
+	l.d.Finish(o.Result, o.Checks)
 	<-ctx.Done()
 }
 

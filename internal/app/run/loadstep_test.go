@@ -380,3 +380,40 @@ func TestLoadStepTracingEndpointPolicy(t *testing.T) {
 		t.Errorf("the OTLP receiver has %d spans, want 10", n)
 	}
 }
+
+// TestLoadStepLogErrorsPolicy: log_errors in the step follows the one
+// policy of `forgeload load` (package outcome): the first ten failures
+// with their endpoint, status and class, a note, then at most one a
+// second. The step used to log the first 100, without the endpoint.
+func TestLoadStepLogErrorsPolicy(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    steps:
+      - id: api
+        uses: forgeload/load@v1
+        with:
+          target: `+srv.URL+`/
+          total: 40
+          concurrency: 4
+          log_errors: true
+`, Options{})
+	log := logText(v)
+	if v.Steps[0].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("load step result %v, want FAILURE (nothing measured); log:\n%s", v.Steps[0].Result, log)
+	}
+	n := strings.Count(log, "request failed: endpoint ")
+	// 40 requests take well under the second after which one more would be
+	// logged; allow that one on a loaded machine.
+	if n < 10 || n > 11 || !strings.Contains(log, "status 500") || !strings.Contains(log, "more requests failed") {
+		t.Fatalf("%d failures logged, want the first 10 with endpoint and status, then a note; log:\n%s", n, log)
+	}
+}

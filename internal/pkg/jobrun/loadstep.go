@@ -8,13 +8,12 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
-	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -27,9 +26,6 @@ type LoadObserver = loadrun.Observer
 // ClusterCoordinator runs the distributed load steps this runner takes as
 // their coordinator; see [loadrun.Coordinator].
 type ClusterCoordinator = loadrun.Coordinator
-
-// maxLoggedFailures bounds the rows log_errors writes per step.
-const maxLoggedFailures = 100
 
 // loadStep is a uses: forgeload/load step with its with: resolved: the
 // keys of the step itself, and the load-config keys set inline.
@@ -123,15 +119,7 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 		settings.OnSecond = obs.Second
 	}
 	if cfg.LogErrors {
-		var logged atomic.Int64
-		settings.LogFailure = func(_ *load.Sample, err error) {
-			switch n := logged.Add(1); {
-			case n <= maxLoggedFailures:
-				j.Logf("request failed: %v", err)
-			case n == maxLoggedFailures+1:
-				j.Logf("more requests failed; log_errors shows the first %d, the summary counts them all", maxLoggedFailures)
-			}
-		}
+		settings.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) { j.Logf(format, args...) })
 	}
 	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Policy: pol, Mask: j.rep.AddMask, Engine: settings})
 	if err != nil {
@@ -157,26 +145,21 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 		}
 		return fail("%v", err)
 	}
-	res, checks := out.Result, out.Checks
-	res.Info = j.runInfo(st, cfg)
-	base := j.baseline(st, s.baseline, p.Thresholds)
-	if base != nil {
-		checks = build.EvaluateBaseline(p.Thresholds, res, base)
-	}
-	sum, outputs, err := j.reportLoad(st, res, checks, base, nil)
+	o := outcome.New(outcome.Input{
+		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
+		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+	})
+	outputs, err := j.reportLoad(st, o, nil)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if err := out.Stop(); err != nil {
-		j.Logf("::error::forgeload/load: stopped: %v", err)
-		return runnerv1.Result_RESULT_FAILURE, outputs
-	}
-	if ctx.Err() != nil {
+	if o.Verdict.Kind == outcome.Cancelled {
 		j.Logf("load test stopped: %v", context.Cause(ctx))
-		return runnerv1.Result_RESULT_CANCELLED, outputs
 	}
-	j.warnBound(&sum)
-	return j.verdict("", res, checks), outputs
+	if o.Verdict.Kind != outcome.Cancelled && out.Stop() == nil {
+		j.warnBound(&o.Summary)
+	}
+	return j.verdict(o), outputs
 }
 
 // runDistributed is the load step of a config with distributed.workers > 1
@@ -220,67 +203,59 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 		}
 		return fail("%v", err)
 	}
-	res, checks, out := d.Result, d.Checks, d.Outcome
-	res.Info = j.runInfo(st, cfg)
-	res.Info.Hosts = d.Hosts
+	info := j.runInfo(st, cfg)
+	info.Hosts = d.Hosts
+	in := outcome.Input{
+		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, branch, d.Thresholds),
+		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result",
+	}
 	if sut != nil {
-		res.SUT = sut.Summaries()
+		in.SUT = sut.Summaries()
 	}
-	base := j.baseline(st, branch, d.Thresholds)
-	if base != nil || sut != nil {
-		checks = build.EvaluateBaseline(d.Thresholds, res, base)
-	}
-	sum, outputs, err := j.reportLoad(st, res, checks, base, d.WriteWorkers)
+	o := outcome.New(in)
+	outputs, err := j.reportLoad(st, o, d.WriteWorkers)
 	if err != nil {
 		return fail("%v", err)
 	}
+	out := d.Outcome
 	outputs["workers"] = strconv.Itoa(len(out.Workers))
 	outputs["reassignments"] = strconv.Itoa(out.Reassignments)
 	if out.Degraded {
 		j.Logf("::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
-	if sum.GeneratorBound {
+	if sum := &o.Summary; sum.GeneratorBound {
 		j.Logf("::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
 	}
-	if d.Cancelled {
-		return runnerv1.Result_RESULT_CANCELLED, outputs
-	}
-	result := j.verdict(" on the merged result", res, checks)
-	if d.Shortfall != "" {
-		j.Logf("::error::forgeload/load: %s", d.Shortfall)
-		result = runnerv1.Result_RESULT_FAILURE
-	}
-	return result, outputs
+	return j.verdict(o), outputs
 }
 
-// reportLoad reports a load step's result, the same for one host and many:
-// the summary (and extra, e.g. the worker table) in the log, the Markdown
-// job summary with the comparison when there is a baseline, the result
-// artifacts; it returns the summary and the step's outputs. An error is a
-// summary that could not be written to the log.
-func (j *stepJob) reportLoad(st workflow.Step, res *load.Result, checks []load.Check, base *compare.Result, extra func(w io.Writer, markdown bool) error) (load.Summary, map[string]string, error) {
+// reportLoad reports a load step's outcome, the same for one host and
+// many: the summary (and extra, e.g. the worker table) in the log, the
+// Markdown job summary with the comparison when there is a baseline, the
+// result artifacts; it returns the step's outputs. An error is a summary
+// that could not be written to the log.
+func (j *stepJob) reportLoad(st workflow.Step, o *outcome.Outcome, extra func(w io.Writer, markdown bool) error) (map[string]string, error) {
 	w := j.Writer()
-	if err := load.WriteText(w, res, checks); err != nil {
-		return load.Summary{}, nil, fmt.Errorf("write the summary: %w", err)
+	if err := o.WriteText(w); err != nil {
+		return nil, fmt.Errorf("write the summary: %w", err)
 	}
 	if extra != nil {
 		if err := extra(w, false); err != nil {
-			return load.Summary{}, nil, fmt.Errorf("write the summary: %w", err)
+			return nil, fmt.Errorf("write the summary: %w", err)
 		}
 	}
 	var md bytes.Buffer
-	if err := load.WriteMarkdown(&md, res, checks); err == nil && (extra == nil || extra(&md, true) == nil) {
-		if base != nil {
+	if err := o.WriteMarkdown(&md); err == nil && (extra == nil || extra(&md, true) == nil) {
+		if o.Baseline != nil {
 			md.WriteString("\n")
-			md.Write(j.writeBaseline(base, res))
+			md.Write(j.writeBaseline(o))
 		}
 		j.uploadSummary(md.Bytes())
 	}
-	j.uploadResults(st, res, checks)
-	sum := load.Summarize(res, checks)
-	outputs := loadOutputs(sum)
-	maps.Copy(outputs, sutOutputs(sum.SUT))
-	return sum, outputs, nil
+	j.uploadResults(st, o)
+	outputs := loadOutputs(o.Summary)
+	maps.Copy(outputs, sutOutputs(o.Summary.SUT))
+	return outputs, nil
 }
 
 // warnBound warns when the generator fell behind or every worker was busy,
@@ -294,24 +269,23 @@ func (j *stepJob) warnBound(sum *load.Summary) {
 	}
 }
 
-// verdict logs the failed thresholds, if any, and returns the step's
-// result: FAILURE when one failed or when no request succeeded (the run
-// measured nothing). A step without thresholds gets a warning. where
-// qualifies the data, e.g. " on the merged result".
-func (j *stepJob) verdict(where string, res *load.Result, checks []load.Check) runnerv1.Result {
-	if len(checks) == 0 {
+// verdict maps the outcome's verdict to the step's result, logging why
+// it did not pass: CANCELLED for a cancelled run, FAILURE for every
+// failure reason (a stop, failed thresholds, a shortfall, nothing
+// measured), else SUCCESS. A judged step without thresholds gets a
+// warning.
+func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
+	v := o.Verdict
+	if v.Kind == outcome.Cancelled {
+		return runnerv1.Result_RESULT_CANCELLED
+	}
+	if len(o.Checks) == 0 {
 		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
-	var failed []string
-	for _, c := range loadrun.Failed(checks) {
-		failed = append(failed, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
+	for _, r := range v.Reasons {
+		j.Logf("::error::forgeload/load: %s", r)
 	}
-	if len(failed) > 0 {
-		j.Logf("::error::forgeload/load: %d of %d thresholds failed%s: %s", len(failed), len(checks), where, strings.Join(failed, "; "))
-		return runnerv1.Result_RESULT_FAILURE
-	}
-	if res.MeasuredNothing() {
-		j.Logf("::error::forgeload/load: %v", loadrun.ErrNothingMeasured(res, where))
+	if v.Kind == outcome.Fail {
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	return runnerv1.Result_RESULT_SUCCESS

@@ -15,7 +15,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
-	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -56,13 +56,13 @@ func artifactName(st workflow.Step, i int) string {
 // The content is masked like every log row. A failed upload is an error
 // line in the step log and nothing more: the measured result and the
 // step's verdict do not depend on it.
-func (j *stepJob) uploadResults(st workflow.Step, res *load.Result, checks []load.Check) {
+func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
 	up := j.deps.Publisher
 	if up == nil || j.runtimeToken() == "" {
 		return
 	}
 	name := artifactName(st, j.i)
-	data, err := j.resultsZip(res, checks)
+	data, err := j.resultsZip(o)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -76,18 +76,18 @@ func (j *stepJob) uploadResults(st workflow.Step, res *load.Result, checks []loa
 }
 
 // resultsZip zips report.html and result.json, each masked.
-func (j *job) resultsZip(res *load.Result, checks []load.Check) ([]byte, error) {
+func (j *job) resultsZip(o *outcome.Outcome) ([]byte, error) {
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
 	for _, f := range []struct {
 		name  string
-		write load.SummaryWriter
-	}{{"report.html", resultview.WriteHTML}, {"result.json", load.WriteJSON}} {
+		write outcome.Writer
+	}{{"report.html", outcome.HTML}, {"result.json", outcome.JSON}} {
 		var content bytes.Buffer
-		if err := f.write(&content, res, checks); err != nil {
+		if err := f.write(o, &content); err != nil {
 			return nil, err
 		}
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: res.Start})
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: o.Result.Start})
 		if err != nil {
 			return nil, fmt.Errorf("zip %s: %w", f.name, err)
 		}
@@ -179,12 +179,12 @@ func resultFromZip(b []byte, name string) (*compare.Result, error) {
 
 // writeBaseline logs the comparison with the baseline and returns it as
 // Markdown for the job summary.
-func (j *stepJob) writeBaseline(base *compare.Result, res *load.Result) []byte {
-	ds := compare.Compare(base, compare.FromResult(res, "this run"), nil)
-	if err := compare.WriteText(j.Writer(), base.Path, "this run", ds); err != nil {
+func (j *stepJob) writeBaseline(o *outcome.Outcome) []byte {
+	ds := o.Deltas()
+	if err := compare.WriteText(j.Writer(), o.Baseline.Path, "this run", ds); err != nil {
 		j.Logf("::warning::comparison not written: %v", err)
 	}
 	var md bytes.Buffer
-	_ = compare.WriteMarkdown(&md, base.Path, "this run", ds)
+	_ = compare.WriteMarkdown(&md, o.Baseline.Path, "this run", ds)
 	return md.Bytes()
 }

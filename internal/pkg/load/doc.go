@@ -3,7 +3,8 @@
 // stages), the closed model (virtual users with a ramp and think time), the
 // pull-based workers that call a [Requester], the retry and failure-logging
 // decorators, the HDR-histogram measurement (overall, per endpoint and per
-// second, mergeable across hosts) and the text, JSON and Markdown summaries.
+// second, mergeable across hosts) and the text, JSON and Markdown summaries
+// (package outcome computes a run's [Summary] once and judges the run).
 // It knows nothing of the forge, Redis or Prometheus: protocol drivers such as
 // httpload plug in through [Requester], and the multi-host coordinator
 // through [Options.Owns], [Options.ScaleVUs], [Options.StartAt],

@@ -170,8 +170,13 @@ type Options struct {
 	OnSecond func(*Snapshot)
 }
 
-// open reports whether o selects the open model.
-func (o *Options) open() bool { return o.Rate > 0 || len(o.Stages) > 0 }
+// Open reports whether o selects the open model: a rate or rate stages
+// (arrivals on a schedule) rather than workers or virtual users looping.
+// It is the one definition of the model; every package asks it.
+func (o *Options) Open() bool { return o.Rate > 0 || len(o.Stages) > 0 }
+
+// open is [Options.Open], for the engine's own calls.
+func (o *Options) open() bool { return o.Open() }
 
 // Validate checks o and returns an error naming the first bad field and
 // how to fix it.

@@ -179,9 +179,6 @@ type Result struct {
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
 	// nil for HTTP.
 	Protocol *ProtocolStats `json:"protocol,omitempty"`
-	// Info describes where the run came from, for reports; nil when the
-	// caller gave nothing. Merge keeps the receiver's.
-	Info *RunInfo `json:"info,omitempty"`
 	// SUT summarises the resource use of the system under test during the
 	// run (see [Options.Resources]); nil when none was measured.
 	SUT []ResourceSummary `json:"sut,omitempty"`
@@ -274,9 +271,6 @@ func (r *Result) Merge(o *Result) {
 	r.Stats.Merge(&o.Stats)
 	r.Dropped += o.Dropped
 	r.Interrupted = r.Interrupted || o.Interrupted
-	if r.Info == nil {
-		r.Info = o.Info
-	}
 	for i := range o.Endpoints {
 		r.endpoint(o.Endpoints[i].Name).Merge(&o.Endpoints[i].Stats)
 	}

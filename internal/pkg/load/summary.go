@@ -139,7 +139,6 @@ type Summary struct {
 func Summarize(r *Result, checks []Check) Summary {
 	s := Summary{
 		SchemaVersion:  SummarySchemaVersion,
-		Run:            r.Info,
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Model:          "closed",
 		Requests:       r.Requests,
@@ -209,9 +208,15 @@ func statusNames(m map[int]int64) map[string]int64 {
 
 // WriteJSON writes the [Summary] of r as indented JSON.
 func WriteJSON(w io.Writer, r *Result, checks []Check) error {
+	s := Summarize(r, checks)
+	return s.WriteJSON(w)
+}
+
+// WriteJSON writes s as indented JSON.
+func (s *Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(Summarize(r, checks)); err != nil {
+	if err := enc.Encode(s); err != nil {
 		return fmt.Errorf("write json summary: %w", err)
 	}
 	return nil
@@ -377,10 +382,16 @@ func passFail(ok bool) string {
 // printed at the end of `forgeload load` and in the job log.
 func WriteText(w io.Writer, r *Result, checks []Check) error {
 	s := Summarize(r, checks)
+	return s.WriteText(w)
+}
+
+// WriteText writes s as an aligned plain-text table; see [WriteText].
+func (s *Summary) WriteText(w io.Writer) error {
+	checks := s.Thresholds
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Load test summary")
-	for _, row := range summaryRows(&s) {
+	for _, row := range summaryRows(s) {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}
 	_ = tw.Flush()
@@ -424,6 +435,12 @@ func mdEscape(s string) string {
 // GITHUB_STEP_SUMMARY and the forge's job summary.
 func WriteMarkdown(w io.Writer, r *Result, checks []Check) error {
 	s := Summarize(r, checks)
+	return s.WriteMarkdown(w)
+}
+
+// WriteMarkdown writes s as GitHub-flavoured Markdown; see [WriteMarkdown].
+func (s *Summary) WriteMarkdown(w io.Writer) error {
+	checks := s.Thresholds
 	ew := &errWriter{w: w}
 	fmt.Fprintln(ew, "### Load test summary")
 	fmt.Fprintln(ew)
@@ -436,7 +453,7 @@ func WriteMarkdown(w io.Writer, r *Result, checks []Check) error {
 	}
 	fmt.Fprintln(ew, "| Metric | Value |")
 	fmt.Fprintln(ew, "|---|---|")
-	for _, row := range summaryRows(&s) {
+	for _, row := range summaryRows(s) {
 		fmt.Fprintf(ew, "| %s | %s |\n", mdEscape(row[0]), mdEscape(row[1]))
 	}
 	if s.Protocol != nil {

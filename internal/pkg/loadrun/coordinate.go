@@ -62,12 +62,11 @@ type CoordSettings struct {
 
 // Distributed is the merged outcome of a distributed test.
 type Distributed struct {
-	// Result is the merged result; Checks its thresholds, evaluated on
-	// the merged histograms.
+	// Result is the merged result.
 	Result *load.Result
-	Checks []load.Check
-	// Thresholds are the config's thresholds, for a caller that evaluates
-	// them again with more data (a baseline, the services' resource use).
+	// Thresholds are the config's thresholds, which the caller judges
+	// once on the merged result (package outcome), with the baseline and
+	// the services' resource use.
 	Thresholds []threshold.Threshold
 	// Outcome is the cluster's account: workers, reassignments, degraded.
 	Outcome *cluster.Outcome
@@ -150,7 +149,7 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	// The daemon's load metrics count what this host sends: its own
 	// segment does that through its SegmentRunner, so the merged seconds
 	// are not fed to them here (OnSecond is for views of the whole run).
-	open := o.Rate > 0 || len(o.Stages) > 0
+	open := o.Open()
 	sched := load.NewSchedule(&o)
 	end := planEnd(&o)
 	planSecs := int((end + time.Second - 1) / time.Second)
@@ -219,7 +218,7 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 		res.TargetRPS = sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
 	}
 	res.Finish()
-	d := &Distributed{Result: res, Checks: build.Evaluate(ths, res), Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
+	d := &Distributed{Result: res, Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
 	if open {
 		d.plannedIn = sched.PlannedCount
 	}
@@ -253,7 +252,7 @@ func shortfall(o *load.Options, end time.Duration, sched *load.Schedule, deliver
 	}
 	planned := 0.0
 	switch {
-	case o.Rate > 0 || len(o.Stages) > 0:
+	case o.Open():
 		planned = plannedArrivals(o, end, sched)
 		if o.Total > 0 && (end < o.Duration || float64(o.Total) < planned) {
 			planned = float64(o.Total)
@@ -437,7 +436,7 @@ const maxWalk = 20_000_000
 // arrival, as on one host. Otherwise, and for plans too long to walk, it is
 // the duration.
 func planEnd(o *load.Options) time.Duration {
-	if o.Total == 0 || o.Total > maxWalk || !(o.Rate > 0 || len(o.Stages) > 0) {
+	if o.Total == 0 || o.Total > maxWalk || !o.Open() {
 		return o.Duration
 	}
 	s := load.NewSchedule(&load.Options{Rate: o.Rate, Stages: o.Stages, Arrival: o.Arrival, Seed: o.Seed})

@@ -78,8 +78,8 @@ thresholds: ["http_req_failed:rate < 0.01"]
 	if !strings.Contains(strings.Join(logs, "\n"), "poisson seed") {
 		t.Errorf("no poisson seed line in %q", logs)
 	}
-	if d.Result.Requests != 30 || len(d.Checks) != 1 || d.Checks[0].Passed {
-		t.Errorf("merged %d requests, checks %+v: want 30 and the failed-rate threshold failing (2 of 15 failed)", d.Result.Requests, d.Checks)
+	if checks := build.Evaluate(d.Thresholds, d.Result); d.Result.Requests != 30 || len(checks) != 1 || checks[0].Passed {
+		t.Errorf("merged %d requests, checks %+v: want 30 and the failed-rate threshold failing (2 of 15 failed)", d.Result.Requests, checks)
 	}
 	if eps := d.Result.Endpoints; len(eps) != 2 || eps[0].Name != "get|items" {
 		t.Errorf("endpoints %+v, want the plan's order", eps)

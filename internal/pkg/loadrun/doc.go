@@ -4,7 +4,8 @@
 // and validates it; [New] checks every target against the runner's target
 // policy before a byte is sent, installs the same check at dial time and
 // on every redirect (a refusal stops the run) and builds the engine's run under the runner's
-// limits; [Test.Run] runs it and evaluates the thresholds.
+// limits; [Test.Run] runs it and returns the measurements, which the caller
+// judges once with package outcome.
 //
 // For a test split over several hosts it holds both sides: [Coordinate]
 // ships a validated, typed spec through the cluster, turns the merged

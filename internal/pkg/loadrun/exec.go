@@ -3,7 +3,6 @@ package loadrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -155,8 +154,6 @@ func New(ctx context.Context, cfg *spec.Config, s Settings) (*Test, error) {
 // did.
 type Outcome struct {
 	Result *load.Result
-	// Checks are the thresholds evaluated on Result.
-	Checks []load.Check
 	// Refused is the policy's refusal at dial time (the DNS answer changed
 	// to a denied address) or of a redirect, which stopped the run; nil if
 	// none.
@@ -175,7 +172,8 @@ func (o *Outcome) Stop() error {
 	return o.Stopped
 }
 
-// Run runs the test and evaluates its thresholds. The error is non-nil only
+// Run runs the test (its thresholds are judged by the caller, with
+// package outcome). The error is non-nil only
 // when the run could not start (or panicked: see [load.Panic]). A refusal
 // at dial time or of a redirect cancels the run at once.
 func (t *Test) Run(ctx context.Context) (*Outcome, error) {
@@ -184,11 +182,11 @@ func (t *Test) Run(ctx context.Context) (*Outcome, error) {
 	if t.g != nil {
 		t.g.arm(stop)
 	}
-	res, checks, err := t.Engine.Run(runCtx)
+	res, err := t.Engine.Run(runCtx)
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{Result: res, Checks: checks, Stopped: t.Engine.Stopped()}
+	out := &Outcome{Result: res, Stopped: t.Engine.Stopped()}
 	if t.g != nil {
 		out.Refused = t.g.refusal()
 	}
@@ -307,23 +305,6 @@ func (g *dialGuard) refusal() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.refused
-}
-
-// Failed returns the checks that failed.
-func Failed(checks []load.Check) []load.Check {
-	var out []load.Check
-	for _, c := range checks {
-		if !c.Passed {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// ErrNothingMeasured is the failure of a run in which no request
-// succeeded; where qualifies the data, e.g. " on the merged result".
-func ErrNothingMeasured(res *load.Result, where string) error {
-	return fmt.Errorf("%s (%d of %d requests failed%s)", build.NothingMeasured, res.Errors, res.Requests, where)
 }
 
 // traceExportURL returns the URL cfg exports spans to, if it has a

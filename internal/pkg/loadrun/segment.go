@@ -165,7 +165,7 @@ func (r *SegmentRunner) panicked(a cluster.Assignment, errp *error) {
 // total. In the open model, total caps the global arrival index instead and
 // every host striped with Owns stops at it by itself.
 func closedShare(o *load.Options, scale func(int) int) (uint64, bool) {
-	if o.Total == 0 || o.Rate > 0 || len(o.Stages) > 0 || scale == nil {
+	if o.Total == 0 || o.Open() || scale == nil {
 		return 0, false
 	}
 	return uint64(max(scale(int(min(o.Total, math.MaxInt32))), 0)), true

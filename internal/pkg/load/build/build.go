@@ -121,7 +121,7 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 	o.Progress, o.ProgressInterval, o.OnSecond, o.Resources = s.Progress, s.ProgressInterval, s.OnSecond, s.Resources
 
 	workers := o.Concurrency
-	if !(o.Rate > 0 || len(o.Stages) > 0) && (o.VUs > 0 || len(o.VUStages) > 0) {
+	if !o.Open() && (o.VUs > 0 || len(o.VUStages) > 0) {
 		workers = max(o.VUs, cfg.VUs.Count)
 		for _, st := range o.VUStages {
 			workers = max(workers, st.Target)
@@ -222,11 +222,12 @@ func EngineOptions(cfg *spec.Config, l Limits) (load.Options, []threshold.Thresh
 	return o, ths, nil
 }
 
-// Run runs the engine and evaluates its thresholds on the result. The error is
-// non-nil only when the run could not start.
-func (p *Engine) Run(ctx context.Context) (*load.Result, []load.Check, error) {
+// Run runs the engine and returns its measurements; the thresholds are
+// judged by the caller (package outcome), once. The error is non-nil only
+// when the run could not start.
+func (p *Engine) Run(ctx context.Context) (*load.Result, error) {
 	if p.unshared {
-		return nil, nil, errors.New("feeder: this config is distributed over several hosts, but this host's run does not share the feeder rows with them (Settings.ShareRows), so every host would send every row: run it through the cluster")
+		return nil, errors.New("feeder: this config is distributed over several hosts, but this host's run does not share the feeder rows with them (Settings.ShareRows), so every host would send every row: run it through the cluster")
 	}
 	// Connections are opened before plan time 0 (best effort: a target
 	// that cannot be reached now is measured as failing requests).
@@ -241,7 +242,7 @@ func (p *Engine) Run(ctx context.Context) (*load.Result, []load.Check, error) {
 		// The first token before the first request: a wrong secret fails
 		// the run before it starts.
 		if _, err := p.vars.Auth(ctx); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -252,12 +253,12 @@ func (p *Engine) Run(ctx context.Context) (*load.Result, []load.Check, error) {
 	res, err := load.Run(ctx, p.Options)
 	p.flushTraces(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if p.proto != nil {
 		res.Protocol = p.proto.ProtocolStats()
 	}
-	return res, Evaluate(p.Thresholds, res), nil
+	return res, nil
 }
 
 // LoadFeeder reads cfg's feeder file, if any, into cfg.Feeder.Data and

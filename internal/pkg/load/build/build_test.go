@@ -71,10 +71,11 @@ thresholds:
 		t.Fatal(err)
 	}
 	defer p.Close()
-	res, checks, err := p.Run(t.Context())
+	res, err := p.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	checks := Evaluate(p.Thresholds, res)
 	if res.Requests != 200 || oks.Load()+fails.Load() != 200+res.Retries {
 		t.Errorf("requests = %d, server saw %d ok + %d failed with %d retries", res.Requests, oks.Load(), fails.Load(), res.Retries)
 	}

@@ -1,7 +1,8 @@
 // Package build turns a validated load config (package spec) into a runnable
 // load test, an [Engine]: engine options (package load), the protocol driver
-// and the parsed thresholds; and after the run it evaluates the thresholds
-// on the merged result and turns them into the summary's checks. It also
+// and the parsed thresholds; [EvaluateBaseline] turns the thresholds, on a
+// result and a baseline, into the summary's checks (package outcome calls
+// it once per run; [Engine.Run] returns measurements only). It also
 // sets up the feeder (shared with the other hosts of a multi-host run
 // through Settings.ShareRows), auth, and the tracing block's OpenTelemetry
 // exporter, flushed when Run ends. [EngineOptions] gives the engine options

@@ -114,7 +114,7 @@ func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) 
 	}
 	if l.MaxConcurrency > 0 {
 		c := o.Concurrency
-		if !open(o) {
+		if !o.Open() {
 			c = max(o.Concurrency, PeakVUs(o))
 			if scale != nil {
 				c = scale(c)
@@ -151,8 +151,6 @@ func PeakVUs(o *load.Options) int {
 	}
 	return v
 }
-
-func open(o *load.Options) bool { return o.Rate > 0 || len(o.Stages) > 0 }
 
 func formatRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
 

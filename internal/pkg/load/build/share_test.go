@@ -65,7 +65,7 @@ func TestShareRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.Run(t.Context()); err != nil {
+	if _, err := p.Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Close(); err != nil {
@@ -84,7 +84,7 @@ func TestShareRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if _, _, err := p.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "every host would send every row") {
+	if _, err := p.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "every host would send every row") {
 		t.Errorf("Run without ShareRows = %v, want a refusal", err)
 	}
 	if len(paths) != 0 {

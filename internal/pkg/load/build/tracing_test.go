@@ -60,7 +60,7 @@ func runTraced(t *testing.T, yaml string, s Settings) (*report, error) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	_, _, err = p.Run(t.Context())
+	_, err = p.Run(t.Context())
 	return rep, err
 }
 

@@ -351,7 +351,13 @@ func (m metrics) LatencyPercentile(p float64) time.Duration {
 // FromResult is the read-back view of a run in memory, as if its JSON
 // result had been written and read.
 func FromResult(r *load.Result, name string) *Result {
-	res := &Result{Summary: load.Summarize(r, nil), Path: name}
+	s := load.Summarize(r, nil)
+	return FromSummary(r, &s, name)
+}
+
+// FromSummary is [FromResult] from r's summary s, already computed.
+func FromSummary(r *load.Result, s *load.Summary, name string) *Result {
+	res := &Result{Summary: *s, Path: name}
 	if r.Latency != nil && r.Latency.Count() > 0 {
 		res.Hist = r.Latency
 	}

@@ -223,7 +223,7 @@ func TestBrowserReport(t *testing.T) {
 	t.Parallel()
 	xss := `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`
 	r := sampleResult(t, 90, "home", xss)
-	r.Info = &load.RunInfo{Repository: "acme/shop", Ref: "refs/heads/main", Commit: "3f2c1e9", Workflow: "perf.yml", Job: "perf", RunID: "42", Runner: "forgeload-1", Step: "api", Version: "v1.4.0",
+	info := &load.RunInfo{Repository: "acme/shop", Ref: "refs/heads/main", Commit: "3f2c1e9", Workflow: "perf.yml", Job: "perf", RunID: "42", Runner: "forgeload-1", Step: "api", Version: "v1.4.0",
 		Config: []load.ConfigRow{{Key: "target", Value: "http://127.0.0.1:8080/"}, {Key: "rate", Value: "100"}, {Key: "headers", Value: "Authorization: ***"}}}
 	checks := []load.Check{
 		{Name: "http_req_duration:p99 < 300ms", Actual: "4.2ms", Passed: true},
@@ -232,7 +232,9 @@ func TestBrowserReport(t *testing.T) {
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var html, js bytes.Buffer
-	if err := WriteHTML(&html, r, checks); err != nil {
+	s := load.Summarize(r, checks)
+	s.Run = info
+	if err := BuildSummary(r, &s).Render(&html); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, html.Bytes(), 0o600); err != nil {

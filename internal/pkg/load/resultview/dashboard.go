@@ -25,6 +25,7 @@ import (
 type Dashboard struct {
 	mu      sync.Mutex
 	live    load.Result
+	info    *load.RunInfo
 	checks  []load.Check
 	running bool
 	page    []byte // the rendered <main> fragment of the latest state
@@ -45,7 +46,7 @@ func newDashboard(info *load.RunInfo, mask func(string) string) *Dashboard {
 		mask = func(s string) string { return s }
 	}
 	d := &Dashboard{running: true, subs: map[chan struct{}]struct{}{}, now: time.Now, points: MaxPoints, mask: mask}
-	d.live.Info = info
+	d.info = info
 	d.live.Start = d.now()
 	d.renderLocked()
 	return d
@@ -77,17 +78,15 @@ func (d *Dashboard) Second(s *load.Snapshot) {
 func (d *Dashboard) Finish(r *load.Result, checks []load.Check) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	info := d.live.Info
 	d.live = *r
-	if d.live.Info == nil {
-		d.live.Info = info
-	}
 	d.checks, d.running = checks, false
 	d.renderLocked()
 }
 
 func (d *Dashboard) view() *View {
-	v := build(&d.live, d.checks, d.points)
+	s := load.Summarize(&d.live, d.checks)
+	s.Run = d.info
+	v := buildFrom(&d.live, &s, d.points)
 	v.Live, v.Running = true, d.running
 	v.Updated = d.now().UTC().Format("15:04:05")
 	return v

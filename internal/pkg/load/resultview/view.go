@@ -67,15 +67,25 @@ type View struct {
 // Build computes the view of r and its threshold checks.
 func Build(r *load.Result, checks []load.Check) *View { return build(r, checks, MaxPoints) }
 
+// BuildSummary computes the view of r from its summary s, already
+// computed (s.Run is the run's metadata, s.Thresholds its checks): the
+// summary is not computed again.
+func BuildSummary(r *load.Result, s *load.Summary) *View { return buildFrom(r, s, MaxPoints) }
+
 // build is Build with at most points per series.
 func build(r *load.Result, checks []load.Check, points int) *View {
 	s := load.Summarize(r, checks)
-	v := &View{Summary: s, Run: r.Info, Thresholds: checks, Title: "forgeload load test"}
+	return buildFrom(r, &s, points)
+}
+
+// buildFrom is BuildSummary with at most points per series.
+func buildFrom(r *load.Result, s *load.Summary, points int) *View {
+	v := &View{Summary: *s, Run: s.Run, Thresholds: s.Thresholds, Title: "forgeload load test"}
 	if !r.Start.IsZero() {
 		v.Started = r.Start.UTC().Format(time.RFC3339)
 	}
-	if r.Info != nil && r.Info.Step != "" {
-		v.Title += ": " + r.Info.Step
+	if v.Run != nil && v.Run.Step != "" {
+		v.Title += ": " + v.Run.Step
 	}
 	v.cards()
 	v.health()

@@ -39,12 +39,24 @@ func render(t testing.TB, r *load.Result, checks []load.Check) string {
 	return b.String()
 }
 
+// renderRun is render for a run described by info.
+func renderRun(t testing.TB, r *load.Result, checks []load.Check, info *load.RunInfo) string {
+	t.Helper()
+	s := load.Summarize(r, checks)
+	s.Run = info
+	var b bytes.Buffer
+	if err := BuildSummary(r, &s).Render(&b); err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	return b.String()
+}
+
 func TestWriteHTMLEscapesRunStrings(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 5, xssName, "ok")
-	r.Info = &load.RunInfo{Repository: `o/<b>r</b>`, Config: []load.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}}}
+	info := &load.RunInfo{Repository: `o/<b>r</b>`, Config: []load.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}}}
 	r.Classes = map[string]int64{`<svg onload=alert(3)>`: 1}
-	page := render(t, r, []load.Check{{Name: `http_req_duration{endpoint:<script>x</script>}:p99 < 1s`, Actual: "<i>1ms</i>", Passed: true}})
+	page := renderRun(t, r, []load.Check{{Name: `http_req_duration{endpoint:<script>x</script>}:p99 < 1s`, Actual: "<i>1ms</i>", Passed: true}}, info)
 	for _, bad := range []string{"<script>document", "<img src=x", "<script>alert", "<svg onload", "<b>r</b>", "<script>x</script>", "<i>1ms"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page contains %q unescaped", bad)
@@ -231,11 +243,11 @@ func sampleSnapshot(sec int, names []string) *load.Snapshot {
 func TestHostsOfAMultiHostRun(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 3)
-	r.Info = &load.RunInfo{Hosts: []load.HostRow{
+	info := &load.RunInfo{Hosts: []load.HostRow{
 		{ID: "w1", Host: "gen-a", Segments: "0,2", Requests: 3000, RPS: 1000, CPUPct: 80, ClockOffset: "1ms", Status: "ok"},
 		{ID: "w2", Host: "<gen-b>", Segments: "1", Requests: 1200, RPS: 400, Dropped: 3, ClockOffset: "-2ms", Status: "lost: lease expired"},
 	}}
-	page := render(t, r, nil)
+	page := renderRun(t, r, nil, info)
 	for _, want := range []string{`<table id="hosts">`, "<td>gen-a</td>", "<td>&lt;gen-b&gt;</td>", `data-v="3000"`, `<td class="bad">lost: lease expired</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

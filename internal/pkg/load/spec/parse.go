@@ -233,6 +233,10 @@ func (c *Config) checkBodyFiles() error {
 	return errs.Err()
 }
 
+// Open reports whether c selects the open model (a rate or load_patterns),
+// as [load.Options.Open] does for the engine's options built from it.
+func (c *Config) Open() bool { return c.Rate > 0 || len(c.Patterns) > 0 }
+
 // ConfineTo makes c read the files it names (body files) only inside root,
 // as [LoadIn] does; relative paths set inline are relative to root's
 // directory. Use it for a config built from inline keys alone.

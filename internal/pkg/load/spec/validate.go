@@ -439,7 +439,7 @@ func (v *validator) closedModel() {
 	} else if tt.Max < tt.Min {
 		v.fail("think_time.max", "max %s is below min %s", tt.Max, tt.Min)
 	}
-	if (tt.Min > 0 || tt.Max > 0) && (c.Rate > 0 || len(c.Patterns) > 0) {
+	if (tt.Min > 0 || tt.Max > 0) && c.Open() {
 		v.fail("think_time", "think_time applies to the closed model (vus, or concurrency without a rate); under rate or load_patterns arrivals are paced by the rate, so remove it")
 	}
 }

@@ -1,0 +1,11 @@
+// Package outcome owns a load test's outcome: what the engine measured
+// ([load.Result], measurements only), its summary computed once, its
+// thresholds evaluated once (with the baseline and the job's services
+// included), the run's metadata, and one verdict in one order. The job's
+// load step, `forgeload load` and the multi-host coordinator build an
+// [Outcome] with [New], write it with its Text, Markdown, JSON and HTML
+// writers, and map its [Verdict] to a step result or an exit code.
+//
+// It also holds the one log_errors policy ([FailureLogger]) both callers
+// use.
+package outcome

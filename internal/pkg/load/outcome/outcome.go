@@ -1,0 +1,203 @@
+package outcome
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+)
+
+// Input is what [New] judges: the measurements and what the caller knows
+// about how the run ended.
+type Input struct {
+	// Result is the engine's measurements: one host's, or the merged
+	// result of a multi-host run.
+	Result *load.Result
+	// Thresholds are the test's thresholds. Baseline is the earlier run
+	// the baseline thresholds compare with; nil skips them.
+	Thresholds []threshold.Threshold
+	Baseline   *compare.Result
+	// SUT, if not nil, is the resource use of the system under test
+	// measured beside the run (a multi-host run's coordinator samples the
+	// job's services itself); it replaces Result.SUT before the thresholds
+	// are evaluated.
+	SUT []load.ResourceSummary
+	// Info says where the run came from, for the reports.
+	Info *load.RunInfo
+	// Stopped is why the run stopped before its end on its own (a target
+	// refused at dial time, feeder rows ran out, …); nil if it did not.
+	Stopped error
+	// Cancelled is set when the caller's context ended (the job was
+	// cancelled, Ctrl-C). A Result marked Interrupted counts as cancelled
+	// too.
+	Cancelled bool
+	// Shortfall is why a multi-host run delivered materially less than it
+	// planned; "" if it did not.
+	Shortfall string
+	// Where qualifies the data in the verdict's reasons, e.g. " on the
+	// merged result".
+	Where string
+}
+
+// Outcome is a load test's outcome, built once by [New].
+type Outcome struct {
+	// Result is the engine's measurements.
+	Result *load.Result
+	// Summary is the reported view of Result, computed once; its
+	// Thresholds are Checks and its Run is Info.
+	Summary load.Summary
+	// Checks are the thresholds, evaluated once (baseline and SUT
+	// included).
+	Checks []load.Check
+	// Baseline is the earlier run compared with, or nil.
+	Baseline *compare.Result
+	// Info says where the run came from; may be nil.
+	Info *load.RunInfo
+	// Verdict is whether the run passed and, if not, why.
+	Verdict Verdict
+}
+
+// summarize is load.Summarize; a variable so that a test can count the
+// calls.
+var summarize = load.Summarize
+
+// New evaluates in's thresholds on its result once, summarises it once
+// and gives the verdict.
+func New(in Input) *Outcome {
+	res := in.Result
+	if in.SUT != nil {
+		res.SUT = in.SUT
+	}
+	o := &Outcome{Result: res, Baseline: in.Baseline, Info: in.Info}
+	var base threshold.Source
+	if in.Baseline != nil {
+		base = in.Baseline
+	}
+	o.Checks = build.EvaluateBaseline(in.Thresholds, res, base)
+	o.Summary = summarize(res, o.Checks)
+	o.Summary.Run = in.Info
+	o.Verdict = judge(in, res, o.Checks)
+	return o
+}
+
+// Kind is the kind of a [Verdict].
+type Kind int
+
+const (
+	// Pass: every threshold passed and the run measured something.
+	Pass Kind = iota
+	// Fail: the run stopped on its own, a threshold failed, a multi-host
+	// run delivered too little, or no request succeeded.
+	Fail
+	// Cancelled: the caller cancelled the run before its end; its
+	// thresholds are not judged on the partial data.
+	Cancelled
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Pass:
+		return "pass"
+	case Fail:
+		return "fail"
+	case Cancelled:
+		return "cancelled"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Verdict is whether a run passed. Its order, the same for every caller
+// (docs/load.md, "Verdict"), is: stopped on its own (fail), cancelled,
+// failed thresholds (fail), a multi-host shortfall (fail), nothing
+// measured (fail), else pass. The first that applies gives the Kind;
+// Reasons lists every failure that applies after a stop or a cancel is
+// ruled out, in that order.
+type Verdict struct {
+	Kind Kind
+	// Reasons say why the run did not pass, most important first; empty
+	// on a pass.
+	Reasons []string
+	// Failed are the thresholds that failed.
+	Failed []load.Check
+}
+
+// Err is the verdict as an error: nil on a pass, else its first reason.
+func (v Verdict) Err() error {
+	if len(v.Reasons) == 0 {
+		return nil
+	}
+	return errors.New(v.Reasons[0])
+}
+
+// judge gives the verdict in the one order of [Verdict].
+func judge(in Input, res *load.Result, checks []load.Check) Verdict {
+	var v Verdict
+	for _, c := range checks {
+		if !c.Passed {
+			v.Failed = append(v.Failed, c)
+		}
+	}
+	switch {
+	case in.Stopped != nil:
+		return Verdict{Kind: Fail, Reasons: []string{fmt.Sprintf("load test stopped: %v", in.Stopped)}, Failed: v.Failed}
+	case in.Cancelled || res.Interrupted:
+		return Verdict{Kind: Cancelled, Reasons: []string{"load test interrupted before its end"}, Failed: v.Failed}
+	}
+	if len(v.Failed) > 0 {
+		var names []string
+		for _, c := range v.Failed {
+			names = append(names, fmt.Sprintf("%s (got %s)", c.Name, c.Actual))
+		}
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%d of %d thresholds failed%s: %s", len(v.Failed), len(checks), in.Where, strings.Join(names, "; ")))
+	}
+	if in.Shortfall != "" {
+		v.Reasons = append(v.Reasons, in.Shortfall)
+	}
+	if len(v.Reasons) == 0 && res.MeasuredNothing() {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%d of %d requests failed%s)", build.NothingMeasured, res.Errors, res.Requests, in.Where))
+	}
+	if len(v.Reasons) > 0 {
+		v.Kind = Fail
+	}
+	return v
+}
+
+// WriteText writes the summary as an aligned plain-text table.
+func (o *Outcome) WriteText(w io.Writer) error { return o.Summary.WriteText(w) }
+
+// WriteMarkdown writes the summary as GitHub-flavoured Markdown.
+func (o *Outcome) WriteMarkdown(w io.Writer) error { return o.Summary.WriteMarkdown(w) }
+
+// WriteJSON writes the summary as indented JSON (the result file that
+// `forgeload compare` and a later run's baseline read).
+func (o *Outcome) WriteJSON(w io.Writer) error { return o.Summary.WriteJSON(w) }
+
+// WriteHTML writes the self-contained HTML report.
+func (o *Outcome) WriteHTML(w io.Writer) error {
+	return resultview.BuildSummary(o.Result, &o.Summary).Render(w)
+}
+
+// Deltas compares the run with its baseline; nil without one.
+func (o *Outcome) Deltas() []compare.Delta {
+	if o.Baseline == nil {
+		return nil
+	}
+	return compare.Compare(o.Baseline, compare.FromSummary(o.Result, &o.Summary, "this run"), nil)
+}
+
+// Writer is one of an Outcome's writers, as a method value's type.
+type Writer func(o *Outcome, w io.Writer) error
+
+// The writers, for callers that pick one.
+var (
+	Text     Writer = (*Outcome).WriteText
+	Markdown Writer = (*Outcome).WriteMarkdown
+	JSON     Writer = (*Outcome).WriteJSON
+	HTML     Writer = (*Outcome).WriteHTML
+)
