@@ -2,50 +2,15 @@ package cmd
 
 import (
 	"fmt"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
 	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/nettest"
 )
-
-// silentTarget is a real listener on 127.0.0.1 that accepts connections
-// and never answers.
-func silentTarget(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String() + "/"
-}
 
 // TestE2ELoadStepWaitsAndSizesAreBounded runs, through the real daemon and
 // the fake forge: a load step with graceful_shutdown 1h and timeout 10m
@@ -57,7 +22,7 @@ func silentTarget(t *testing.T) string {
 // the daemon still serves, with its memory bounded.
 func TestE2ELoadStepWaitsAndSizesAreBounded(t *testing.T) {
 	parallel(t)
-	silent := silentTarget(t)
+	silent := nettest.SilentTarget(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	n := newNode(t, "load:\n  max_graceful_shutdown: 2h\n")

@@ -4,48 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/nettest"
 )
-
-// silentTarget is a real listener on 127.0.0.1 that accepts connections
-// and never answers; it closes them when the test ends.
-func silentTarget(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String() + "/"
-}
 
 // stopBound is how soon a load step must end after a cancel or its
 // max_duration (the design's "about 2 s"), plus a margin for a loaded
@@ -87,7 +52,7 @@ func runSilent(ctx context.Context, t *testing.T, target string, limits build.Li
 // end watched neither, and the run lasted until its requests timed out.
 func TestRunStopsWithinBoundWhateverGraceAndTimeout(t *testing.T) {
 	t.Parallel()
-	target := silentTarget(t)
+	target := nettest.SilentTarget(t)
 	t.Run("cancel in the drain", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(t.Context())
@@ -126,7 +91,7 @@ func TestRunStopsWithinBoundWhateverGraceAndTimeout(t *testing.T) {
 // anything is sent, naming the limit and its config key.
 func TestLimitsRefuseBeforeSending(t *testing.T) {
 	t.Parallel()
-	target := silentTarget(t)
+	target := nettest.SilentTarget(t)
 	var eps strings.Builder
 	eps.WriteString("[")
 	for i := range 10_000 {
