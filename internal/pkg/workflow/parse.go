@@ -93,26 +93,14 @@ func ParseJobs(payload []byte) ([]*Workflow, error) {
 }
 
 func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
-	if len(payload) > MaxPayloadBytes {
-		return nil, &ParseError{Msg: fmt.Sprintf("workflow is %d bytes, more than the %d allowed; shorten it", len(payload), MaxPayloadBytes)}
-	}
-	root, _, serr := strictyaml.Parse(payload)
-	if serr != nil {
-		return nil, parseError(serr)
-	}
-	if root == nil {
-		return nil, &ParseError{Msg: "workflow is empty; a forge task must carry a workflow with one job"}
-	}
-	if strictyaml.Expanded(root, maxNodes) > maxNodes {
-		return nil, &ParseError{Msg: fmt.Sprintf("workflow expands to more than %d YAML nodes (through aliases); remove the aliases that repeat large parts", maxNodes)}
-	}
-	if root.Kind != yaml.MappingNode {
-		return nil, want(root, "", "a mapping with a jobs: key")
+	root, err := parseRoot(payload)
+	if err != nil {
+		return nil, err
 	}
 	base := Workflow{}
 	var jobs *yaml.Node
 	var jobsKey *yaml.Node
-	err := walk(root, "", "", topKeys, func(p strictyaml.Pair, kp string) (err error) {
+	err = walk(root, "", "", topKeys, func(p strictyaml.Pair, kp string) (err error) {
 		switch v := p.Value; p.Name {
 		case "name":
 			base.Name, err = scalar(v, kp)
@@ -175,6 +163,28 @@ func parse(payload []byte, exactlyOne bool) ([]*Workflow, error) {
 		out = append(out, &w)
 	}
 	return out, nil
+}
+
+// parseRoot reads payload as YAML, within the size and alias bounds, and
+// returns its top mapping.
+func parseRoot(payload []byte) (*yaml.Node, error) {
+	if len(payload) > MaxPayloadBytes {
+		return nil, &ParseError{Msg: fmt.Sprintf("workflow is %d bytes, more than the %d allowed; shorten it", len(payload), MaxPayloadBytes)}
+	}
+	root, _, serr := strictyaml.Parse(payload)
+	if serr != nil {
+		return nil, parseError(serr)
+	}
+	if root == nil {
+		return nil, &ParseError{Msg: "workflow is empty; a forge task must carry a workflow with one job"}
+	}
+	if strictyaml.Expanded(root, maxNodes) > maxNodes {
+		return nil, &ParseError{Msg: fmt.Sprintf("workflow expands to more than %d YAML nodes (through aliases); remove the aliases that repeat large parts", maxNodes)}
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, want(root, "", "a mapping with a jobs: key")
+	}
+	return root, nil
 }
 
 func parseJob(n *yaml.Node, path string) (*Job, error) {
