@@ -20,58 +20,80 @@ func (p *Engine) driver(cfg *spec.Config, s Settings, workers int) (load.Request
 	target := cfg.Mix()[0].URL
 	switch cfg.Protocol {
 	case spec.ProtocolWebSocket:
-		w := cfg.WebSocket
-		if w == nil {
-			w = &spec.WebSocket{}
-		}
-		d, err := wsload.New(wsload.Options{
-			URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
-			ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
-			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect,
-			Vars: p.vars,
-		})
-		if err != nil {
-			return nil, err
-		}
-		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-		return d, nil
+		return p.webSocketDriver(cfg, s, target, conns)
 	case spec.ProtocolSSE:
-		e := cfg.SSE
-		if e == nil {
-			e = &spec.SSE{}
-		}
-		d, err := sseload.New(sseload.Options{
-			URL: target, Headers: cfg.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
-			Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
-		})
-		if err != nil {
-			return nil, err
-		}
-		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-		return d, nil
+		return p.sseDriver(cfg, s, target, conns)
 	case spec.ProtocolGRPC:
-		g := cfg.GRPC
-		// Through the config, so a job's proto files stay inside its
-		// workspace and bounded.
-		read := func(path string) ([]byte, error) { return cfg.ReadFile("grpc.proto_file", path) }
-		md, err := grpcload.LoadMethodFrom(context.Background(), g.ProtoFile, read, g.Service, g.Method)
-		if err != nil {
-			return nil, err
-		}
-		timeout := g.Timeout
-		if timeout == 0 {
-			timeout = cfg.Timeout
-		}
-		d, err := grpcload.New(grpcload.Options{
-			Target: target, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
-			TLS: g.TLS, Insecure: g.Insecure, Concurrency: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
-		})
-		if err != nil {
-			return nil, err
-		}
-		p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-		return d, nil
+		return p.grpcDriver(cfg, s, target, conns)
 	}
+	return p.httpDriver(cfg, s, conns)
+}
+
+// webSocketDriver builds the WebSocket driver of cfg for target.
+func (p *Engine) webSocketDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
+	w := cfg.WebSocket
+	if w == nil {
+		w = &spec.WebSocket{}
+	}
+	d, err := wsload.New(wsload.Options{
+		URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
+		ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
+		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect,
+		Vars: p.vars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+	return d, nil
+}
+
+// sseDriver builds the server-sent events driver of cfg for target.
+func (p *Engine) sseDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
+	e := cfg.SSE
+	if e == nil {
+		e = &spec.SSE{}
+	}
+	d, err := sseload.New(sseload.Options{
+		URL: target, Headers: cfg.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
+		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+	return d, nil
+}
+
+// grpcDriver builds the gRPC driver of cfg for target, loading its method
+// from the job's proto file.
+func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
+	g := cfg.GRPC
+	// Through the config, so a job's proto files stay inside its
+	// workspace and bounded.
+	read := func(path string) ([]byte, error) { return cfg.ReadFile("grpc.proto_file", path) }
+	md, err := grpcload.LoadMethodFrom(context.Background(), g.ProtoFile, read, g.Service, g.Method)
+	if err != nil {
+		return nil, err
+	}
+	timeout := g.Timeout
+	if timeout == 0 {
+		timeout = cfg.Timeout
+	}
+	d, err := grpcload.New(grpcload.Options{
+		Target: target, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
+		TLS: g.TLS, Insecure: g.Insecure, Concurrency: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+	return d, nil
+}
+
+// httpDriver builds the HTTP driver of cfg's endpoint mix, reading each
+// body file once.
+func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Requester, error) {
 	var eps []httpload.Endpoint
 	bodies := map[string][]byte{} // one read per file, however many endpoints share it
 	for i, e := range cfg.Mix() {

@@ -253,54 +253,85 @@ func Parse(s string) (Threshold, error) {
 		return Threshold{}, errors.New("threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms")
 	}
 	t := Threshold{Source: p.src}
+	if err := p.metric(&t); err != nil {
+		return Threshold{}, err
+	}
+	if err := p.target(&t); err != nil {
+		return Threshold{}, err
+	}
+	if err := p.aggregate(&t); err != nil {
+		return Threshold{}, err
+	}
+	if err := p.operator(&t); err != nil {
+		return Threshold{}, err
+	}
+	if err := p.bound(&t); err != nil {
+		return Threshold{}, err
+	}
+	return t, nil
+}
 
-	// Metric.
+// isSUT reports whether t checks the system under test (sut_cpu, sut_mem).
+func (t Threshold) isSUT() bool { return t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem }
+
+// metric reads the metric name into t.
+func (p *parser) metric(t *Threshold) error {
 	at := p.pos
 	t.Metric = p.ident("")
 	if _, ok := metricAggregates[t.Metric]; !ok {
 		if t.Metric == "" {
-			return Threshold{}, p.errorf(at, "want a metric name (%s), got %s", metricList, p.describe())
+			return p.errorf(at, "want a metric name (%s), got %s", metricList, p.describe())
 		}
-		return Threshold{}, p.errorf(at, "unknown metric: want %s%s", metricList, didYouMean(t.Metric))
+		return p.errorf(at, "unknown metric: want %s%s", metricList, didYouMean(t.Metric))
 	}
+	return nil
+}
 
-	// Optional endpoint (or, for sut_*, service) selector.
-	sut := t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem
-	if strings.HasPrefix(p.rest(), "{") {
-		key := "endpoint"
-		if sut {
-			key = "service"
-		}
-		sel, err := p.selector(key)
-		if err != nil {
-			return Threshold{}, err
-		}
-		if sut {
-			t.Service = sel
-		} else {
-			t.Endpoint = sel
-		}
+// target reads the optional endpoint (or, for sut_*, service) selector
+// into t.
+func (p *parser) target(t *Threshold) error {
+	if !strings.HasPrefix(p.rest(), "{") {
+		return nil
 	}
+	key := "endpoint"
+	if t.isSUT() {
+		key = "service"
+	}
+	sel, err := p.selector(key)
+	if err != nil {
+		return err
+	}
+	if t.isSUT() {
+		t.Service = sel
+	} else {
+		t.Endpoint = sel
+	}
+	return nil
+}
 
-	// ':' and aggregate.
+// aggregate reads ':' and the metric's aggregate, normalised, into t.
+func (p *parser) aggregate(t *Threshold) error {
 	if !strings.HasPrefix(p.rest(), ":") {
-		return Threshold{}, p.errorf(p.pos, "want ':' and an aggregate after the metric (e.g. %s:p99), got %s", t.Metric, p.describe())
+		return p.errorf(p.pos, "want ':' and an aggregate after the metric (e.g. %s:p99), got %s", t.Metric, p.describe())
 	}
 	p.pos++
-	at = p.pos
+	at := p.pos
 	agg := p.ident(".()")
 	norm, ok := normaliseAggregate(t.Metric, agg)
 	if !ok {
 		if agg == "" {
-			return Threshold{}, p.errorf(at, "want an aggregate of %s (%s), got %s", t.Metric, metricAggregates[t.Metric], p.describe())
+			return p.errorf(at, "want an aggregate of %s (%s), got %s", t.Metric, metricAggregates[t.Metric], p.describe())
 		}
-		return Threshold{}, p.errorf(at, "this aggregate is not valid for %s: want %s", t.Metric, metricAggregates[t.Metric])
+		return p.errorf(at, "this aggregate is not valid for %s: want %s", t.Metric, metricAggregates[t.Metric])
 	}
 	t.Aggregate = norm
+	return nil
+}
 
-	// Operator.
+// operator reads the comparison operator into t.
+func (p *parser) operator(t *Threshold) error {
 	p.skipSpace()
-	at = p.pos
+	at := p.pos
 	for _, op := range []string{OpLessEqual, OpGreaterEqual, OpEqual, OpNotEqual, OpLess, OpGreater} {
 		if strings.HasPrefix(p.rest(), op) {
 			t.Op = op
@@ -310,31 +341,28 @@ func Parse(s string) (Threshold, error) {
 	}
 	if t.Op == "" {
 		if strings.HasPrefix(p.rest(), "=") {
-			return Threshold{}, p.errorf(at, "want a comparison operator; write == for equality, not =")
+			return p.errorf(at, "want a comparison operator; write == for equality, not =")
 		}
-		return Threshold{}, p.errorf(at, "want a comparison operator (<, <=, >, >=, == or !=), got %s", p.describe())
+		return p.errorf(at, "want a comparison operator (<, <=, >, >=, == or !=), got %s", p.describe())
 	}
+	return nil
+}
 
-	// Value and unit, or a baseline.
+// bound reads the value and unit, or a baseline, into t.
+func (p *parser) bound(t *Threshold) error {
 	p.skipSpace()
-	if ok, err := p.baseline(&t); ok || err != nil {
-		if err != nil {
-			return Threshold{}, err
-		}
-		return t, nil
+	if ok, err := p.baseline(t); ok || err != nil {
+		return err
 	}
-	if sut {
-		if err := p.sutValue(&t); err != nil {
-			return Threshold{}, err
-		}
-		return t, nil
+	if t.isSUT() {
+		return p.sutValue(t)
 	}
 	v, err := p.value(t.kind())
 	if err != nil {
-		return Threshold{}, err
+		return err
 	}
 	t.Value = v
-	return t, nil
+	return nil
 }
 
 // selector parses `{key:name}` (also `{key="name"}`), where key is

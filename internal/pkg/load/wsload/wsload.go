@@ -179,143 +179,210 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
 	defer cancel()
-	msgs, url, header := d.msgs, d.o.URL, d.header
-	if d.perUser {
-		u, err := d.o.Vars.Begin(ctx, s)
-		if err != nil {
-			return err
-		}
-		msgs = make([][]byte, len(d.tmsgs))
-		for i, t := range d.tmsgs {
-			msgs[i] = t.Append(nil, u)
-		}
-		if d.private {
-			url = d.url.Render(u)
-			header = http.Header{}
-			for k, t := range d.headers {
-				header.Set(k, t.Render(u))
-			}
-		}
-		if u.Auth != "" || u.TraceParent != "" {
-			// Used when this session dials; a pooled connection was
-			// authenticated when it was opened.
-			header = header.Clone()
-			if u.Auth != "" {
-				header.Set("Authorization", u.Auth)
-			}
-			if u.TraceParent != "" {
-				header.Set("Traceparent", u.TraceParent)
-			}
-		}
+	msgs, url, header, err := d.parts(ctx, s)
+	if err != nil {
+		return err
 	}
 	c, err := d.conn(ctx, s, url, header)
 	if err != nil {
 		return err
 	}
-	var tl tally
-	defer d.record(&tl)
-	// Writes get a context that is never done, so the WebSocket library
-	// arms no context watcher of its own for every frame (a measurable share
-	// of a short message's cost). Instead one watcher per session closes the
-	// connection when the session's context ends, which ends a write blocked
-	// on a peer that does not read; the write then fails and fail() reports
-	// the context's error, not the closed connection.
-	wctx := context.WithoutCancel(ctx)
-	watcherDone := make(chan struct{})
-	stopWatcher := context.AfterFunc(ctx, func() {
-		defer close(watcherDone)
-		_ = c.CloseNow()
-	})
-	keep := !d.private
-	defer func() {
-		// Stop the watcher before the connection can go back to the pool
-		// (and before cancel, deferred first, ends ctx). If it has already
-		// run, the connection is closed or closing: wait for it and never
-		// pool it.
-		if !stopWatcher() {
-			keep = false
-			<-watcherDone
-		}
-		if keep {
-			select {
-			case d.pool <- c:
-				return
-			default:
-			}
-		}
-		_ = c.CloseNow()
-	}()
-	fail := func(what string, err error) error {
-		keep = false
-		if code := websocket.CloseStatus(err); code != -1 {
-			d.rec.Add("close_"+strconv.Itoa(int(code)), 1)
-			s.Class = load.ClassNetwork // the server closed the session early
-		} else {
-			s.Class = load.Classify(err)
-			if parent.Err() == nil && ctx.Err() != nil {
-				s.Class = load.ClassTimeout
-			}
-		}
-		return fmt.Errorf("websocket %s: %w", what, err)
-	}
+	ss := session{d: d, c: c, parent: parent, ctx: ctx, keep: !d.private}
+	defer d.record(&ss.tl)
+	ss.watch()
+	defer ss.end()
 	for i, m := range msgs {
-		if i > 0 && d.o.MessageInterval > 0 {
-			t := time.NewTimer(d.o.MessageInterval)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return fail("message interval", ctx.Err())
-			case <-t.C:
-			}
+		sent, err := ss.send(s, i, m)
+		if err != nil {
+			return err
 		}
-		sent := time.Now()
-		if err := c.Write(wctx, websocket.MessageText, m); err != nil {
-			if ctx.Err() != nil {
-				// The session's watcher closed the connection to end the write.
-				err = fmt.Errorf("%w (the connection was closed to stop the write)", ctx.Err())
-			}
-			return fail("send message "+strconv.Itoa(i+1), err)
-		}
-		s.BytesOut += int64(len(m))
-		tl.sent++
-		tl.sentBytes += int64(len(m))
 		if d.o.ExpectReplies {
-			rctx := ctx
-			if d.o.ReceiveTimeout > 0 {
-				var rcancel context.CancelFunc
-				rctx, rcancel = context.WithTimeout(ctx, d.o.ReceiveTimeout)
-				defer rcancel()
+			if err := ss.awaitReply(s, i, sent); err != nil {
+				return err
 			}
-			_, b, err := c.Read(rctx)
-			if err != nil {
-				if rctx.Err() != nil && parent.Err() == nil {
-					keep = false
-					s.Class = load.ClassTimeout
-					d.rec.Add("replies_missing", 1)
-					return fmt.Errorf("websocket reply to message %d: %w", i+1, errNoReply)
-				}
-				return fail("read reply", err)
-			}
-			d.rec.Time("message_rtt", time.Since(sent))
-			tl.received(s, len(b))
 		}
 	}
 	if !d.o.ExpectReplies && d.o.ReceiveTimeout > 0 {
-		keep = false // a read stopped by its deadline leaves the connection unusable
-		rctx, rcancel := context.WithTimeout(ctx, d.o.ReceiveTimeout)
-		defer rcancel()
-		for {
-			_, b, err := c.Read(rctx)
-			if err != nil {
-				if rctx.Err() != nil && parent.Err() == nil {
-					break // the receive window is over: not an error, as in Crankfire
-				}
-				return fail("receive", err)
-			}
-			tl.received(s, len(b))
-		}
+		return ss.receive(s)
 	}
 	return nil
+}
+
+// parts returns a session's messages, URL and handshake header: the
+// driver's own, or rendered with the session's variables.
+func (d *Driver) parts(ctx context.Context, s *load.Sample) ([][]byte, string, http.Header, error) {
+	msgs, url, header := d.msgs, d.o.URL, d.header
+	if !d.perUser {
+		return msgs, url, header, nil
+	}
+	u, err := d.o.Vars.Begin(ctx, s)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	msgs = make([][]byte, len(d.tmsgs))
+	for i, t := range d.tmsgs {
+		msgs[i] = t.Append(nil, u)
+	}
+	if d.private {
+		url = d.url.Render(u)
+		header = http.Header{}
+		for k, t := range d.headers {
+			header.Set(k, t.Render(u))
+		}
+	}
+	if u.Auth != "" || u.TraceParent != "" {
+		// Used when this session dials; a pooled connection was
+		// authenticated when it was opened.
+		header = header.Clone()
+		if u.Auth != "" {
+			header.Set("Authorization", u.Auth)
+		}
+		if u.TraceParent != "" {
+			header.Set("Traceparent", u.TraceParent)
+		}
+	}
+	return msgs, url, header, nil
+}
+
+// session is one session's state, shared by the phases of DoSample; it
+// lives on DoSample's stack. The sample is passed to each phase rather
+// than kept here, so that it stays off the heap (the connection and
+// contexts held here escape).
+type session struct {
+	d *Driver
+	c *websocket.Conn
+	// parent is the caller's context (its end is a cancel, not a timeout);
+	// ctx is the session's, bounded by Options.Timeout; wctx is the
+	// never-done context of writes (see watch).
+	parent, ctx, wctx context.Context
+	stopWatcher       func() bool
+	watcherDone       chan struct{}
+	// keep is whether the connection goes back to the pool at the end.
+	keep bool
+	tl   tally
+}
+
+// watch starts the session's watcher and sets its write context.
+//
+// Writes get a context that is never done, so the WebSocket library
+// arms no context watcher of its own for every frame (a measurable share
+// of a short message's cost). Instead one watcher per session closes the
+// connection when the session's context ends, which ends a write blocked
+// on a peer that does not read; the write then fails and fail() reports
+// the context's error, not the closed connection.
+func (ss *session) watch() {
+	ss.wctx = context.WithoutCancel(ss.ctx)
+	c, done := ss.c, make(chan struct{})
+	ss.watcherDone = done
+	ss.stopWatcher = context.AfterFunc(ss.ctx, func() {
+		defer close(done)
+		_ = c.CloseNow()
+	})
+}
+
+// end stops the watcher and pools the connection if the session left it
+// usable, or closes it.
+func (ss *session) end() {
+	// Stop the watcher before the connection can go back to the pool
+	// (and before DoSample's cancel, deferred first, ends ctx). If it has
+	// already run, the connection is closed or closing: wait for it and
+	// never pool it.
+	if !ss.stopWatcher() {
+		ss.keep = false
+		<-ss.watcherDone
+	}
+	if ss.keep {
+		select {
+		case ss.d.pool <- ss.c:
+			return
+		default:
+		}
+	}
+	_ = ss.c.CloseNow()
+}
+
+// fail classifies the error of the session's step what in s, counts a
+// close by the server, and returns the session's error.
+func (ss *session) fail(s *load.Sample, what string, err error) error {
+	ss.keep = false
+	if code := websocket.CloseStatus(err); code != -1 {
+		ss.d.rec.Add("close_"+strconv.Itoa(int(code)), 1)
+		s.Class = load.ClassNetwork // the server closed the session early
+	} else {
+		s.Class = load.Classify(err)
+		if ss.parent.Err() == nil && ss.ctx.Err() != nil {
+			s.Class = load.ClassTimeout
+		}
+	}
+	return fmt.Errorf("websocket %s: %w", what, err)
+}
+
+// send waits out the message interval (before every message but the
+// first), writes message i, and returns when it started writing.
+func (ss *session) send(s *load.Sample, i int, m []byte) (time.Time, error) {
+	if i > 0 && ss.d.o.MessageInterval > 0 {
+		t := time.NewTimer(ss.d.o.MessageInterval)
+		select {
+		case <-ss.ctx.Done():
+			t.Stop()
+			return time.Time{}, ss.fail(s, "message interval", ss.ctx.Err())
+		case <-t.C:
+		}
+	}
+	sent := time.Now()
+	if err := ss.c.Write(ss.wctx, websocket.MessageText, m); err != nil {
+		if ss.ctx.Err() != nil {
+			// The session's watcher closed the connection to end the write.
+			err = fmt.Errorf("%w (the connection was closed to stop the write)", ss.ctx.Err())
+		}
+		return time.Time{}, ss.fail(s, "send message "+strconv.Itoa(i+1), err)
+	}
+	s.BytesOut += int64(len(m))
+	ss.tl.sent++
+	ss.tl.sentBytes += int64(len(m))
+	return sent, nil
+}
+
+// awaitReply reads the reply to message i, sent at sent, within the
+// receive timeout; a missing reply fails the session as a timeout.
+func (ss *session) awaitReply(s *load.Sample, i int, sent time.Time) error {
+	rctx := ss.ctx
+	if ss.d.o.ReceiveTimeout > 0 {
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithTimeout(ss.ctx, ss.d.o.ReceiveTimeout)
+		defer rcancel()
+	}
+	_, b, err := ss.c.Read(rctx)
+	if err != nil {
+		if rctx.Err() != nil && ss.parent.Err() == nil {
+			ss.keep = false
+			s.Class = load.ClassTimeout
+			ss.d.rec.Add("replies_missing", 1)
+			return fmt.Errorf("websocket reply to message %d: %w", i+1, errNoReply)
+		}
+		return ss.fail(s, "read reply", err)
+	}
+	ss.d.rec.Time("message_rtt", time.Since(sent))
+	ss.tl.received(s, len(b))
+	return nil
+}
+
+// receive reads whatever the server sends until the receive window ends,
+// which is not an error, as in Crankfire.
+func (ss *session) receive(s *load.Sample) error {
+	ss.keep = false // a read stopped by its deadline leaves the connection unusable
+	rctx, rcancel := context.WithTimeout(ss.ctx, ss.d.o.ReceiveTimeout)
+	defer rcancel()
+	for {
+		_, b, err := ss.c.Read(rctx)
+		if err != nil {
+			if rctx.Err() != nil && ss.parent.Err() == nil {
+				return nil // the receive window is over
+			}
+			return ss.fail(s, "receive", err)
+		}
+		ss.tl.received(s, len(b))
+	}
 }
 
 // tally counts a session's messages and bytes; the session records them
