@@ -278,27 +278,21 @@ func (l *localRun) start(ctx context.Context, stderr io.Writer) (stop func(), er
 	return func() { stopEngine(eng, l.log) }, nil
 }
 
-// Run runs the jobs in order, each with the results of the jobs it needs;
-// a job whose needs did not all succeed is skipped. It fails (exit 1) when
-// a job did not succeed.
+// Run runs the jobs in order, each given the results of the jobs it needs
+// as the forge gives them in a task's needs. The task runner decides from
+// those and the job's if: (none means success()) whether the job runs or
+// is skipped, as in the daemon, so an if: failure() or if: always() job
+// runs after a failed job it needs. It fails (exit 1) when a job did not
+// succeed.
 func (l *localRun) Run(ctx context.Context, stdout io.Writer) error {
 	results := map[string]*runnerv1.TaskNeed{}
 	failed := 0
 	for n, j := range l.jobs {
 		needs := map[string]*runnerv1.TaskNeed{}
-		skip := false
 		for _, d := range j.needs {
 			if r := results[d]; r != nil {
 				needs[d] = r
-				if r.Result != runnerv1.Result_RESULT_SUCCESS {
-					skip = true
-				}
 			}
-		}
-		if skip {
-			fmt.Fprintf(stdout, "[%s] skipped: a job it needs did not succeed\n", j.name)
-			results[j.id] = &runnerv1.TaskNeed{Result: runnerv1.Result_RESULT_SKIPPED}
-			continue
 		}
 		lf := newTerminalForge(stdout, j.name)
 		task, err := localTask(int64(n+1), j, l.cwd, l.secrets, l.vars, needs)

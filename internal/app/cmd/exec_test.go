@@ -88,7 +88,7 @@ func TestE2EExecFailingJobAndBadInput(t *testing.T) {
 		return code, string(out)
 	}
 	code, out := run("exec", wf)
-	if code != ExitFailure || !strings.Contains(out, "[b] skipped") || strings.Contains(out, "never\n") {
+	if code != ExitFailure || !strings.Contains(out, "■ job b: skipped") || strings.Contains(out, "never\n") {
 		t.Fatalf("exec of a failing job: exit %d\n%s", code, out)
 	}
 	code, out = run("exec", "-j", "nope", wf)
@@ -139,7 +139,7 @@ jobs:
 	}
 	for _, want := range []string{
 		"[perf (a, 10)] rate=10 mode=a", "[perf (b, 10)] rate=10 mode=b", "[perf (a, 20)] rate=20 mode=a", "[perf (c, 30)] rate=30 mode=c",
-		"■ job perf (a, 10): success", "■ job perf (c, 30): failure", "[report] skipped",
+		"■ job perf (a, 10): success", "■ job perf (c, 30): failure", "■ job report: skipped",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -225,5 +225,73 @@ jobs:
 	code, out = run("exec", "--secret", "A=@"+filepath.Join(dir, "missing"), wf)
 	if code != ExitBadInput || !strings.Contains(out, "--secret A=@"+filepath.Join(dir, "missing")+": read the secret:") {
 		t.Errorf("exec --secret of a missing file: exit %d\n%s", code, out)
+	}
+}
+
+// TestE2EExecJobIfSeesNeeds: exec hands a job the needed jobs' results and
+// lets the executor judge its if:, as the daemon does with a task's needs.
+// After a failed gate, an if: failure() rollback and an if: always() notify
+// run, a deploy with no if: (success()) is skipped, and so is a job that
+// needs the skipped deploy. Before, exec skipped every job whose needs did
+// not all succeed without looking at its if:, so rollback never ran.
+func TestE2EExecJobIfSeesNeeds(t *testing.T) {
+	parallel(t)
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte(`on: push
+jobs:
+  gate:
+    runs-on: x
+    steps:
+      - run: exit 3
+  rollback:
+    needs: gate
+    if: failure()
+    runs-on: x
+    steps:
+      - run: echo "rollback-ran gate=${{ needs.gate.result }}"
+  deploy:
+    needs: gate
+    runs-on: x
+    steps:
+      - run: echo deploy-ran
+  smoke:
+    needs: deploy
+    runs-on: x
+    steps:
+      - run: echo smoke-ran
+  notify:
+    needs: [gate, deploy]
+    if: always()
+    runs-on: x
+    steps:
+      - run: echo "notify-ran gate=${{ needs.gate.result }} deploy=${{ needs.deploy.result }}"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "exec", wf)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitFailure {
+		t.Fatalf("exec: %v, want exit 1 (gate fails); output:\n%s", err, text)
+	}
+	for _, want := range []string{
+		"■ job gate: failure",
+		"[rollback] rollback-ran gate=failure", "■ job rollback: success",
+		"[deploy] job skipped: if: success() (the default) is false", "■ job deploy: skipped",
+		"■ job smoke: skipped",
+		"[notify] notify-ran gate=failure deploy=skipped", "■ job notify: success",
+		"1 of 5 jobs did not succeed",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	for _, never := range []string{"deploy-ran", "smoke-ran"} {
+		if strings.Contains(text, never) {
+			t.Errorf("a job whose if: is false ran (%q):\n%s", never, text)
+		}
 	}
 }
