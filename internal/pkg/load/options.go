@@ -192,6 +192,14 @@ func (o *Options) Validate() error {
 	if o.Duration < 0 {
 		bad("load options: duration %s is negative: use a positive duration or 0 for none", o.Duration)
 	}
+	o.validateOpen(bad)
+	o.validateClosed(bad)
+	o.validateTiming(bad)
+	return errors.Join(errs...)
+}
+
+// validateOpen checks the open model's fields: rate, arrival model, stages.
+func (o *Options) validateOpen(bad func(format string, args ...any)) {
 	if o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) {
 		bad("load options: rate %v is invalid: use requests per second >= 0", o.Rate)
 	}
@@ -206,6 +214,11 @@ func (o *Options) Validate() error {
 			bad("load options: load pattern stage %d: rates %v→%v must be finite and >= 0", i+1, s.From, s.To)
 		}
 	}
+}
+
+// validateClosed checks the closed model's fields (VUs, VU stages, the
+// user cap, think time) and that the two models are not mixed.
+func (o *Options) validateClosed(bad func(format string, args ...any)) {
 	if o.VUs < 0 {
 		bad("load options: vus %d is negative: use a count >= 0", o.VUs)
 	}
@@ -232,6 +245,11 @@ func (o *Options) Validate() error {
 	if o.ThinkTime < 0 || o.ThinkTimeMax < 0 {
 		bad("load options: think time %s..%s is negative: use durations >= 0", o.ThinkTime, o.ThinkTimeMax)
 	}
+}
+
+// validateTiming checks the plan-position and reporting times: offset,
+// progress interval, deadline.
+func (o *Options) validateTiming(bad func(format string, args ...any)) {
 	if o.Offset < 0 {
 		bad("load options: offset %s is negative", o.Offset)
 	}
@@ -244,7 +262,6 @@ func (o *Options) Validate() error {
 	if o.Deadline < 0 {
 		bad("load options: deadline %s is negative: use a positive plan time or 0 for none", o.Deadline)
 	}
-	return errors.Join(errs...)
 }
 
 // thinkTime returns one think-time pause.

@@ -236,13 +236,42 @@ func (e *engine) spawnOpen() {
 func (e *engine) planNow() time.Duration { return time.Since(e.base) }
 
 func (e *engine) run(ctx context.Context) *Result {
+	res := &Result{Open: e.o.open()}
+	if !e.awaitStart(ctx, res) {
+		return res
+	}
+	e.stop = make(chan struct{})
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReq()
+	e.reqCtx = reqCtx
+
+	var wg sync.WaitGroup
+	allDone := e.startWorkers(&wg)
+	collDone := make(chan struct{})
+	wg.Go(func() { e.collect(res, collDone) })
+
+	planEnd, hasEnd := e.planEnd()
+	stopped, byEnd := e.awaitEnd(ctx, res, allDone, planEnd, hasEnd)
+	end := e.stopRun(ctx, res, allDone, stopped, byEnd, cancelReq)
+	e.setElapsed(res, end, planEnd, byEnd)
+	e.finalAt = res.Start.Add(res.Elapsed).Sub(e.base)
+	close(collDone)
+	wg.Wait()
+	e.setTargetRPS(res, planEnd, hasEnd)
+	res.SUT = e.o.Resources.Summaries()
+	res.Finish()
+	return res
+}
+
+// awaitStart fixes plan time 0 and waits for Options.StartAt; it returns
+// false, with res finished as interrupted, when ctx is done first.
+func (e *engine) awaitStart(ctx context.Context, res *Result) bool {
 	o := e.o
 	start := o.StartAt
 	if start.IsZero() {
 		start = time.Now()
 	}
 	e.base = start.Add(-o.Offset)
-	res := &Result{Open: o.open()}
 	if d := time.Until(start); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -251,7 +280,7 @@ func (e *engine) run(ctx context.Context) *Result {
 			res.Interrupted = true
 			res.Start = start
 			res.Finish()
-			return res
+			return false
 		case <-t.C:
 		}
 	}
@@ -264,22 +293,22 @@ func (e *engine) run(ctx context.Context) *Result {
 		// in a burst beside the rest of the load.
 		e.dropUnsent(res.Start.Add(-LateTolerance))
 	}
-	e.stop = make(chan struct{})
-	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelReq()
-	e.reqCtx = reqCtx
+	return true
+}
 
-	var wg sync.WaitGroup
-	if !o.open() {
+// startWorkers starts the model's workers (and the closed model's VU
+// controller, in wg) and returns a channel closed once every worker has
+// returned.
+func (e *engine) startWorkers(wg *sync.WaitGroup) <-chan struct{} {
+	o := e.o
+	if o.open() {
+		e.spawnOpen()
+	} else {
 		e.active.Store(int64(e.vuCount()))
 		e.vuChanged = make(chan struct{})
 		if len(o.VUStages) > 0 || o.ScaleVUs != nil {
 			wg.Go(e.vuController)
 		}
-	}
-	if o.open() {
-		e.spawnOpen()
-	} else {
 		for i := range e.n {
 			w := e.newWorker(int64(i))
 			e.started.Add(1)
@@ -291,14 +320,24 @@ func (e *engine) run(ctx context.Context) *Result {
 	}
 	allDone := make(chan struct{})
 	go func() { e.workerWG.Wait(); close(allDone) }()
-	collDone := make(chan struct{})
-	wg.Go(func() { e.collect(res, collDone) })
+	return allDone
+}
 
-	var endC, deadC <-chan time.Time
-	planEnd, hasEnd := o.Duration, o.Duration > 0
-	if o.open() {
-		planEnd, hasEnd = e.sched.End()
+// planEnd returns the plan time at which the plan ends, if it has an end.
+func (e *engine) planEnd() (time.Duration, bool) {
+	if e.o.open() {
+		return e.sched.End()
 	}
+	return e.o.Duration, e.o.Duration > 0
+}
+
+// awaitEnd waits for the run to end: every worker returned (Total, or an
+// open plan out of arrivals, which still lasts to its planned end), the
+// plan's end, the Deadline or ctx. stopped reports that workers may still
+// be running and must be stopped; byEnd that the plan reached its end.
+func (e *engine) awaitEnd(ctx context.Context, res *Result, allDone <-chan struct{}, planEnd time.Duration, hasEnd bool) (stopped, byEnd bool) {
+	o := e.o
+	var endC, deadC <-chan time.Time
 	if hasEnd {
 		t := time.NewTimer(time.Until(e.base.Add(planEnd)))
 		defer t.Stop()
@@ -309,7 +348,6 @@ func (e *engine) run(ctx context.Context) *Result {
 		defer t.Stop()
 		deadC = t.C
 	}
-	stopped, byEnd := false, false
 	select {
 	case <-allDone:
 		// An open plan that ran out of arrivals by time still lasts until
@@ -331,11 +369,19 @@ func (e *engine) run(ctx context.Context) *Result {
 	case <-deadC:
 		stopped = true
 	}
+	return stopped, byEnd
+}
+
+// stopRun stops arrivals and, if workers may still run, drains them within
+// the grace period, cancels their requests and waits (bounded) for them;
+// then it counts the open model's unsent arrivals as dropped. It returns
+// the instant the run ended.
+func (e *engine) stopRun(ctx context.Context, res *Result, allDone <-chan struct{}, stopped, byEnd bool, cancelReq context.CancelFunc) time.Time {
 	stopAt := time.Now()
 	// An open plan that reached its end stops by itself: its schedule has
 	// no arrivals past the end, and arrivals that fell due before it are
 	// still sent (late) during the grace period. Otherwise stop now.
-	drain := byEnd && o.open()
+	drain := byEnd && e.o.open()
 	if !drain {
 		e.closeStop()
 	}
@@ -348,19 +394,26 @@ func (e *engine) run(ctx context.Context) *Result {
 		e.closeStop()
 	}
 	end := time.Now()
-	if o.open() {
+	if e.o.open() {
 		if drain {
 			stopAt = end
 		}
 		e.dropUnsent(stopAt)
 	}
+	return end
+}
+
+// setElapsed sets res.Elapsed: to end, or to the plan's end when the plan
+// reached it, and in the open model to no less than the end of the last
+// arrival's slot when Total ended the run.
+func (e *engine) setElapsed(res *Result, end time.Time, planEnd time.Duration, byEnd bool) {
 	res.Elapsed = end.Sub(res.Start)
 	if byEnd {
 		// Requests finishing in the grace period belong to the plan: the
 		// achieved rate is over the planned time, not the drain.
 		res.Elapsed = e.base.Add(planEnd).Sub(res.Start)
 	}
-	if o.open() && !res.Interrupted {
+	if e.o.open() && !res.Interrupted {
 		// N arrivals at rate r take N/r seconds of plan, though the last
 		// one is sent at (N-1)/r: a run that Total ended lasts at least to
 		// the end of its last arrival's slot.
@@ -368,22 +421,22 @@ func (e *engine) run(ctx context.Context) *Result {
 			res.Elapsed = max(res.Elapsed, e.base.Add(t).Sub(res.Start))
 		}
 	}
-	e.finalAt = res.Start.Add(res.Elapsed).Sub(e.base)
-	close(collDone)
-	wg.Wait()
-	if res.Open {
-		from := o.Offset
-		to := o.Offset + res.Elapsed
-		if hasEnd && !res.Interrupted {
-			to = planEnd
-		}
-		if to > from {
-			res.TargetRPS = e.sched.PlannedCount(from, to) / (to - from).Seconds()
-		}
+}
+
+// setTargetRPS sets the open model's planned rate over the part of the
+// plan this run covered.
+func (e *engine) setTargetRPS(res *Result, planEnd time.Duration, hasEnd bool) {
+	if !res.Open {
+		return
 	}
-	res.SUT = o.Resources.Summaries()
-	res.Finish()
-	return res
+	from := e.o.Offset
+	to := e.o.Offset + res.Elapsed
+	if hasEnd && !res.Interrupted {
+		to = planEnd
+	}
+	if to > from {
+		res.TargetRPS = e.sched.PlannedCount(from, to) / (to - from).Seconds()
+	}
 }
 
 // drain waits, once arrivals have stopped (or, for an open plan that
