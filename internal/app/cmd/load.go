@@ -14,6 +14,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 )
 
@@ -111,48 +112,14 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 	return kv
 }
 
+// runLoad runs `forgeload load`: the config from file and flags, the
+// engine's settings, the run, then the summary, the files and the verdict.
 func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdout, stderr io.Writer) error {
-	for _, pf := range []struct{ flag, val string }{
-		{"file", f.file}, {"json-output", f.jsonOutput}, {"markdown-output", f.markdownOutput}, {"html-output", f.htmlOutput},
-	} {
-		if strings.HasPrefix(pf.val, "-") {
-			return withCode(ExitBadInput, fmt.Errorf("--%s %q: that is a flag, not a file name: give the file name right after --%s (write ./%s for a file whose name starts with '-')", pf.flag, pf.val, pf.flag, pf.val))
-		}
-	}
-	if f.crankfire != nil && f.crankfire.config != "" {
-		if f.file != "" && f.file != f.crankfire.config {
-			return withCode(ExitBadInput, fmt.Errorf("--config %q and -f %q name two load configs: keep one", f.crankfire.config, f.file))
-		}
-		f.file = f.crankfire.config
-	}
-	var values map[string]any
-	if f.crankfire != nil {
-		kv, err := f.crankfire.overrides(changed)
-		if err != nil {
-			return withCode(ExitBadInput, err)
-		}
-		values = kv
-	}
-	cfg, err := loadrun.Load(loadrun.Input{File: f.file, Name: "flags", Values: values, Inline: loadOverrides(f, changed)})
+	cfg, err := loadTestConfig(f, changed, stderr)
 	if err != nil {
-		return withCode(ExitBadInput, err)
+		return err
 	}
-	if ds := cfg.Distributed; ds != nil && ds.Workers > 1 {
-		return withCode(ExitBadInput, fmt.Errorf("%s: distributed.workers is %d, but forgeload load runs on this machine only and would send one host's share as the whole test: run it as a job on a forgeload daemon that is in a cluster (docs/cluster.md), or remove distributed: (or set workers: 1) to run it here", cfg.Source(), ds.Workers))
-	}
-	for _, w := range cfg.Warnings() {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	if n := cfg.HARRemoved(); n > 0 {
-		fmt.Fprintf(stderr, "warning: har_file: %d recorded credential headers (Authorization, Cookie, …) are not replayed; use auth or headers to send your own\n", n)
-	}
-	s := build.Settings{ProgressInterval: f.progressInterval, Getenv: os.Getenv,
-		TraceSummary: func(line string, complete bool) {
-			if !complete {
-				line = "warning: " + line
-			}
-			fmt.Fprintln(stderr, line)
-		}}
+	s := engineSettings(f, cfg, stderr)
 	dash, err := startDashboard(ctx, f, cfg, stderr)
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -160,14 +127,6 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	defer dash.stop()
 	if dash != nil {
 		s.OnSecond = dash.second
-	}
-	if !f.quiet {
-		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
-	}
-	if cfg.LogErrors {
-		s.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) {
-			fmt.Fprintf(stderr, format+"\n", args...)
-		})
 	}
 	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Engine: s})
 	if err != nil {
@@ -180,26 +139,10 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	// The summary files are created before the run, so that a path that
 	// cannot be written is reported before anything is sent.
-	var outs []*outputFile
-	defer func() {
-		for _, o := range outs {
-			if o.fh != nil {
-				_ = o.fh.Close()
-			}
-		}
-	}()
-	for _, o := range []*outputFile{
-		{what: "--json-output", path: f.jsonOutput, write: outcome.JSON},
-		{what: "--markdown-output", path: f.markdownOutput, write: outcome.Markdown},
-		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: outcome.HTML},
-	} {
-		if o.path == "" {
-			continue
-		}
-		if o.fh, err = os.Create(o.path); err != nil {
-			return withCode(ExitBadInput, fmt.Errorf("%s: %w: check that the directory exists and is writable", o.what, err))
-		}
-		outs = append(outs, o)
+	outs, err := createOutputs(f, cfg)
+	defer outs.close()
+	if err != nil {
+		return err
 	}
 	base, err := readBaseline(f.baseline, p.Thresholds, stderr)
 	if err != nil {
@@ -213,6 +156,84 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
 		Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
 	})
+	return reportLoad(ctx, o, f, cfg, outs, dash, stdout)
+}
+
+// loadTestConfig assembles the load config from -f (or --config) and the flags,
+// refuses a distributed one and prints its warnings; errors carry
+// ExitBadInput.
+func loadTestConfig(f *loadFlags, changed func(string) bool, stderr io.Writer) (*spec.Config, error) {
+	if err := checkFileFlags(f); err != nil {
+		return nil, err
+	}
+	var values map[string]any
+	if f.crankfire != nil {
+		kv, err := f.crankfire.overrides(changed)
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		values = kv
+	}
+	cfg, err := loadrun.Load(loadrun.Input{File: f.file, Name: "flags", Values: values, Inline: loadOverrides(f, changed)})
+	if err != nil {
+		return nil, withCode(ExitBadInput, err)
+	}
+	if ds := cfg.Distributed; ds != nil && ds.Workers > 1 {
+		return nil, withCode(ExitBadInput, fmt.Errorf("%s: distributed.workers is %d, but forgeload load runs on this machine only and would send one host's share as the whole test: run it as a job on a forgeload daemon that is in a cluster (docs/cluster.md), or remove distributed: (or set workers: 1) to run it here", cfg.Source(), ds.Workers))
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if n := cfg.HARRemoved(); n > 0 {
+		fmt.Fprintf(stderr, "warning: har_file: %d recorded credential headers (Authorization, Cookie, …) are not replayed; use auth or headers to send your own\n", n)
+	}
+	return cfg, nil
+}
+
+// checkFileFlags refuses a file flag given a flag as its value and folds
+// Crankfire's --config into -f.
+func checkFileFlags(f *loadFlags) error {
+	for _, pf := range []struct{ flag, val string }{
+		{"file", f.file}, {"json-output", f.jsonOutput}, {"markdown-output", f.markdownOutput}, {"html-output", f.htmlOutput},
+	} {
+		if strings.HasPrefix(pf.val, "-") {
+			return withCode(ExitBadInput, fmt.Errorf("--%s %q: that is a flag, not a file name: give the file name right after --%s (write ./%s for a file whose name starts with '-')", pf.flag, pf.val, pf.flag, pf.val))
+		}
+	}
+	if f.crankfire != nil && f.crankfire.config != "" {
+		if f.file != "" && f.file != f.crankfire.config {
+			return withCode(ExitBadInput, fmt.Errorf("--config %q and -f %q name two load configs: keep one", f.crankfire.config, f.file))
+		}
+		f.file = f.crankfire.config
+	}
+	return nil
+}
+
+// engineSettings are the engine's hooks for a run in a terminal: progress,
+// trace summary and failure log on stderr.
+func engineSettings(f *loadFlags, cfg *spec.Config, stderr io.Writer) build.Settings {
+	s := build.Settings{ProgressInterval: f.progressInterval, Getenv: os.Getenv,
+		TraceSummary: func(line string, complete bool) {
+			if !complete {
+				line = "warning: " + line
+			}
+			fmt.Fprintln(stderr, line)
+		}}
+	if !f.quiet {
+		s.Progress = func(p load.Progress) { fmt.Fprintln(stderr, load.FormatProgress(p)) }
+	}
+	if cfg.LogErrors {
+		s.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) {
+			fmt.Fprintf(stderr, format+"\n", args...)
+		})
+	}
+	return s
+}
+
+// reportLoad prints the summary and the baseline deltas, writes the summary
+// files, hands the result to the dashboard and turns the verdict into the
+// exit code.
+func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec.Config, outs outputFiles, dash *liveDashboard, stdout io.Writer) error {
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
 	summary := outcome.Text
@@ -236,6 +257,39 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		return withCode(ExitFailure, err)
 	}
 	return nil
+}
+
+// outputFiles are the summary files of one run; close closes those not yet
+// written.
+type outputFiles []*outputFile
+
+func (outs outputFiles) close() {
+	for _, o := range outs {
+		if o.fh != nil {
+			_ = o.fh.Close()
+		}
+	}
+}
+
+// createOutputs creates the summary files the flags and the config name;
+// the files created before a failure are returned too, for close.
+func createOutputs(f *loadFlags, cfg *spec.Config) (outputFiles, error) {
+	var outs outputFiles
+	for _, o := range []*outputFile{
+		{what: "--json-output", path: f.jsonOutput, write: outcome.JSON},
+		{what: "--markdown-output", path: f.markdownOutput, write: outcome.Markdown},
+		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: outcome.HTML},
+	} {
+		if o.path == "" {
+			continue
+		}
+		var err error
+		if o.fh, err = os.Create(o.path); err != nil {
+			return outs, withCode(ExitBadInput, fmt.Errorf("%s: %w: check that the directory exists and is writable", o.what, err))
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
 }
 
 // outputFile is a summary file named by a flag, created before the run and

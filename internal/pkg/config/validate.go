@@ -88,16 +88,32 @@ func oneOf(v string, allowed ...string) bool {
 	return false
 }
 
+// validate checks every section of c and returns all the problems found, in
+// section order.
 func (p *parser) validate(c *Config) error {
 	p.errs = nil
-	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
-		p.bad("log.level", "%q is not a level (want debug, info, warn or error)", c.Log.Level)
-	}
-	if !oneOf(c.Log.Format, "text", "json") {
-		p.bad("log.format", "%q is not a format (want text or json)", c.Log.Format)
-	}
+	p.logSection(&c.Log)
+	p.runnerSection(&c.Runner)
+	p.runnerTimings(&c.Runner)
+	p.loadSection(&c.Load)
+	p.metricsSection(&c.Metrics)
+	p.clusterSection(&c.Cluster)
+	p.containerSection(&c.Container)
+	return errors.Join(p.errs...)
+}
 
-	r := &c.Runner
+// logSection checks the log: section.
+func (p *parser) logSection(lg *Log) {
+	if !oneOf(lg.Level, "debug", "info", "warn", "error") {
+		p.bad("log.level", "%q is not a level (want debug, info, warn or error)", lg.Level)
+	}
+	if !oneOf(lg.Format, "text", "json") {
+		p.bad("log.format", "%q is not a format (want text or json)", lg.Format)
+	}
+}
+
+// runnerSection checks the runner: section's registration file, capacity, labels and envs.
+func (p *parser) runnerSection(r *Runner) {
 	if strings.TrimSpace(r.File) == "" {
 		p.bad("runner.file", "is empty (want the registration file path, e.g. %s)", DefaultRunnerFile)
 	}
@@ -134,6 +150,10 @@ func (p *parser) validate(c *Config) error {
 			p.bad("runner.envs."+k, "%q is not a valid variable name (want letters, digits and _, e.g. HTTP_PROXY)", k)
 		}
 	}
+}
+
+// runnerTimings checks the runner: section's timeouts and intervals.
+func (p *parser) runnerTimings(r *Runner) {
 	p.positive("runner.timeout", r.Timeout)
 	p.nonNegative("runner.shutdown_timeout", r.ShutdownTimeout)
 	if r.ShutdownTimeout > MaxShutdownTimeout {
@@ -155,8 +175,10 @@ func (p *parser) validate(c *Config) error {
 	if r.FinalReportTimeout > 0 && (r.FinalReportTimeout < MinFinalReportTimeout || r.FinalReportTimeout > MaxFinalReportTimeout) {
 		p.bad("runner.final_report_timeout", "%s is outside %s to %s (shorter gives up on a forge that is only slow, longer holds the job's slot through an outage; want e.g. %s)", r.FinalReportTimeout, MinFinalReportTimeout, MaxFinalReportTimeout, DefaultFinalReportTimeout)
 	}
+}
 
-	l := &c.Load
+// loadSection checks the load: section's target rules and limits.
+func (p *parser) loadSection(l *LoadLimits) {
 	for _, list := range []struct {
 		key   string
 		items []string
@@ -179,8 +201,10 @@ func (p *parser) validate(c *Config) error {
 		p.bad("load.max_endpoints", "%d is negative (want 0 for unlimited, or e.g. %d)", l.MaxEndpoints, DefaultMaxEndpoints)
 	}
 	p.positive("load.progress_interval", l.ProgressInterval)
+}
 
-	m := &c.Metrics
+// metricsSection checks the metrics: section.
+func (p *parser) metricsSection(m *Metrics) {
 	if err := checkHostPort(m.Addr); err != nil {
 		p.bad("metrics.addr", "%q %v (want host:port, e.g. %s, or :9101 for every interface)", m.Addr, err, DefaultMetricsAddr)
 	}
@@ -188,8 +212,10 @@ func (p *parser) validate(c *Config) error {
 	if m.JobsPage && !m.Enabled {
 		p.bad("metrics.jobs_page", "true needs the metrics server, which is off (set metrics.enabled: true, or metrics.jobs_page: false)")
 	}
+}
 
-	cl := &c.Cluster
+// clusterSection checks the cluster: section; its timings are clusterTimings.
+func (p *parser) clusterSection(cl *Cluster) {
 	if cl.RedisURL != "" {
 		if err := checkRedisURL(cl.RedisURL); err != nil {
 			p.bad("cluster.redis_url", "%v (want redis://host:6379/0 or rediss://host:6380 for TLS)", err)
@@ -202,7 +228,10 @@ func (p *parser) validate(c *Config) error {
 		p.bad("cluster.max_segments", "%d is negative (want 0 to run no shares of other runners' tests, or e.g. %d)", cl.MaxSegments, DefaultClusterMaxSegment)
 	}
 	p.clusterTimings(cl)
-	ct := &c.Container
+}
+
+// containerSection checks the container: section.
+func (p *parser) containerSection(ct *Container) {
 	if !oneOf(ct.PullPolicy, "never", "missing", "always") {
 		p.bad("container.pull_policy", "%q is not a pull policy (want never, missing or always)", ct.PullPolicy)
 	}
@@ -222,7 +251,6 @@ func (p *parser) validate(c *Config) error {
 			p.bad(fmt.Sprintf("container.allowed_options[%d]", i), "%q is not a flag this key can allow (want one of %s; capabilities go in container.allowed_capabilities)", o, strings.Join(container.GatedOptions(), ", "))
 		}
 	}
-	return errors.Join(p.errs...)
 }
 
 // clusterTimings checks the cluster's timings and how they relate: the

@@ -208,6 +208,16 @@ func New(reg prometheus.Registerer, version, name string) *Metrics {
 		ClusterSegmentReassignmentsTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "cluster", Name: "segment_reassignments_total",
 			Help: "Segments moved from a dead or cut-off worker to another."}),
 	}
+	m.startSeries(version, name)
+	if reg != nil {
+		reg.MustRegister(m.collectors()...)
+	}
+	return m
+}
+
+// startSeries sets forgeload_info to 1 and creates the series of every known
+// label value, so that each is scraped at 0 before its first event.
+func (m *Metrics) startSeries(version, name string) {
 	m.Info.WithLabelValues(version, name).Set(1)
 	for _, r := range []string{ResultTask, ResultEmpty, ResultError} {
 		m.PollFetchTotal.WithLabelValues(r)
@@ -227,10 +237,6 @@ func New(reg prometheus.Registerer, version, name string) *Metrics {
 			m.LoadRequestsTotal.WithLabelValues(p, r)
 		}
 	}
-	if reg != nil {
-		reg.MustRegister(m.collectors()...)
-	}
-	return m
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
