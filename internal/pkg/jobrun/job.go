@@ -102,6 +102,33 @@ func orWhole(path string) string {
 // run runs the job and returns its result. jobCtx ends on cancel (server or
 // daemon); outer is the task context, to tell a cancel from a timeout.
 func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
+	if !j.preflight() {
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	// The job-level if: sees the needed jobs' results, as on GitHub.
+	ec := j.exprContext(workflow.NeedsStatus(workflow.NeedsFromTask(j.task.GetNeeds())))
+	jobCtx, cancel, err := j.withJobTimeout(jobCtx, ec)
+	if err != nil {
+		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
+		return runnerv1.Result_RESULT_FAILURE
+	}
+	defer cancel()
+	if res, ok := j.evalJobIf(ec); !ok {
+		return res
+	}
+	if res, ok := j.containersUp(jobCtx); !ok {
+		return res
+	}
+	status := workflow.StatusSuccess
+	for i, st := range j.wf.Job.Steps {
+		status = j.stepAt(jobCtx, outer, i, st, status)
+	}
+	return j.result(jobCtx, status)
+}
+
+// preflight reports a workflow that did not parse, prepares the task
+// directory and env, and logs the job's banner; false fails the job.
+func (j *job) preflight() bool {
 	if j.parseErr != nil {
 		j.rep.Logf(-1, "::error::%v", j.parseErr)
 		var pe *workflow.ParseError
@@ -110,11 +137,11 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 			// so the line does not match the repository's file.
 			j.rep.Logf(-1, "The line number is that of this job as the forge sent it (a single-job copy of the workflow), not of the workflow file in the repository: look for %s there.", orWhole(pe.Path))
 		}
-		return runnerv1.Result_RESULT_FAILURE
+		return false
 	}
 	if err := j.prepare(); err != nil {
 		j.rep.Logf(-1, "::error::prepare the job: %v", err)
-		return runnerv1.Result_RESULT_FAILURE
+		return false
 	}
 	// The forge writes a matrix job's display name, "feat (1)", as the
 	// payload's name:; the job id alone is the same for every leg.
@@ -123,24 +150,31 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		title = j.wf.Job.Name
 	}
 	j.rep.Logf(-1, "forgeload %s running job %q on runner %q", j.deps.Version, title, j.deps.Name)
+	return true
+}
 
-	status := workflow.StatusSuccess
-	// The job-level if: sees the needed jobs' results, as on GitHub.
-	ec := j.exprContext(workflow.NeedsStatus(workflow.NeedsFromTask(j.task.GetNeeds())))
-	if d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes); err != nil {
-		j.rep.Logf(-1, "::error::job %s: %v", j.wf.JobID, err)
-		return runnerv1.Result_RESULT_FAILURE
-	} else if d > 0 && d < j.deps.Timeout {
-		// The job's own timeout-minutes, when shorter than runner.timeout.
-		var cancel context.CancelFunc
-		jobCtx, cancel = context.WithTimeoutCause(jobCtx, d, errJobTimeout)
-		defer cancel()
+// withJobTimeout bounds jobCtx by the job's own timeout-minutes, when
+// shorter than runner.timeout; the caller calls cancel when the job ends.
+func (j *job) withJobTimeout(jobCtx context.Context, ec *workflow.Context) (context.Context, context.CancelFunc, error) {
+	d, err := ec.EvalMinutes(j.wf.Job.TimeoutMinutes)
+	if err != nil {
+		return jobCtx, func() {}, err
 	}
+	if d > 0 && d < j.deps.Timeout {
+		ctx, cancel := context.WithTimeoutCause(jobCtx, d, errJobTimeout)
+		return ctx, cancel, nil
+	}
+	return jobCtx, func() {}, nil
+}
+
+// evalJobIf evaluates the job-level if:; false means the job ends now
+// with the returned result (every step reported skipped when it is false).
+func (j *job) evalJobIf(ec *workflow.Context) (runnerv1.Result, bool) {
 	// No if: means success(): skipped when a needed job did not succeed.
 	ok, err := ec.EvalIf(j.wf.Job.If)
 	if err != nil {
 		j.rep.Logf(-1, "::error::job if: %v", err)
-		return runnerv1.Result_RESULT_FAILURE
+		return runnerv1.Result_RESULT_FAILURE, false
 	}
 	if !ok {
 		j.rep.Logf(-1, "job skipped: if: %s is false", cmp.Or(j.wf.Job.If, "success() (the default)"))
@@ -148,75 +182,102 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 			j.rep.StepStart(i)
 			j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
 		}
-		return runnerv1.Result_RESULT_SKIPPED
+		return runnerv1.Result_RESULT_SKIPPED, false
 	}
+	return 0, true
+}
 
-	if j.needsContainers() {
-		if err := j.startContainers(jobCtx); err != nil {
-			j.rep.Logf(-1, "::error::%v", err)
-			if jobCtx.Err() != nil {
-				return runnerv1.Result_RESULT_CANCELLED
-			}
-			return runnerv1.Result_RESULT_FAILURE
-		}
+// containersUp starts the job's services and job container, if it has
+// any; false means the job ends now with the returned result.
+func (j *job) containersUp(jobCtx context.Context) (runnerv1.Result, bool) {
+	if !j.needsContainers() {
+		return 0, true
 	}
+	if err := j.startContainers(jobCtx); err != nil {
+		j.rep.Logf(-1, "::error::%v", err)
+		if jobCtx.Err() != nil {
+			return runnerv1.Result_RESULT_CANCELLED, false
+		}
+		return runnerv1.Result_RESULT_FAILURE, false
+	}
+	return 0, true
+}
 
-	for i, st := range j.wf.Job.Steps {
-		cancelled := jobCtx.Err() != nil
-		if cancelled {
-			status = workflow.StatusCancelled
-		}
-		ec := j.exprContext(status)
-		cond := st.If
-		run, err := ec.EvalIf(cond)
-		j.rep.StepStart(i)
-		if err != nil {
-			j.rep.Logf(i, "::error::step %q: if: %v", st.DisplayName(), err)
-			j.finishStep(st, i, runnerv1.Result_RESULT_FAILURE)
-			status = workflow.StatusFailure
-			continue
-		}
-		if !run {
-			j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
-			j.recordStep(st, "skipped", "skipped", nil)
-			continue
-		}
-		stepCtx := jobCtx
-		if cancelled {
-			// A cancelled job still runs always()/cancelled() steps, on a
-			// context detached from the cancel but bounded.
-			if !j.deps.Cancelling && j.deps.Instance != "" {
-				j.rep.StepEnd(i, runnerv1.Result_RESULT_CANCELLED)
-				continue
-			}
-			var cancel context.CancelFunc
-			// A cancel from the forge leaves cleanup its full bound; a
-			// daemon that is shutting down (outer is done) gives it less,
-			// so the final report still beats the service manager's kill.
-			bound := DefaultCleanupTimeout
-			if outer.Err() != nil {
-				bound = ShutdownCleanupTimeout
-			}
-			stepCtx, cancel = context.WithTimeout(context.WithoutCancel(outer), bound)
-			defer cancel()
-		}
-		res, outputs := j.runStep(stepCtx, ec, st, i)
-		coe := j.continueOnError(ec, st, i)
-		outcome := resultWord(res)
-		conclusion := outcome
-		if res == runnerv1.Result_RESULT_FAILURE && coe {
-			conclusion = "success"
-			j.rep.Logf(i, "step failed, continuing: continue-on-error is set")
-		}
-		j.recordStep(st, outcome, conclusion, outputs)
-		j.rep.StepEnd(i, res)
-		if res == runnerv1.Result_RESULT_FAILURE && !coe && status == workflow.StatusSuccess {
-			status = workflow.StatusFailure
-		}
-		if res == runnerv1.Result_RESULT_CANCELLED {
-			status = workflow.StatusCancelled
-		}
+// stepAt runs step i of a job whose status so far is status: evaluates its
+// if:, bounds it when the job is cancelled, runs it and records its
+// result. It returns the job's status after the step.
+func (j *job) stepAt(jobCtx, outer context.Context, i int, st workflow.Step, status workflow.JobStatus) workflow.JobStatus {
+	cancelled := jobCtx.Err() != nil
+	if cancelled {
+		status = workflow.StatusCancelled
 	}
+	ec := j.exprContext(status)
+	cond := st.If
+	run, err := ec.EvalIf(cond)
+	j.rep.StepStart(i)
+	if err != nil {
+		j.rep.Logf(i, "::error::step %q: if: %v", st.DisplayName(), err)
+		j.finishStep(st, i, runnerv1.Result_RESULT_FAILURE)
+		return workflow.StatusFailure
+	}
+	if !run {
+		j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
+		j.recordStep(st, "skipped", "skipped", nil)
+		return status
+	}
+	stepCtx := jobCtx
+	if cancelled {
+		// A cancelled job still runs always()/cancelled() steps, on a
+		// context detached from the cancel but bounded.
+		if !j.deps.Cancelling && j.deps.Instance != "" {
+			j.rep.StepEnd(i, runnerv1.Result_RESULT_CANCELLED)
+			return status
+		}
+		var cancel context.CancelFunc
+		stepCtx, cancel = cleanupContext(outer)
+		defer cancel()
+	}
+	res, outputs := j.runStep(stepCtx, ec, st, i)
+	return j.settleStep(ec, st, i, res, outputs, status)
+}
+
+// cleanupContext is the context of a step a cancelled job still runs:
+// detached from the cancel, bounded.
+func cleanupContext(outer context.Context) (context.Context, context.CancelFunc) {
+	// A cancel from the forge leaves cleanup its full bound; a
+	// daemon that is shutting down (outer is done) gives it less,
+	// so the final report still beats the service manager's kill.
+	bound := DefaultCleanupTimeout
+	if outer.Err() != nil {
+		bound = ShutdownCleanupTimeout
+	}
+	return context.WithTimeout(context.WithoutCancel(outer), bound)
+}
+
+// settleStep records the result of step i that ran, with its
+// continue-on-error, and returns the job's status after it.
+func (j *job) settleStep(ec *workflow.Context, st workflow.Step, i int, res runnerv1.Result, outputs map[string]string, status workflow.JobStatus) workflow.JobStatus {
+	coe := j.continueOnError(ec, st, i)
+	outcome := resultWord(res)
+	conclusion := outcome
+	if res == runnerv1.Result_RESULT_FAILURE && coe {
+		conclusion = "success"
+		j.rep.Logf(i, "step failed, continuing: continue-on-error is set")
+	}
+	j.recordStep(st, outcome, conclusion, outputs)
+	j.rep.StepEnd(i, res)
+	if res == runnerv1.Result_RESULT_FAILURE && !coe && status == workflow.StatusSuccess {
+		status = workflow.StatusFailure
+	}
+	if res == runnerv1.Result_RESULT_CANCELLED {
+		status = workflow.StatusCancelled
+	}
+	return status
+}
+
+// result ends a job whose steps ran: it notes a job timeout, evaluates the
+// job's outputs and maps its status to the job's result.
+func (j *job) result(jobCtx context.Context, status workflow.JobStatus) runnerv1.Result {
 	if jobCtx.Err() != nil {
 		status = workflow.StatusCancelled
 		j.timedOut = errors.Is(context.Cause(jobCtx), errJobTimeout)

@@ -16,6 +16,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
+	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -61,23 +62,18 @@ func (s *loadStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[st
 // summary in the step log, the Markdown summary as the step summary, and
 // the outputs of DESIGN.md section 4. A failed threshold fails the step.
 func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map[string]string) {
-	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.Logf("::error::forgeload/load: "+format, args...)
-		return runnerv1.Result_RESULT_FAILURE, nil
-	}
-	st := s.st
 	// Every file the step names (config, body_file) is read inside the
 	// workspace, bounded, and only if it is a regular file. The workspace
 	// is opened through the task directory: an earlier step may have
 	// replaced it with a symlink.
 	root, err := j.td.OpenRoot(j.ws)
 	if err != nil {
-		return fail("open the workspace: %v", err)
+		return loadFailed(j, "open the workspace: %v", err)
 	}
 	defer root.Close()
-	cfg, err := loadrun.Load(loadrun.Input{Root: root, File: s.config, Inline: s.inline, InlineWhere: fmt.Sprintf("step %q, with", st.DisplayName())})
+	cfg, err := loadrun.Load(loadrun.Input{Root: root, File: s.config, Inline: s.inline, InlineWhere: fmt.Sprintf("step %q, with", s.st.DisplayName())})
 	if err != nil {
-		return fail("%v", err)
+		return loadFailed(j, "%v", err)
 	}
 	for _, w := range cfg.Warnings() {
 		j.Logf("::warning::forgeload/load: %s", w)
@@ -85,7 +81,7 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 
 	pol, err := loadrun.Policy(ctx, j.deps.Policy, j.deps.Instance)
 	if err != nil {
-		return fail("%v", err)
+		return loadFailed(j, "%v", err)
 	}
 	if own := j.serviceAddrs(); len(own) > 0 {
 		// The job's own services are allowed targets, whatever the lists.
@@ -93,15 +89,74 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 	}
 	if cfg.Distributed != nil && cfg.Distributed.Workers > 1 {
 		if _, err := loadrun.CheckTargets(ctx, pol, cfg, j.rep.AddMask); err != nil {
-			return fail("%v", err)
+			return loadFailed(j, "%v", err)
 		}
-		return runDistributed(ctx, j, st, cfg, s.baseline)
+		return runDistributed(ctx, j, s.st, cfg, s.baseline)
 	}
+	return runLocal(ctx, j, s, cfg, pol)
+}
 
+// loadFailed logs a load step's error and fails the step.
+func loadFailed(j *stepJob, format string, args ...any) (runnerv1.Result, map[string]string) {
+	j.Logf("::error::forgeload/load: "+format, args...)
+	return runnerv1.Result_RESULT_FAILURE, nil
+}
+
+// runLocal is the load step of a config run on this host alone, under
+// pol: it runs the test and reports its outcome.
+func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, pol *policy.Policy) (runnerv1.Result, map[string]string) {
+	st := s.st
 	var obs LoadObserver
 	if j.deps.LoadObserver != nil {
 		obs = j.deps.LoadObserver()
 	}
+	settings := j.engineSettings(cfg, obs)
+	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Policy: pol, Mask: j.rep.AddMask, Engine: settings})
+	if err != nil {
+		return loadFailed(j, "%v", err)
+	}
+	defer t.Close()
+	p := t.Engine
+	if p.Endless() {
+		return loadFailed(j, "the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
+	}
+	j.Logf("load test: %s", loadrun.Describe(cfg, &p.Options))
+	if obs != nil {
+		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg), j.rep.Mask)
+		defer obs.LoadDone()
+	}
+	stopSampling := j.sampleServices(ctx, settings.Resources)
+	out, err := t.Run(ctx)
+	stopSampling()
+	if err != nil {
+		if pe := load.Panic(err); pe != nil {
+			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
+				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
+		}
+		return loadFailed(j, "%v", err)
+	}
+	o := outcome.New(outcome.Input{
+		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
+		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+	})
+	outputs, err := j.reportLoad(st, o, nil)
+	if err != nil {
+		return loadFailed(j, "%v", err)
+	}
+	if o.Verdict.Kind == outcome.Cancelled {
+		j.Logf("load test stopped: %v", context.Cause(ctx))
+	}
+	if o.Verdict.Kind != outcome.Cancelled && out.Stop() == nil {
+		j.warnBound(&o.Summary)
+	}
+	return j.verdict(o), outputs
+}
+
+// engineSettings are the engine settings of a local load step: the
+// services' resource recorder, the runner's limits, progress and trace
+// lines in the step log, the observer's per-second feed and, with
+// log_errors, the failure log.
+func (j *stepJob) engineSettings(cfg *spec.Config, obs LoadObserver) build.Settings {
 	settings := build.Settings{
 		Resources:        j.sutRecorder(),
 		Limits:           j.deps.Limits,
@@ -121,45 +176,7 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 	if cfg.LogErrors {
 		settings.LogFailure = outcome.FailureLogger(cfg.Mix(), func(format string, args ...any) { j.Logf(format, args...) })
 	}
-	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Policy: pol, Mask: j.rep.AddMask, Engine: settings})
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer t.Close()
-	p := t.Engine
-	if p.Endless() {
-		return fail("the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
-	}
-	j.Logf("load test: %s", loadrun.Describe(cfg, &p.Options))
-	if obs != nil {
-		obs.LoadStarted(loadrun.Protocol(cfg), p.Options.Rate, j.runInfo(st, cfg), j.rep.Mask)
-		defer obs.LoadDone()
-	}
-	stopSampling := j.sampleServices(ctx, settings.Resources)
-	out, err := t.Run(ctx)
-	stopSampling()
-	if err != nil {
-		if pe := load.Panic(err); pe != nil {
-			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
-				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
-		}
-		return fail("%v", err)
-	}
-	o := outcome.New(outcome.Input{
-		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
-		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
-	})
-	outputs, err := j.reportLoad(st, o, nil)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if o.Verdict.Kind == outcome.Cancelled {
-		j.Logf("load test stopped: %v", context.Cause(ctx))
-	}
-	if o.Verdict.Kind != outcome.Cancelled && out.Stop() == nil {
-		j.warnBound(&o.Summary)
-	}
-	return j.verdict(o), outputs
+	return settings
 }
 
 // runDistributed is the load step of a config with distributed.workers > 1

@@ -95,34 +95,71 @@ func (j *job) startContainers(ctx context.Context) error {
 	_, _ = rand.Read(b)
 	j.ctrKey = fmt.Sprintf("forgeload-%d-%s", j.task.GetId(), hex.EncodeToString(b))
 
-	// Every spec is built, and every option checked, before anything is
-	// created: a bad option leaves nothing behind.
-	type planned struct {
-		id   string
-		spec container.Spec
-		auth *container.Auth
+	plan, err := j.planContainers(ec)
+	if err != nil {
+		return err
 	}
-	var plans []planned
-	var volumes []string
+	if err := j.pullImages(ctx, eng, plan); err != nil {
+		return err
+	}
+	netID, err := eng.CreateNetwork(ctx, j.ctrKey, j.ctrKey)
+	if err != nil {
+		return fmt.Errorf("services: %w", err)
+	}
+	j.ctrNetwork = j.ctrKey
+	for _, v := range plan.volumes {
+		if err := eng.CreateVolume(ctx, j.ctrKey, v); err != nil {
+			return err
+		}
+	}
+	if err := j.startServices(ctx, eng, netID, plan.services); err != nil {
+		return err
+	}
+	if err := j.waitServices(ctx, eng, plan.services); err != nil {
+		return err
+	}
+	if plan.job != nil {
+		return j.startJobContainer(ctx, eng, netID, plan.job)
+	}
+	return nil
+}
+
+// containerPlan is every container of a job, built and checked before
+// anything is created: a bad option leaves nothing behind.
+type containerPlan struct {
+	services []plannedContainer
+	job      *plannedContainer // the job container, or nil
+	volumes  []string          // the named volumes they use
+}
+
+// plannedContainer is one container of a containerPlan.
+type plannedContainer struct {
+	id   string
+	spec container.Spec
+	auth *container.Auth
+}
+
+// planContainers builds the spec of every service and of the job
+// container, and checks every option.
+func (j *job) planContainers(ec *workflow.Context) (*containerPlan, error) {
+	plan := &containerPlan{}
 	for _, id := range j.wf.Job.ServiceIDs() {
 		spec, auth, vols, err := j.containerSpec(ec, "services."+id, j.wf.Job.Services[id])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		spec.Name = j.ctrKey + "-" + id
 		spec.Aliases = append(spec.Aliases, id)
-		plans = append(plans, planned{id, spec, auth})
-		volumes = append(volumes, vols...)
+		plan.services = append(plan.services, plannedContainer{id, spec, auth})
+		plan.volumes = append(plan.volumes, vols...)
 	}
-	var jobSpec *container.Spec
-	var jobAuth *container.Auth
 	if c := j.jobImage(); c != nil {
 		spec, auth, vols, err := j.containerSpec(ec, "container", c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(spec.Ports) > 0 {
-			return fmt.Errorf("container.ports: the job container publishes no ports here; move what listens into a service of its own")
+			return nil, fmt.Errorf("container.ports: the job container publishes no ports here; move what listens into a service of its own")
 		}
 		spec.Name = j.ctrKey + "-job"
 		// The job container idles; steps run in it with exec. The task
@@ -132,30 +169,29 @@ func (j *job) startContainers(ctx context.Context) error {
 		spec.Cmd = nil
 		spec.Binds = append(spec.Binds, j.dir+":"+j.dir)
 		spec.WorkingDir = j.ws
-		jobSpec, jobAuth = &spec, auth
-		volumes = append(volumes, vols...)
+		plan.job = &plannedContainer{spec: spec, auth: auth}
+		plan.volumes = append(plan.volumes, vols...)
 	}
+	return plan, nil
+}
 
-	for _, p := range plans {
+// pullImages makes sure every image of the plan is on the Engine.
+func (j *job) pullImages(ctx context.Context, eng Containers, plan *containerPlan) error {
+	for _, p := range plan.services {
 		if err := j.pullImage(ctx, eng, "service "+p.id, p.spec.Image, p.auth); err != nil {
 			return err
 		}
 	}
-	if jobSpec != nil {
-		if err := j.pullImage(ctx, eng, "job container", jobSpec.Image, jobAuth); err != nil {
+	if plan.job != nil {
+		if err := j.pullImage(ctx, eng, "job container", plan.job.spec.Image, plan.job.auth); err != nil {
 			return err
 		}
 	}
-	netID, err := eng.CreateNetwork(ctx, j.ctrKey, j.ctrKey)
-	if err != nil {
-		return fmt.Errorf("services: %w", err)
-	}
-	j.ctrNetwork = j.ctrKey
-	for _, v := range volumes {
-		if err := eng.CreateVolume(ctx, j.ctrKey, v); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// startServices starts every service container on the job's network.
+func (j *job) startServices(ctx context.Context, eng Containers, netID string, plans []plannedContainer) error {
 	j.services = map[string]*service{}
 	for _, p := range plans {
 		p.spec.Network = netID
@@ -166,7 +202,13 @@ func (j *job) startContainers(ctx context.Context) error {
 		j.services[p.id] = &service{id: p.id, image: p.spec.Image, cid: cid}
 		j.rep.Logf(-1, "service %s: started %s", p.id, p.spec.Image)
 	}
+	return nil
+}
 
+// waitServices waits, within container.service_timeout for all of them,
+// until every service is healthy, and reads its ports and address; a
+// service that is not gets the end of its log in the job log.
+func (j *job) waitServices(ctx context.Context, eng Containers, plans []plannedContainer) error {
 	wctx, cancel := context.WithTimeout(ctx, j.deps.ServiceTimeout)
 	defer cancel()
 	for _, p := range plans {
@@ -189,17 +231,21 @@ func (j *job) startContainers(ctx context.Context) error {
 		s.ports, s.ip = st.Ports, st.IP
 		j.rep.Logf(-1, "service %s is ready%s", p.id, describePorts(s.ports))
 	}
-	if jobSpec != nil {
-		jobSpec.Network = netID
-		cid, err := eng.Start(ctx, *jobSpec)
-		if err != nil {
-			return fmt.Errorf("job container: %w", err)
-		}
-		j.jobCtr = cid
-		j.jobCtrUser = jobSpec.User
-		j.probeJobContainer(ctx)
-		j.rep.Logf(-1, "job container: run: steps run in %s", jobSpec.Image)
+	return nil
+}
+
+// startJobContainer starts the job container on the job's network; the
+// job's steps run in it from then on.
+func (j *job) startJobContainer(ctx context.Context, eng Containers, netID string, p *plannedContainer) error {
+	p.spec.Network = netID
+	cid, err := eng.Start(ctx, p.spec)
+	if err != nil {
+		return fmt.Errorf("job container: %w", err)
 	}
+	j.jobCtr = cid
+	j.jobCtrUser = p.spec.User
+	j.probeJobContainer(ctx)
+	j.rep.Logf(-1, "job container: run: steps run in %s", p.spec.Image)
 	return nil
 }
 
@@ -213,96 +259,135 @@ func (j *job) pullImage(ctx context.Context, eng Containers, what, ref string, a
 // containerSpec evaluates a services:/container: entry into a Spec, with
 // its registry login and the named volumes it uses.
 func (j *job) containerSpec(ec *workflow.Context, path string, c *workflow.Container) (container.Spec, *container.Auth, []string, error) {
-	fail := func(format string, args ...any) (container.Spec, *container.Auth, []string, error) {
-		return container.Spec{}, nil, nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
-	}
-	in := func(field, v string) (string, error) {
-		out, err := ec.Interpolate(v)
-		if err != nil {
-			return "", fmt.Errorf("%s.%s: %w", path, field, err)
-		}
-		return out, nil
-	}
-	img, err := in("image", c.Image)
+	e := specEval{ec: ec, path: path}
+	spec, vols, err := j.specFields(e, c)
 	if err != nil {
 		return container.Spec{}, nil, nil, err
 	}
+	opts, err := e.in("options", c.Options)
+	if err != nil {
+		return container.Spec{}, nil, nil, err
+	}
+	if err := spec.ApplyOptions(opts, j.deps.OptionsPolicy); err != nil {
+		return container.Spec{}, nil, nil, e.fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	// volumes: and --volume options pass the same checks.
+	vols = append(vols, spec.Binds...)
+	spec.Binds = nil
+	named, err := j.specVolumes(e, &spec, vols)
+	if err != nil {
+		return container.Spec{}, nil, nil, err
+	}
+	auth, err := j.specAuth(e, c.Credentials)
+	if err != nil {
+		return container.Spec{}, nil, nil, err
+	}
+	return spec, auth, named, nil
+}
+
+// specEval evaluates the fields of the services:/container: entry at path,
+// its errors naming the field.
+type specEval struct {
+	ec   *workflow.Context
+	path string
+}
+
+// in interpolates the value v of field.
+func (e specEval) in(field, v string) (string, error) {
+	out, err := e.ec.Interpolate(v)
+	if err != nil {
+		return "", fmt.Errorf("%s.%s: %w", e.path, field, err)
+	}
+	return out, nil
+}
+
+// fail is an error about the entry.
+func (e specEval) fail(format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{e.path}, args...)...)
+}
+
+// specFields evaluates the entry's image, env, ports and cmd into a Spec,
+// and returns its volumes: evaluated but not yet checked.
+func (j *job) specFields(e specEval, c *workflow.Container) (container.Spec, []string, error) {
+	img, err := e.in("image", c.Image)
+	if err != nil {
+		return container.Spec{}, nil, err
+	}
 	if strings.TrimSpace(img) == "" {
-		return fail("image is empty after evaluating %q; set it to an image such as postgres:16", c.Image)
+		return container.Spec{}, nil, e.fail("image is empty after evaluating %q; set it to an image such as postgres:16", c.Image)
 	}
 	spec := container.Spec{Job: j.ctrKey, Image: strings.TrimSpace(img)}
 	for _, k := range sortedKeys(c.Env) {
-		v, err := in("env."+k, c.Env[k])
+		v, err := e.in("env."+k, c.Env[k])
 		if err != nil {
-			return container.Spec{}, nil, nil, err
+			return container.Spec{}, nil, err
 		}
 		spec.Env = append(spec.Env, k+"="+v)
 	}
 	for i, p := range c.Ports {
-		v, err := in(fmt.Sprintf("ports[%d]", i), p)
+		v, err := e.in(fmt.Sprintf("ports[%d]", i), p)
 		if err != nil {
-			return container.Spec{}, nil, nil, err
+			return container.Spec{}, nil, err
 		}
 		port, err := parsePort(v)
 		if err != nil {
-			return fail("ports[%d]: %v", i, err)
+			return container.Spec{}, nil, e.fail("ports[%d]: %v", i, err)
 		}
 		spec.Ports = append(spec.Ports, port)
 	}
 	var vols []string
 	for i, v := range c.Volumes {
-		v, err := in(fmt.Sprintf("volumes[%d]", i), v)
+		v, err := e.in(fmt.Sprintf("volumes[%d]", i), v)
 		if err != nil {
-			return container.Spec{}, nil, nil, err
+			return container.Spec{}, nil, err
 		}
 		vols = append(vols, v)
 	}
-	if len(c.Cmd) > 0 {
-		for i, a := range c.Cmd {
-			v, err := in(fmt.Sprintf("cmd[%d]", i), a)
-			if err != nil {
-				return container.Spec{}, nil, nil, err
-			}
-			spec.Cmd = append(spec.Cmd, v)
+	for i, a := range c.Cmd {
+		v, err := e.in(fmt.Sprintf("cmd[%d]", i), a)
+		if err != nil {
+			return container.Spec{}, nil, err
 		}
+		spec.Cmd = append(spec.Cmd, v)
 	}
-	opts, err := in("options", c.Options)
-	if err != nil {
-		return container.Spec{}, nil, nil, err
-	}
-	if err := spec.ApplyOptions(opts, j.deps.OptionsPolicy); err != nil {
-		return fail("%v", strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	// volumes: and --volume options pass the same checks.
-	vols = append(vols, spec.Binds...)
-	spec.Binds = nil
+	return spec, vols, nil
+}
+
+// specVolumes checks every volume of the entry, sets spec's binds and
+// returns the named volumes among them.
+func (j *job) specVolumes(e specEval, spec *container.Spec, vols []string) ([]string, error) {
 	var named []string
 	for i, v := range vols {
 		bind, name, err := j.checkVolume(v)
 		if err != nil {
-			return fail("volumes[%d]: %v", i, err)
+			return nil, e.fail("volumes[%d]: %v", i, err)
 		}
 		spec.Binds = append(spec.Binds, bind)
 		if name != "" {
 			named = append(named, name)
 		}
 	}
-	var auth *container.Auth
-	if cr := c.Credentials; cr != nil {
-		u, err := in("credentials.username", cr.Username)
-		if err != nil {
-			return container.Spec{}, nil, nil, err
-		}
-		pw, err := in("credentials.password", cr.Password)
-		if err != nil {
-			return container.Spec{}, nil, nil, err
-		}
-		if pw != "" {
-			j.rep.AddMask(pw)
-		}
-		auth = &container.Auth{Username: u, Password: pw}
+	return named, nil
+}
+
+// specAuth evaluates the entry's credentials: into a registry login, the
+// password masked; nil without credentials.
+func (j *job) specAuth(e specEval, cr *workflow.Credentials) (*container.Auth, error) {
+	if cr == nil {
+		return nil, nil
 	}
-	return spec, auth, named, nil
+	u, err := e.in("credentials.username", cr.Username)
+	if err != nil {
+		return nil, err
+	}
+	pw, err := e.in("credentials.password", cr.Password)
+	if err != nil {
+		return nil, err
+	}
+	if pw != "" {
+		j.rep.AddMask(pw)
+	}
+	return &container.Auth{Username: u, Password: pw}, nil
 }
 
 // checkVolume checks one volumes: entry and returns the bind to give the
