@@ -158,55 +158,90 @@ func (m *member) loop(parent context.Context) (err error) {
 	for {
 		select {
 		case <-m.stop:
-			if m.abandon.Load() {
-				m.doAbandon(ctx, "runner shutting down")
-			}
-			return nil
+			return m.onStop(ctx)
 		case <-m.fenced:
-			m.stopSegments(ErrSelfFenced)
-			m.logf("%v (no renewal for %s)", ErrSelfFenced, m.p.o.FenceAfter)
-			m.doAbandon(ctx, "self-fenced")
-			return ErrSelfFenced
+			return m.onFenced(ctx)
 		case <-t.C:
-			if err := m.heartbeat(ctx); err != nil {
-				m.stopSegments(err)
-				if !errors.Is(err, ErrStateLost) && !errors.Is(err, ErrRemoved) {
-					m.flushAndStopped(ctx, "error")
-				}
-				if !errors.Is(err, ErrStateLost) {
-					m.delAlive(ctx)
-				}
+			if err := m.onHeartbeat(ctx); err != nil {
 				return err
 			}
 		case d := <-cmds:
-			if d == nil {
-				m.reconcile(ctx)
-			} else {
-				m.apply(ctx, *d)
-			}
+			m.onCommand(ctx, d)
 		case sr := <-m.segDone:
-			if m.segs[sr.idx] == sr {
-				delete(m.segs, sr.idx)
-				if sr.err == nil && m.loadCtx.Err() == nil {
-					m.ran[sr.idx] = true
-				}
-				if sr.err != nil && m.loadCtx.Err() == nil {
-					// The error can quote the job's input (a target, a
-					// header) and this daemon does not know the job's
-					// secrets: its text goes to the job's log only, through
-					// the coordinator, which masks it.
-					m.logf("segment %d failed; the job's log says why", sr.idx)
-					m.segmentFailed(ctx, sr.idx, sr.err)
-				}
-			}
-			if len(m.segs) == 0 && m.hadSegs && m.loadCtx.Err() == nil && !m.stopped {
-				m.flushAndStopped(ctx, "stopped")
-			}
+			m.onSegmentDone(ctx, sr)
 		}
 		if m.stopped && m.cur.Phase == phaseStop {
 			m.delAlive(ctx)
 			return nil
 		}
+	}
+}
+
+// onStop leaves the run on shutdown, handing the segments back first if
+// asked to abandon them.
+func (m *member) onStop(ctx context.Context) error {
+	if m.abandon.Load() {
+		m.doAbandon(ctx, "runner shutting down")
+	}
+	return nil
+}
+
+// onFenced leaves the run once the fence timer has cut this runner off:
+// its load stops and its segments are handed back.
+func (m *member) onFenced(ctx context.Context) error {
+	m.stopSegments(ErrSelfFenced)
+	m.logf("%v (no renewal for %s)", ErrSelfFenced, m.p.o.FenceAfter)
+	m.doAbandon(ctx, "self-fenced")
+	return ErrSelfFenced
+}
+
+// onHeartbeat beats; when the heartbeat says this runner must leave, it
+// stops the segments, reports and releases what it still can, and returns
+// why.
+func (m *member) onHeartbeat(ctx context.Context) error {
+	err := m.heartbeat(ctx)
+	if err == nil {
+		return nil
+	}
+	m.stopSegments(err)
+	if !errors.Is(err, ErrStateLost) && !errors.Is(err, ErrRemoved) {
+		m.flushAndStopped(ctx, "error")
+	}
+	if !errors.Is(err, ErrStateLost) {
+		m.delAlive(ctx)
+	}
+	return err
+}
+
+// onCommand applies a desired state the command reader forwarded, or
+// re-reads desired when it forwarded none (nil).
+func (m *member) onCommand(ctx context.Context, d *desired) {
+	if d == nil {
+		m.reconcile(ctx)
+	} else {
+		m.apply(ctx, *d)
+	}
+}
+
+// onSegmentDone records a segment that ended: ran to its end, or failed
+// (the coordinator is told), and reports "stopped" once none is left.
+func (m *member) onSegmentDone(ctx context.Context, sr *segRun) {
+	if m.segs[sr.idx] == sr {
+		delete(m.segs, sr.idx)
+		if sr.err == nil && m.loadCtx.Err() == nil {
+			m.ran[sr.idx] = true
+		}
+		if sr.err != nil && m.loadCtx.Err() == nil {
+			// The error can quote the job's input (a target, a
+			// header) and this daemon does not know the job's
+			// secrets: its text goes to the job's log only, through
+			// the coordinator, which masks it.
+			m.logf("segment %d failed; the job's log says why", sr.idx)
+			m.segmentFailed(ctx, sr.idx, sr.err)
+		}
+	}
+	if len(m.segs) == 0 && m.hadSegs && m.loadCtx.Err() == nil && !m.stopped {
+		m.flushAndStopped(ctx, "stopped")
 	}
 }
 

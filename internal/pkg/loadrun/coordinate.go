@@ -99,94 +99,31 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	ds := cfg.Distributed
-	if s.Cluster == nil {
-		return nil, fmt.Errorf("distributed.workers is %d, but this runner has no cluster configured (cluster.redis_url in the daemon config); remove distributed: or ask the runner admin to join a cluster", ds.Workers)
-	}
-	for n, e := range cfg.Mix() {
-		if e.BodyFile != "" {
-			return nil, fmt.Errorf("endpoint %d: body_file is not supported in a distributed test (the other workers cannot read this workspace): put the body inline with the body key", n+1)
-		}
-	}
-	o, ths, err := build.EngineOptions(cfg, build.Limits{MaxDuration: s.Limits.MaxDuration,
-		MaxGracefulShutdown: s.Limits.MaxGracefulShutdown, MaxEndpoints: s.Limits.MaxEndpoints})
+	o, ths, err := checkDistributed(cfg, s)
 	if err != nil {
 		return nil, err
 	}
-	if f := cfg.Feeder; f != nil {
-		// Read here, inside the workspace, and shipped: the other hosts
-		// cannot read this workspace.
-		if err := build.LoadFeeder(cfg); err != nil {
-			return nil, err
-		}
-		if len(f.Data) > MaxDistributedFeeder {
-			return nil, fmt.Errorf("feeder.path %s is %d bytes: a distributed test ships its feeder to every worker through Redis, which allows at most %d; use a smaller file", f.Path, len(f.Data), MaxDistributedFeeder)
-		}
-	}
-	if o.Duration <= 0 {
-		return nil, fmt.Errorf("distributed.workers is %d but the test has no duration: set duration (a distributed test needs a fixed timeline)", ds.Workers)
-	}
-	// The workers get the timeline decided here: the duration (which the
-	// limit may have filled) and, for Poisson arrivals, one seed, or the
-	// striped shares would not add up to one schedule.
-	ship := *cfg
-	ship.Duration = o.Duration
-	if o.Arrival == load.Poisson && cfg.Seed == 0 {
-		ship.Seed = int64(o.Seed&(1<<62-1)) | 1
-		o.Seed = uint64(ship.Seed)
-	}
-	wire, err := EncodeSpec(&ship)
+	wire, err := shipSpec(cfg, &o)
 	if err != nil {
 		return nil, err
 	}
-	logf("load test: %s", Describe(cfg, &o))
-	if o.Arrival == load.Poisson {
-		logf("poisson seed %d (set seed: to repeat this arrival sequence)", o.Seed)
-	}
-	logf("distributed over %d workers (min_workers %d, join_timeout %s, on_worker_loss %s); each worker checks its share against its own target policy and limits",
-		ds.Workers, ds.Min(), ds.JoinTimeout, ds.OnWorkerLoss)
+	logRun(logf, cfg, &o)
 
 	// The daemon's load metrics count what this host sends: its own
 	// segment does that through its SegmentRunner, so the merged seconds
 	// are not fed to them here (OnSecond is for views of the whole run).
-	open := o.Open()
-	sched := load.NewSchedule(&o)
-	end := planEnd(&o)
-	planSecs := int((end + time.Second - 1) / time.Second)
-	targetAt := func(sec int) float64 {
-		if !open || sec >= planSecs {
-			return 0
-		}
-		return sched.PlannedCount(time.Duration(sec)*time.Second, time.Duration(sec+1)*time.Second)
-	}
-	prog := newProgress(s.ProgressInterval, planSecs, func(p load.Progress) {
+	pl := newPlan(&o)
+	prog := newProgress(s.ProgressInterval, pl.secs, func(p load.Progress) {
 		if s.Resources != nil {
 			p.SUT = s.Resources.Latest()
 		}
 		logf("%s", load.FormatProgress(p))
 	})
-	grace := o.Grace
-	if grace == 0 {
-		grace = load.DefaultGrace
-	}
-	out, err := s.Cluster.Coordinate(ctx, cluster.Run{
-		Spec:         wire,
-		Duration:     end + max(grace, 0),
-		Workers:      ds.Workers,
-		MinWorkers:   ds.Min(),
-		JoinTimeout:  ds.JoinTimeout,
-		OnWorkerLoss: cluster.LossPolicy(ds.OnWorkerLoss),
-		// A closed-model total is over once every host has sent its share:
-		// the step ends then, as on one host, not at the duration.
-		EndsEarly: !open && o.Total > 0,
-		// Every worker stops once its requests in flight have ended; the
-		// run ends then, not when the graceful stop's bound runs out.
-		Grace: max(grace, 0),
-	}, cluster.CoordOptions{
+	out, err := s.Cluster.Coordinate(ctx, clusterRun(cfg.Distributed, wire, &o, pl.end), cluster.CoordOptions{
 		Logf: logf,
 		OnSecond: func(cs *snapshot.Snapshot) {
 			snap := fromCluster(cs)
-			snap.TargetRPS = targetAt(snap.Second)
+			snap.TargetRPS = pl.targetAt(snap.Second)
 			prog.add(snap)
 			if s.OnSecond != nil {
 				s.OnSecond(snap)
@@ -199,34 +136,150 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	if err != nil && (!cancelled || out == nil) {
 		return nil, fmt.Errorf("distributed load test: %w", err)
 	}
+	d := pl.merge(out, cancelled, prog)
+	d.Thresholds = ths
+	return d, nil
+}
 
+// checkDistributed checks what a distributed test needs beyond a valid
+// config (a cluster, inline bodies, a small feeder, a duration) and
+// returns its engine options and thresholds under s.Limits.
+func checkDistributed(cfg *spec.Config, s CoordSettings) (load.Options, []threshold.Threshold, error) {
+	ds := cfg.Distributed
+	if s.Cluster == nil {
+		return load.Options{}, nil, fmt.Errorf("distributed.workers is %d, but this runner has no cluster configured (cluster.redis_url in the daemon config); remove distributed: or ask the runner admin to join a cluster", ds.Workers)
+	}
+	for n, e := range cfg.Mix() {
+		if e.BodyFile != "" {
+			return load.Options{}, nil, fmt.Errorf("endpoint %d: body_file is not supported in a distributed test (the other workers cannot read this workspace): put the body inline with the body key", n+1)
+		}
+	}
+	o, ths, err := build.EngineOptions(cfg, build.Limits{MaxDuration: s.Limits.MaxDuration,
+		MaxGracefulShutdown: s.Limits.MaxGracefulShutdown, MaxEndpoints: s.Limits.MaxEndpoints})
+	if err != nil {
+		return load.Options{}, nil, err
+	}
+	if f := cfg.Feeder; f != nil {
+		// Read here, inside the workspace, and shipped: the other hosts
+		// cannot read this workspace.
+		if err := build.LoadFeeder(cfg); err != nil {
+			return load.Options{}, nil, err
+		}
+		if len(f.Data) > MaxDistributedFeeder {
+			return load.Options{}, nil, fmt.Errorf("feeder.path %s is %d bytes: a distributed test ships its feeder to every worker through Redis, which allows at most %d; use a smaller file", f.Path, len(f.Data), MaxDistributedFeeder)
+		}
+	}
+	if o.Duration <= 0 {
+		return load.Options{}, nil, fmt.Errorf("distributed.workers is %d but the test has no duration: set duration (a distributed test needs a fixed timeline)", ds.Workers)
+	}
+	return o, ths, nil
+}
+
+// shipSpec encodes the spec the workers get, with the timeline decided
+// here: the duration (which the limit may have filled) and, for Poisson
+// arrivals, one seed, or the striped shares would not add up to one
+// schedule. A seed it picks is set in o too.
+func shipSpec(cfg *spec.Config, o *load.Options) ([]byte, error) {
+	ship := *cfg
+	ship.Duration = o.Duration
+	if o.Arrival == load.Poisson && cfg.Seed == 0 {
+		ship.Seed = int64(o.Seed&(1<<62-1)) | 1
+		o.Seed = uint64(ship.Seed)
+	}
+	return EncodeSpec(&ship)
+}
+
+// logRun logs what a distributed test runs and over how many workers.
+func logRun(logf func(string, ...any), cfg *spec.Config, o *load.Options) {
+	ds := cfg.Distributed
+	logf("load test: %s", Describe(cfg, o))
+	if o.Arrival == load.Poisson {
+		logf("poisson seed %d (set seed: to repeat this arrival sequence)", o.Seed)
+	}
+	logf("distributed over %d workers (min_workers %d, join_timeout %s, on_worker_loss %s); each worker checks its share against its own target policy and limits",
+		ds.Workers, ds.Min(), ds.JoinTimeout, ds.OnWorkerLoss)
+}
+
+// clusterRun is the run the cluster coordinates: the shipped spec wire,
+// the plan's end plus the graceful stop, and the workers ds asks for.
+func clusterRun(ds *spec.Distributed, wire []byte, o *load.Options, end time.Duration) cluster.Run {
+	grace := o.Grace
+	if grace == 0 {
+		grace = load.DefaultGrace
+	}
+	return cluster.Run{
+		Spec:         wire,
+		Duration:     end + max(grace, 0),
+		Workers:      ds.Workers,
+		MinWorkers:   ds.Min(),
+		JoinTimeout:  ds.JoinTimeout,
+		OnWorkerLoss: cluster.LossPolicy(ds.OnWorkerLoss),
+		// A closed-model total is over once every host has sent its share:
+		// the step ends then, as on one host, not at the duration.
+		EndsEarly: !o.Open() && o.Total > 0,
+		// Every worker stops once its requests in flight have ended; the
+		// run ends then, not when the graceful stop's bound runs out.
+		Grace: max(grace, 0),
+	}
+}
+
+// plan is the timeline of a distributed run as the coordinator planned
+// it: the schedule, its end and its seconds.
+type plan struct {
+	o     *load.Options
+	open  bool
+	sched *load.Schedule
+	end   time.Duration
+	secs  int
+}
+
+// newPlan plans the run of o.
+func newPlan(o *load.Options) *plan {
+	pl := &plan{o: o, open: o.Open(), sched: load.NewSchedule(o), end: planEnd(o)}
+	pl.secs = int((pl.end + time.Second - 1) / time.Second)
+	return pl
+}
+
+// targetAt is the planned arrivals in second sec: 0 in the closed model
+// and after the plan's last second.
+func (pl *plan) targetAt(sec int) float64 {
+	if !pl.open || sec >= pl.secs {
+		return 0
+	}
+	return pl.sched.PlannedCount(time.Duration(sec)*time.Second, time.Duration(sec+1)*time.Second)
+}
+
+// merge turns the cluster's outcome into the merged result, finishing the
+// progress lines of a run that ended early.
+func (pl *plan) merge(out *cluster.Outcome, cancelled bool, prog *progress) *Distributed {
+	end := pl.end
 	if !cancelled && out.Ended > 0 && out.Ended < end {
 		end = out.Ended // every host sent its share of a closed-model total
 		prog.finish(out.Seconds, end)
 	}
-	res := &load.Result{Open: open, Start: out.StartAt, Elapsed: end}
+	res := &load.Result{Open: pl.open, Start: out.StartAt, Elapsed: end}
 	if cancelled {
 		res.Interrupted = true
 		res.Elapsed = min(max(time.Since(out.StartAt), time.Second), end)
 	}
 	for _, cs := range out.Seconds {
 		s := fromCluster(cs)
-		s.TargetRPS = targetAt(s.Second)
+		s.TargetRPS = pl.targetAt(s.Second)
 		res.AddSnapshot(s)
 	}
-	if open {
-		res.TargetRPS = sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
+	if pl.open {
+		res.TargetRPS = pl.sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
 	}
 	res.Finish()
-	d := &Distributed{Result: res, Thresholds: ths, Outcome: out, Cancelled: cancelled, end: end}
-	if open {
-		d.plannedIn = sched.PlannedCount
+	d := &Distributed{Result: res, Outcome: out, Cancelled: cancelled, end: end}
+	if pl.open {
+		d.plannedIn = pl.sched.PlannedCount
 	}
 	d.Hosts = workerRows(out, end, d.plannedIn)
 	if !cancelled {
-		d.Shortfall = shortfall(&o, end, sched, res.Requests, out)
+		d.Shortfall = shortfall(pl.o, end, pl.sched, res.Requests, out)
 	}
-	return d, nil
+	return d
 }
 
 // MinDelivered is the share of the planned requests a distributed run must

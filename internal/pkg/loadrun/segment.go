@@ -15,6 +15,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/feeder"
+	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 )
 
@@ -56,24 +57,10 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	defer r.panicked(a, &err)
 	defer guard.Recover(&err)
 	guard.Fault("segment", string(a.Spec))
-	cfg, err := DecodeSpec(a.Spec)
+	cfg, pol, err := r.decode(ctx, a)
 	if err != nil {
 		return err
 	}
-	pol, err := Policy(ctx, r.Policy, r.Forge)
-	if err != nil {
-		return err
-	}
-	if err := r.Limits.CheckEndpoints(cfg); err != nil {
-		return err
-	}
-	if cfg.Feeder != nil && a.Rows == nil {
-		return errors.New("the config has a feeder but the cluster gave this segment no row claims: run the same forgeload version on every cluster member")
-	}
-	if cfg.Headers == nil {
-		cfg.Headers = map[string]string{}
-	}
-	cfg.Headers[SegmentHeader] = a.Worker + "/" + strconv.Itoa(a.Index)
 
 	var rows *feeder.Shared // this segment's share of the feeder rows, if any
 	var obs Observer
@@ -103,8 +90,48 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	}()
 	o := &t.Engine.Options
 	share, _ := a.Range.Len().Float64()
-	if err := r.Limits.CheckShare(o, share, a.ScaleVUs); err != nil {
+	if left, err := r.takeShare(o, a, share, rows); err != nil || !left {
 		return err
+	}
+	r.logf("cluster run %s: running segment %d (%s of the plan) from %s", a.Run, a.Index, a.Range, a.Offset)
+	if obs != nil {
+		obs.LoadStarted(Protocol(cfg), o.Rate*share, nil, nil)
+		defer obs.LoadDone()
+	}
+	return r.run(ctx, t, a)
+}
+
+// decode decodes a's shipped spec, checks it against this runner's
+// endpoint limit and the cluster's row claims, tags its requests with
+// [SegmentHeader], and returns it with this runner's target policy.
+func (r *SegmentRunner) decode(ctx context.Context, a cluster.Assignment) (*spec.Config, *policy.Policy, error) {
+	cfg, err := DecodeSpec(a.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	pol, err := Policy(ctx, r.Policy, r.Forge)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.Limits.CheckEndpoints(cfg); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Feeder != nil && a.Rows == nil {
+		return nil, nil, errors.New("the config has a feeder but the cluster gave this segment no row claims: run the same forgeload version on every cluster member")
+	}
+	if cfg.Headers == nil {
+		cfg.Headers = map[string]string{}
+	}
+	cfg.Headers[SegmentHeader] = a.Worker + "/" + strconv.Itoa(a.Index)
+	return cfg, pol, nil
+}
+
+// takeShare checks the segment's share of o against this runner's limits and
+// narrows o to it: striping, lease, what is left of a closed-model total,
+// start and offset. left is false when nothing of the share is left to send.
+func (r *SegmentRunner) takeShare(o *load.Options, a cluster.Assignment, share float64, rows *feeder.Shared) (left bool, err error) {
+	if err := r.Limits.CheckShare(o, share, a.ScaleVUs); err != nil {
+		return false, err
 	}
 	o.Owns, o.ScaleVUs, o.Lease = a.Owns, a.ScaleVUs, a.Lease
 	if total, ok := closedShare(o, a.ScaleVUs); ok {
@@ -112,7 +139,7 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 		// reported as sent.
 		total -= min(total, uint64(max(a.Prior, 0)))
 		if total == 0 {
-			return nil // nothing of this segment's share of total is left
+			return false, nil // nothing of this segment's share of total is left
 		}
 		o.Total = total
 		if rows != nil {
@@ -123,13 +150,13 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	}
 	o.StartAt, o.Offset = a.StartAt.Add(a.Offset), a.Offset
 	if o.Duration > 0 && a.Offset >= o.Duration {
-		return nil // taken over after the plan's last arrival: nothing left
+		return false, nil // taken over after the plan's last arrival: nothing left
 	}
-	r.logf("cluster run %s: running segment %d (%s of the plan) from %s", a.Run, a.Index, a.Range, a.Offset)
-	if obs != nil {
-		obs.LoadStarted(Protocol(cfg), o.Rate*share, nil, nil)
-		defer obs.LoadDone()
-	}
+	return true, nil
+}
+
+// run runs the segment's test t and says why it stopped short, if it did.
+func (r *SegmentRunner) run(ctx context.Context, t *Test, a cluster.Assignment) error {
 	out, err := t.Run(ctx)
 	if err != nil {
 		return err

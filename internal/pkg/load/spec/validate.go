@@ -345,65 +345,75 @@ func (v *validator) loadModel() {
 
 }
 
+// patterns checks each of load_patterns.
 func (v *validator) patterns() {
 	for i, p := range v.c.Patterns {
-		key := fmt.Sprintf("load_patterns[%d]", i)
-		has := func(k string) bool { return v.c.Has(key + "." + k) }
-		unused := func(keys ...string) {
-			for _, k := range keys {
-				if has(k) {
-					v.fail(key+"."+k, "%s is not used by a %s pattern; remove it", k, p.Type)
-				}
+		v.pattern(fmt.Sprintf("load_patterns[%d]", i), p)
+	}
+}
+
+// pattern checks one load pattern, at key, against the keys its type uses.
+func (v *validator) pattern(key string, p Pattern) {
+	has := func(k string) bool { return v.c.Has(key + "." + k) }
+	unused := func(keys ...string) {
+		for _, k := range keys {
+			if has(k) {
+				v.fail(key+"."+k, "%s is not used by a %s pattern; remove it", k, p.Type)
 			}
 		}
-		positive := func(k string, x float64) {
-			if x < 0 {
-				v.fail(key+"."+k, "%g is negative (want requests per second, e.g. 200)", x)
-			}
+	}
+	positive := func(k string, x float64) {
+		if x < 0 {
+			v.fail(key+"."+k, "%g is negative (want requests per second, e.g. 200)", x)
 		}
-		needDuration := func() {
-			if p.Duration <= 0 {
-				v.fail(key+".duration", "a %s pattern needs a positive duration (want e.g. 5m)", p.Type)
-			}
+	}
+	needDuration := func() {
+		if p.Duration <= 0 {
+			v.fail(key+".duration", "a %s pattern needs a positive duration (want e.g. 5m)", p.Type)
 		}
-		switch p.Type {
-		case PatternRamp:
-			if !has("from_rps") && !has("to_rps") {
-				v.fail(key, "a ramp pattern needs from_rps and to_rps (e.g. from_rps: 10, to_rps: 200)")
-			}
-			positive("from_rps", p.FromRPS)
-			positive("to_rps", p.ToRPS)
-			if p.FromRPS == 0 && p.ToRPS == 0 && (has("from_rps") || has("to_rps")) {
-				v.fail(key+".to_rps", "a ramp from 0 to 0 requests per second sends nothing; set to_rps (e.g. 200)")
-			}
-			needDuration()
-			unused("rps", "steps")
-		case PatternStep:
-			if len(p.Steps) == 0 {
-				v.fail(key+".steps", "a step pattern needs steps (e.g. steps: [{rps: 100, duration: 1m}])")
-			}
-			for j, s := range p.Steps {
-				sk := fmt.Sprintf("%s.steps[%d]", key, j)
-				if !v.c.Has(sk + ".rps") {
-					v.fail(sk, "a step needs rps (e.g. rps: 100)")
-				} else if s.RPS < 0 {
-					v.fail(sk+".rps", "%g is negative (want requests per second, e.g. 100)", s.RPS)
-				}
-				if s.Duration <= 0 {
-					v.fail(sk+".duration", "a step needs a positive duration (want e.g. 1m)")
-				}
-			}
-			unused("from_rps", "to_rps", "rps", "duration")
-		case PatternSpike, PatternConstant:
-			if p.RPS <= 0 {
-				v.fail(key+".rps", "a %s pattern needs rps above 0 (want e.g. 800)", p.Type)
-			}
-			needDuration()
-			unused("from_rps", "to_rps", "steps")
-		case "":
-			v.fail(key+".type", "type is required (want ramp, step or spike)")
-		default:
-			v.fail(key+".type", "%q is not a pattern type (want ramp, step, spike or constant)", string(p.Type))
+	}
+	switch p.Type {
+	case PatternRamp:
+		if !has("from_rps") && !has("to_rps") {
+			v.fail(key, "a ramp pattern needs from_rps and to_rps (e.g. from_rps: 10, to_rps: 200)")
+		}
+		positive("from_rps", p.FromRPS)
+		positive("to_rps", p.ToRPS)
+		if p.FromRPS == 0 && p.ToRPS == 0 && (has("from_rps") || has("to_rps")) {
+			v.fail(key+".to_rps", "a ramp from 0 to 0 requests per second sends nothing; set to_rps (e.g. 200)")
+		}
+		needDuration()
+		unused("rps", "steps")
+	case PatternStep:
+		v.patternSteps(key, p.Steps)
+		unused("from_rps", "to_rps", "rps", "duration")
+	case PatternSpike, PatternConstant:
+		if p.RPS <= 0 {
+			v.fail(key+".rps", "a %s pattern needs rps above 0 (want e.g. 800)", p.Type)
+		}
+		needDuration()
+		unused("from_rps", "to_rps", "steps")
+	case "":
+		v.fail(key+".type", "type is required (want ramp, step or spike)")
+	default:
+		v.fail(key+".type", "%q is not a pattern type (want ramp, step, spike or constant)", string(p.Type))
+	}
+}
+
+// patternSteps checks the steps of the step pattern at key.
+func (v *validator) patternSteps(key string, steps []Step) {
+	if len(steps) == 0 {
+		v.fail(key+".steps", "a step pattern needs steps (e.g. steps: [{rps: 100, duration: 1m}])")
+	}
+	for j, s := range steps {
+		sk := fmt.Sprintf("%s.steps[%d]", key, j)
+		if !v.c.Has(sk + ".rps") {
+			v.fail(sk, "a step needs rps (e.g. rps: 100)")
+		} else if s.RPS < 0 {
+			v.fail(sk+".rps", "%g is negative (want requests per second, e.g. 100)", s.RPS)
+		}
+		if s.Duration <= 0 {
+			v.fail(sk+".duration", "a step needs a positive duration (want e.g. 1m)")
 		}
 	}
 }
