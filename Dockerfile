@@ -10,7 +10,7 @@ COPY . .
 ARG VERSION=dev
 ARG COMMIT=
 ARG DATE=
-RUN V=github.com/forgeload/forgeload/internal/pkg/ver && CGO_ENABLED=0 go build -trimpath \
+RUN V=github.com/forgeload/forgeload/internal/pkg/ver && CGO_ENABLED=0 go build -tags grpcnotrace -trimpath \
       -ldflags "-s -w -X $V.version=${VERSION} -X $V.commit=${COMMIT} -X $V.date=${DATE}" \
       -o /out/forgeload ./cmd/forgeload
 

@@ -6,8 +6,9 @@
 #
 # It builds `forgeload` at both commits from `git archive` (nothing is
 # checked out; the commits need not contain this script) with the
-# Dockerfile's flags (CGO_ENABLED=0 -trimpath; BENCH_CGO=1 builds as a
-# plain `go build` does), builds bench/target from this tree, starts the
+# Dockerfile's flags (CGO_ENABLED=0 -tags grpcnotrace -trimpath; BENCH_CGO=1
+# builds with cgo as a plain `go build` does, BENCH_TAGS= without the tag),
+# builds bench/target from this tree, starts the
 # target on core TARGET_CPU (1), and runs PAIRS (default 9) pairs of closed
 # loops on GEN_CPUS (0): `forgeload load --quiet --concurrency 50
 # --duration DURATION (5s)`, old then new in odd pairs and new then old in
@@ -41,11 +42,11 @@ trap '[ -n "$TP" ] && kill "$TP" 2>/dev/null; true' EXIT
 
 build() { # build NAME COMMIT; a binary already in BENCH_OUT from the same commit and flags is reused
 	local src=$OUT/src-$1 id
-	id="$(git -C "$ROOT" rev-parse "$2^{commit}") cgo=${BENCH_CGO:-0}"
+	id="$(git -C "$ROOT" rev-parse "$2^{commit}") cgo=${BENCH_CGO:-0} tags=${BENCH_TAGS-grpcnotrace}"
 	if [ ! -x "$OUT/forgeload-$1" ] || [ "$(cat "$OUT/forgeload-$1.id" 2>/dev/null)" != "$id" ]; then
 		rm -rf "$src" && mkdir -p "$src"
 		git -C "$ROOT" archive "$2" | tar -x -C "$src"
-		(cd "$src" && CGO_ENABLED=${BENCH_CGO:-0} go build -trimpath -o "$OUT/forgeload-$1" ./cmd/runner)
+		(cd "$src" && CGO_ENABLED=${BENCH_CGO:-0} go build -tags "${BENCH_TAGS-grpcnotrace}" -trimpath -o "$OUT/forgeload-$1" ./cmd/runner)
 		echo "$id" >"$OUT/forgeload-$1.id"
 	fi
 	echo "$1 = $(git -C "$ROOT" rev-parse --short "$2"): $(stat -c %s "$OUT/forgeload-$1") bytes"

@@ -58,7 +58,7 @@ peer() { # peer NAME PATH
 peer crankfire "${CRANKFIRE_BIN:-}"
 peer k6 "${K6_BIN:-}"
 
-(cd "$ROOT" && go build -o "$OUT/prototarget" ./bench/prototarget && go build -o "$OUT/forgeload" ./cmd/runner)
+(cd "$ROOT" && go build -o "$OUT/prototarget" ./bench/prototarget && go build -tags grpcnotrace -o "$OUT/forgeload" ./cmd/runner)
 
 "$OUT/prototarget" -proto "$OUT/greeter.proto" >"$OUT/raw/target.out" 2>&1 &
 TARGET_PID=$!

@@ -95,7 +95,7 @@ build_ours() {
 	log "building bench/target and forgeload"
 	(cd "$ROOT" && go build -o "$OUT/target" ./bench/target && go build -o "$OUT/flrun" ./bench/flrun)
 	FORGELOAD=
-	if (cd "$ROOT" && go build -o "$OUT/forgeload" ./cmd/runner) >"$OUT/raw/forgeload-build.log" 2>&1 &&
+	if (cd "$ROOT" && go build -tags grpcnotrace -o "$OUT/forgeload" ./cmd/runner) >"$OUT/raw/forgeload-build.log" 2>&1 &&
 		"$OUT/forgeload" load --help >"$OUT/raw/forgeload-load-help.txt" 2>&1; then
 		FORGELOAD=$OUT/forgeload
 	else

@@ -43,7 +43,7 @@ command -v redis-server >/dev/null || {
 	exit 1
 }
 log "building bench/target and bench/cluster into $OUT"
-(cd "$ROOT" && go build -o "$OUT/target" ./bench/target && go build -o "$OUT/clusterbench" ./bench/cluster)
+(cd "$ROOT" && go build -o "$OUT/target" ./bench/target && go build -tags grpcnotrace -o "$OUT/clusterbench" ./bench/cluster)
 
 TICKS=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -84,12 +84,12 @@ func TestE2ECLIValidate(t *testing.T) {
 	}
 }
 
-// TestE2ECLIVersion checks that `forgeload version` and `--version` give the
-// version, commit, build date, Go version and forge protocol.
+// TestE2ECLIVersion checks that `forgeload version`, `--version` and `-v`
+// give the version, commit, build date, Go version and forge protocol.
 func TestE2ECLIVersion(t *testing.T) {
 	parallel(t)
 	n := newNode(t, "")
-	for _, args := range [][]string{{"version"}, {"--version"}} {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
 		code, out := n.forgeload(args...)
 		if code != ExitOK {
 			t.Errorf("forgeload %v: exit %d; output:\n%s", args, code, out)
@@ -114,4 +114,55 @@ func TestInstallPathIsForgeload(t *testing.T) {
 	if name != "main" || strings.TrimSuffix(filepath.Base(target), ".exe") != "forgeload" {
 		t.Errorf("./cmd/forgeload is package %q installed as %q; want main installed as forgeload", name, target)
 	}
+}
+
+// TestBuildsLeaveOutGRPCTrace checks that every build of forgeload the
+// project documents or scripts (the Dockerfile, docs/install.md's commands,
+// the bench scripts) has -tags grpcnotrace, and that a build with it links
+// no golang.org/x/net/trace: that package's init registers /debug/requests
+// pages rendered with html/template, which make the linker keep every
+// exported method (docs/dependencies.md).
+func TestBuildsLeaveOutGRPCTrace(t *testing.T) {
+	parallel(t)
+	builds := 0
+	for _, f := range []string{"Dockerfile", "docs/install.md", "bench/run.sh", "bench/commits.sh", "bench/protocols.sh", "bench/cluster/run.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := !strings.HasSuffix(f, ".md") // in a .md file, only the commands of ``` blocks
+		found := 0
+		for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") && strings.HasSuffix(f, ".md") {
+				inCode = !inCode
+				continue
+			}
+			if !inCode || !strings.Contains(line, "go build") && !strings.Contains(line, "go install") {
+				continue
+			}
+			for _, pkg := range []string{"./cmd/forgeload", "./cmd/runner", "./bench/cluster"} {
+				for _, field := range strings.Fields(line) {
+					if strings.TrimRight(field, `)"`) != pkg {
+						continue
+					}
+					found++
+					if !strings.Contains(line, "grpcnotrace") {
+						t.Errorf("%s builds %s without -tags grpcnotrace: %s", f, pkg, strings.Join(strings.Fields(line), " "))
+					}
+				}
+			}
+		}
+		if found == 0 {
+			t.Errorf("%s: no build of forgeload found; update this test if it moved", f)
+		}
+		builds += found
+	}
+	out, err := exec.Command("go", "tool", "nm", binPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool nm %s: %v\n%s", binPath, err, out)
+	}
+	if strings.Contains(string(out), " golang.org/x/net/trace.") {
+		t.Errorf("the test binary, built with -tags %s, links golang.org/x/net/trace; something else imports it: go list -deps -tags %s ./cmd/forgeload", buildTags, buildTags)
+	}
+	t.Logf("%d documented builds checked", builds)
 }

@@ -152,7 +152,7 @@ func buildClusterImage() (string, error) {
 
 // clusterBin builds the static forgeload of the cluster image.
 func clusterBin() (string, error) {
-	return goBuild([]string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+	return goBuild([]string{"CGO_ENABLED=0"}, "-tags", buildTags, "-trimpath", "-ldflags=-s -w")
 }
 
 func randHex() string {

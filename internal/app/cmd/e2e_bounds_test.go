@@ -108,7 +108,7 @@ func TestE2EJobInputCannotTakeTheDaemonDown(t *testing.T) {
 	}
 }
 
-var faultsBin = sync.OnceValues(func() (string, error) { return goBuild(nil, "-tags", "faults") })
+var faultsBin = sync.OnceValues(func() (string, error) { return goBuild(nil, "-tags", buildTags+",faults") })
 
 // TestE2EPanicInJobGoroutineFailsThatJobOnly runs a build with fault
 // injection (-tags faults) that panics, once each, in the goroutines a job

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 	// for the next run (buildClusterImage).
 	var builds sync.WaitGroup
 	var err error
-	builds.Go(func() { binPath, err = goBuild(nil) })
+	builds.Go(func() { binPath, err = goBuild(nil, "-tags", buildTags) })
 	wholePackage := flagValue("test.run") == "" && flagValue("test.list") == ""
 	if wholePackage {
 		builds.Go(func() { _, _ = faultsBin() })
@@ -79,6 +79,12 @@ func TestMain(m *testing.M) {
 func goBuild(env []string, flags ...string) (string, error) {
 	return testbin.Build("github.com/forgeload/forgeload/cmd/forgeload", env, flags...)
 }
+
+// buildTags are the build tags of every build the project documents (the
+// Dockerfile, docs/install.md, bench/): grpcnotrace leaves out gRPC's
+// golang.org/x/net/trace (see docs/dependencies.md). Tests build with them,
+// so that they test the binary that ships.
+const buildTags = "grpcnotrace"
 
 // flagValue returns the value of the flag name, "" if there is none.
 func flagValue(name string) string {
@@ -139,7 +145,7 @@ func (n *node) forgeloadEnv(env []string, args ...string) (int, string) {
 func (n *node) forgeloadErr(env []string, args ...string) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if len(args) == 0 || !slices.Contains([]string{"load", "version", "--version"}, args[0]) {
+	if len(args) == 0 || !slices.Contains([]string{"load", "version", "--version", "-v"}, args[0]) {
 		args = append([]string{"-c", n.cfg}, args...)
 	}
 	cmd := exec.CommandContext(ctx, binPath, args...)

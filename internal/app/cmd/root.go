@@ -114,15 +114,24 @@ func noSubcommand(c *cobra.Command, args []string) error {
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
+	// -v/--version is this command's own flag, not cobra's Version: cobra
+	// prints a custom version text only through a text/template, and a
+	// template reachable in the binary makes the linker keep every
+	// exported method of every type (docs/dependencies.md).
+	var version bool
 	root := &cobra.Command{
 		Use:           "forgeload",
 		Short:         "A Gitea/Forgejo Actions runner with an embedded load-test engine",
-		Version:       ver.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			if version {
+				return printVersion(c)
+			}
+			return noSubcommand(c, args)
+		},
 	}
-	root.SetVersionTemplate("{{ .Annotations.info }}")
-	root.Annotations = map[string]string{"info": ver.Get().String()}
+	root.Flags().BoolVarP(&version, "version", "v", false, "version for forgeload")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -146,11 +155,14 @@ func newVersionCmd() *cobra.Command {
 		Use:   "version",
 		Short: "Print the version, commit, build date, Go version and forge protocol",
 		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprint(c.OutOrStdout(), ver.Get().String())
-			return err
-		},
+		RunE:  func(c *cobra.Command, _ []string) error { return printVersion(c) },
 	}
+}
+
+// printVersion prints the build's identity, for `version` and --version.
+func printVersion(c *cobra.Command) error {
+	_, err := fmt.Fprint(c.OutOrStdout(), ver.Get().String())
+	return err
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
