@@ -187,10 +187,6 @@ func (j *stepJob) engineSettings(cfg *spec.Config, obs LoadObserver) build.Setti
 // histograms (and on the baseline and the job's services, as on one
 // host), outputs, plus the worker table. branch is the step's baseline.
 func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec.Config, branch string) (runnerv1.Result, map[string]string) {
-	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
-		j.Logf("::error::forgeload/load: "+format, args...)
-		return runnerv1.Result_RESULT_FAILURE, nil
-	}
 	// The job's services run beside this host: their resource use is
 	// sampled here for the whole run.
 	sut := j.sutRecorder()
@@ -218,7 +214,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 		if ctx.Err() != nil {
 			return runnerv1.Result_RESULT_CANCELLED, nil
 		}
-		return fail("%v", err)
+		return loadFailed(j, "%v", err)
 	}
 	info := j.runInfo(st, cfg)
 	info.Hosts = d.Hosts
@@ -232,7 +228,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	o := outcome.New(in)
 	outputs, err := j.reportLoad(st, o, d.WriteWorkers)
 	if err != nil {
-		return fail("%v", err)
+		return loadFailed(j, "%v", err)
 	}
 	out := d.Outcome
 	outputs["workers"] = strconv.Itoa(len(out.Workers))
