@@ -1,6 +1,7 @@
 // Command forgeload is a Gitea/Forgejo Actions runner with an embedded load
-// engine. main only builds the signal context, hands over to
-// internal/app/cmd and maps the returned error to an exit code.
+// engine. main only hands the arguments and standard streams to
+// internal/app/cmd's Main, which owns the signal handling and maps the
+// command's error to the exit code that main exits with.
 package main
 
 import (

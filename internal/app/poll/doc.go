@@ -11,36 +11,26 @@
 //
 // # Wiring in the daemon
 //
-// The daemon builds the Poller with [New], starts [Poller.Run] in a goroutine
-// and keeps its error. On the first SIGTERM it calls [Poller.Shutdown] with a
-// context bounded by runner.shutdown_timeout; a second SIGTERM cancels that
-// context, which makes Shutdown cancel the tasks at once. Shutdown returns when
-// every task has returned (tasks do their final reporting on their own
-// detached context), and Run returns as soon as polling has stopped:
+// `forgeload daemon` (internal/app/cmd, runDaemon) runs [Poller.Run] on a
+// context that the first SIGINT or SIGTERM cancels. Cancelling Run's ctx
+// stops polling at once but leaves running tasks alone: they run on a
+// context that keeps ctx's values but not its cancellation. Run returns
+// (nil, an error wrapping ErrUnregistered when the forge no longer knows
+// the runner, or nil in once mode after its task ended), and the daemon always
+// calls [Poller.Shutdown], which owns the task goroutines: with a context
+// bounded by runner.shutdown_timeout, which a second signal cancels so that
+// Shutdown cancels the tasks at once. Shutdown returns when every task has
+// returned; tasks do their final reporting on their own detached context:
 //
-//	errc := make(chan error, 1)
-//	go func() { errc <- p.Run(ctx) }()
-//	var runErr error
-//	select {
-//	case <-sigterm: // polling is still running; Shutdown stops it
-//	case runErr = <-errc: // ErrUnregistered, or nil in once mode
-//		errc = nil
-//	}
-//	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+//	runErr := p.Run(ctx) // ctx: cancelled by the first signal
+//	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 //	defer cancel()
-//	go func() { // second signal: force
+//	go func() { // a second signal: cancel the running tasks now
 //		select {
 //		case <-sigterm:
 //			cancel()
 //		case <-sctx.Done():
 //		}
 //	}()
-//	shutdownErr := p.Shutdown(sctx) // always call it: it owns the task goroutines
-//	if errc != nil {
-//		runErr = <-errc // returns at once: Shutdown stopped polling
-//	}
-//
-// Cancelling Run's ctx also stops polling, but leaves running tasks alone: the
-// tasks run on a context that keeps ctx's values but not its cancellation, and
-// only Shutdown cancels them. Always call Shutdown after Run to wait for them.
+//	shutdownErr := p.Shutdown(sctx)
 package poll

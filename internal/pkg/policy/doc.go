@@ -1,7 +1,8 @@
 // Package policy owns the runner admin's target policy: where load may go
 // (the allow_targets and deny_targets of the daemon config's `load` section,
-// DESIGN.md section 6; the rate, concurrency and duration caps are checked
-// by the load plan). A [Policy] is checked on every hop: on a job's targets
+// DESIGN.md section 6; the section's rate, concurrency, duration, grace and
+// endpoint caps are checked where a load config is built, in
+// internal/pkg/load/build's Limits). A [Policy] is checked on every hop: on a job's targets
 // before any byte is sent ([Policy.CheckURL]), on every redirect's new URL
 // before a client of the load step follows it ([Policy.CheckRedirect]:
 // host-name rules too, which the dial sees no more), and at dial time on
