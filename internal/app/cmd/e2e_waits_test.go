@@ -25,7 +25,7 @@ func TestE2ELoadStepWaitsAndSizesAreBounded(t *testing.T) {
 	silent := nettest.SilentTarget(t)
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
-	n := newNode(t, "load:\n  max_graceful_shutdown: 2h\n")
+	n := newNode(t, "load:\n  max_graceful_shutdown: 2h\n  progress_interval: 1s\n")
 	registered(t, f, n, "e2e-waits")
 	d := n.startDaemon()
 	queue := func(with string) int64 {
@@ -33,8 +33,9 @@ func TestE2ELoadStepWaitsAndSizesAreBounded(t *testing.T) {
 	}
 
 	id := queue("          target: " + silent + "\n          rate: 20\n          concurrency: 4\n          duration: 1s\n          graceful_shutdown: 1h\n          timeout: 10m\n")
-	waitFor(t, "the load step to start", 30*time.Second, func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "load test: GET") })
-	time.Sleep(2 * time.Second) // into the drain after the 1 s plan: this is the state under test, not a synchronisation
+	// The progress line of plan second 2 is logged in the drain after the
+	// 1 s plan: the state under test.
+	waitFor(t, "the load step's drain", 30*time.Second, func() bool { return strings.Contains(strings.Join(f.Task(id).Log, "\n"), "[   2s] ") })
 	cancelAt := time.Now()
 	f.Cancel(id)
 	v := waitDone(t, f, id, d)
