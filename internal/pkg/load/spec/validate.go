@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -471,6 +472,7 @@ func (v *validator) thresholds() {
 			v.fail(key, "%v", err)
 			continue
 		}
+		v.thresholdPhase(line, t.Phase)
 		if t.Endpoint != "" && !known[t.Endpoint] {
 			if len(names) == 0 {
 				v.fail(key, "threshold %q selects endpoint %q, but the config has no named endpoints", line, t.Endpoint)
@@ -479,6 +481,23 @@ func (v *validator) thresholds() {
 			}
 		}
 	}
+}
+
+// thresholdPhase fails a threshold whose {phase:NAME} is not a phase of
+// the config, listing the phases.
+func (v *validator) thresholdPhase(line, phase string) {
+	if phase == "" {
+		return
+	}
+	names := v.c.PhaseNames()
+	if slices.Contains(names, phase) {
+		return
+	}
+	if len(names) == 0 {
+		v.fail("thresholds", "threshold %q selects phase %q, but the config has no named phases: name them with load_patterns[].name or vus.stages[].name", line, phase)
+		return
+	}
+	v.fail("thresholds", "threshold %q selects phase %q, which is not a phase of this config (phases: %s)", line, phase, strings.Join(names, ", "))
 }
 
 func (v *validator) distributed() {
