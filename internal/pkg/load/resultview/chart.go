@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
 // Chart geometry, in SVG user units.
@@ -47,8 +49,12 @@ type Chart struct {
 	LogY bool
 	// Note is shown under the chart (for example the bucket size).
 	Note string
+	// Phases are the run's named phases, drawn as Bands behind a time
+	// chart (not a LogX one).
+	Phases []load.Phase
 
 	W, H   int
+	Bands  []Band
 	Lines  []Line
 	XTicks []Tick
 	YTicks []Tick
@@ -157,6 +163,7 @@ func (c *Chart) layout() {
 		}
 		return
 	}
+	c.layoutBands(sx, xmin, xmax)
 	_, xstep := niceMax(xmax - xmin)
 	xstep = math.Max(1, math.Ceil(xstep)) // whole seconds
 	for v := math.Ceil(xmin/xstep) * xstep; v <= xmax; v += xstep {
