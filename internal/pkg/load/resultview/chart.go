@@ -156,6 +156,16 @@ func (c *Chart) layout() {
 			c.YTicks = append(c.YTicks, Tick{Pos: sy(v), Label: fmtNum(v)})
 		}
 	}
+	c.Bands = c.Bands[:0]
+	if !c.LogX {
+		c.layoutBands(sx, xmin, xmax)
+	}
+	c.layoutXTicks(sx, xmin, xmax)
+}
+
+// layoutXTicks places the x axis ticks: percentiles on a spectrum, whole
+// seconds otherwise.
+func (c *Chart) layoutXTicks(sx func(float64) float64, xmin, xmax float64) {
 	c.XTicks = c.XTicks[:0]
 	if c.LogX {
 		for d := 0.0; d <= xmax; d++ {
@@ -163,7 +173,6 @@ func (c *Chart) layout() {
 		}
 		return
 	}
-	c.layoutBands(sx, xmin, xmax)
 	_, xstep := niceMax(xmax - xmin)
 	xstep = math.Max(1, math.Ceil(xstep)) // whole seconds
 	for v := math.Ceil(xmin/xstep) * xstep; v <= xmax; v += xstep {

@@ -26,7 +26,6 @@ func phaseWindows(r *load.Result) []load.Phase {
 // layoutBands draws c.Phases, in seconds, with sx, clipped to the x range
 // [xmin, xmax+1) that the chart's seconds cover.
 func (c *Chart) layoutBands(sx func(float64) float64, xmin, xmax float64) {
-	c.Bands = c.Bands[:0]
 	right := c.Plot.X + c.Plot.W
 	for i, p := range c.Phases {
 		from, to := max(p.Start.Seconds(), xmin), min(p.End.Seconds(), xmax+1)
