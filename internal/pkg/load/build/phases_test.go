@@ -181,3 +181,19 @@ thresholds:
 		t.Error("a watch of thresholds without abort_on_fail is not nil")
 	}
 }
+
+// TestDescribeMarksAbortThresholds: the report's config table shows
+// which thresholds abort the run.
+func TestDescribeMarksAbortThresholds(t *testing.T) {
+	t.Parallel()
+	cfg := parse(t, "target: http://127.0.0.1:1\nrate: 1\nduration: 5s\nthresholds:\n  - http_req_duration:p99 < 1s\n  - expr: http_req_failed:rate < 1%\n    abort_on_fail: true\n    delay: 2s\n")
+	for _, row := range Describe(cfg) {
+		if row.Key == "thresholds" {
+			if want := "http_req_duration:p99 < 1s\nhttp_req_failed:rate < 1%  [abort_on_fail, delay 2s]"; row.Value != want {
+				t.Errorf("thresholds row = %q, want %q", row.Value, want)
+			}
+			return
+		}
+	}
+	t.Error("Describe has no thresholds row")
+}

@@ -138,3 +138,16 @@ func FuzzThresholdItems(f *testing.F) {
 		}
 	})
 }
+
+func TestThresholdAbortRefusedWhereItCannotFire(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ expr, want string }{
+		{"http_req_duration:p99 < baseline * 1.10", "compares with a baseline, which is only read after the run: abort_on_fail cannot apply to it"},
+		{"sut_cpu:max < 80%", "abort_on_fail applies to http_req_duration, http_req_failed and http_requests"},
+	} {
+		c2 := mustParse(t, base+"thresholds:\n  - expr: "+c.expr+"\n    abort_on_fail: true\n")
+		if err := c2.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with abort_on_fail: Validate() = %v, want %q", c.expr, err, c.want)
+		}
+	}
+}
