@@ -69,8 +69,9 @@ type Threshold struct {
 	Baseline bool
 	Factor   float64
 	// AbortOnFail stops the run as soon as the threshold fails on the
-	// seconds measured so far, once Delay of the run has passed (see
-	// [Watch]). Set from a mapping item ([Item]); Parse leaves it false.
+	// seconds measured so far, once Delay of the run has passed (the
+	// caller judges it on the per-second snapshots). A config's mapping
+	// item (expr, abort_on_fail, delay) sets them; Parse leaves them zero.
 	AbortOnFail bool
 	Delay       time.Duration
 }
