@@ -23,6 +23,7 @@ func localRunInfo(cfg *spec.Config) *load.RunInfo {
 		Version:  ver.Version(),
 		Protocol: string(cfg.Protocol),
 		Config:   build.Describe(cfg),
+		Phases:   build.Phases(cfg),
 	}
 }
 

@@ -220,7 +220,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	info.Hosts = d.Hosts
 	in := outcome.Input{
 		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, branch, d.Thresholds),
-		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result",
+		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result", Stopped: d.Aborted,
 	}
 	if sut != nil {
 		in.SUT = sut.Summaries()

@@ -168,6 +168,9 @@ type Options struct {
 	// OnSecond, if set, is called once per elapsed plan second with that
 	// second's mergeable snapshot; the callee may keep it.
 	OnSecond func(*Snapshot)
+	// Phases are the plan's named phases: the result keeps the Stats of
+	// each (see [Result.SetPhases]). They change nothing in the run.
+	Phases []Phase
 }
 
 // Open reports whether o selects the open model: a rate or rate stages

@@ -182,6 +182,9 @@ type Result struct {
 	// SUT summarises the resource use of the system under test during the
 	// run (see [Options.Resources]); nil when none was measured.
 	SUT []ResourceSummary `json:"sut,omitempty"`
+	// Phases are the Stats of each named phase (see [Result.SetPhases]),
+	// in timeline order; nil when the run has none.
+	Phases []PhaseStats `json:"phases,omitempty"`
 }
 
 // AddSnapshot adds one host's snapshot of one second to r. It does not keep
@@ -192,6 +195,7 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 	for i := range s.Endpoints {
 		r.endpoint(s.Endpoints[i].Name).Merge(&s.Endpoints[i].Stats)
 	}
+	r.addPhases(s)
 	row := Second{
 		Second: s.Second, Requests: s.Requests, Errors: s.Errors, Dropped: s.Dropped, Late: s.Late,
 		InFlight: s.InFlight, TargetRPS: s.TargetRPS,
@@ -274,6 +278,7 @@ func (r *Result) Merge(o *Result) {
 	for i := range o.Endpoints {
 		r.endpoint(o.Endpoints[i].Name).Merge(&o.Endpoints[i].Stats)
 	}
+	r.mergePhases(o)
 	for _, s := range o.Seconds {
 		// r's rows are changed by later merges: they must not share o's.
 		s.Status, s.Classes, s.Hist = maps.Clone(s.Status), maps.Clone(s.Classes), s.Hist.Clone()

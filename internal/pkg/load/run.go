@@ -237,6 +237,9 @@ func (e *engine) planNow() time.Duration { return time.Since(e.base) }
 
 func (e *engine) run(ctx context.Context) *Result {
 	res := &Result{Open: e.o.open()}
+	if len(e.o.Phases) > 0 {
+		res.SetPhases(e.o.Phases)
+	}
 	if !e.awaitStart(ctx, res) {
 		return res
 	}

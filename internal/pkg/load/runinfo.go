@@ -25,6 +25,9 @@ type RunInfo struct {
 	// Hosts are the rows of a multi-host run's workers; empty for one
 	// host.
 	Hosts []HostRow `json:"hosts,omitempty"`
+	// Phases are the config's named phases, for a live dashboard's bands
+	// (the result has its own).
+	Phases []Phase `json:"-"`
 }
 
 // ConfigRow is one key of a load config, as shown in reports.

@@ -133,6 +133,12 @@ type Summary struct {
 	// SUT is the resource use of each system under test (the job's
 	// service containers) during the run; absent when none was measured.
 	SUT []ResourceSummary `json:"sut,omitempty"`
+	// Phases are the named phases' rows; absent without phases.
+	Phases []PhaseSummary `json:"phases,omitempty"`
+	// Aborted says which abort_on_fail threshold stopped the run, and
+	// when ("aborted: http_req_failed:rate < 1% at 2s (got 100.00%)");
+	// "" when none did. The verdict (package outcome) sets it.
+	Aborted string `json:"aborted,omitempty"`
 }
 
 // Summarize builds the reported view of r and checks.
@@ -162,6 +168,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		Thresholds:     checks,
 		Protocol:       summarizeProtocol(r.Protocol),
 		SUT:            r.SUT,
+		Phases:         summarizePhases(r),
 
 		ThresholdsPassed: true,
 	}
@@ -391,6 +398,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "Load test summary")
+	if s.Aborted != "" {
+		fmt.Fprintf(tw, "  %s\n", s.Aborted)
+	}
 	for _, row := range summaryRows(s) {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}
@@ -412,6 +422,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
+	writePhasesText(ew, s.Phases)
 	if len(checks) > 0 {
 		fmt.Fprintf(ew, "\nThresholds: %s\n", passFail(s.ThresholdsPassed))
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
@@ -451,6 +462,9 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(ew, "%s Thresholds: **%s**\n\n", icon, passFail(s.ThresholdsPassed))
 	}
+	if s.Aborted != "" {
+		fmt.Fprintf(ew, "⛔ %s\n\n", mdEscape(s.Aborted))
+	}
 	fmt.Fprintln(ew, "| Metric | Value |")
 	fmt.Fprintln(ew, "|---|---|")
 	for _, row := range summaryRows(s) {
@@ -474,6 +488,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(ew, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
+	writePhasesMarkdown(ew, s.Phases)
 	if len(checks) > 0 {
 		fmt.Fprintln(ew, "\n#### Thresholds")
 		fmt.Fprintln(ew)

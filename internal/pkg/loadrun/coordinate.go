@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -78,6 +79,10 @@ type Distributed struct {
 	// Shortfall says why the run delivered materially less than planned
 	// (see [MinDelivered]); "" when it did not.
 	Shortfall string
+	// Aborted is the *build.Abort of the abort_on_fail threshold that
+	// failed on the merged seconds, after which every host was stopped;
+	// nil when none did. Pass it to outcome.Input.Stopped.
+	Aborted error
 
 	end       time.Duration
 	plannedIn func(from, to time.Duration) float64
@@ -94,7 +99,11 @@ func (d *Distributed) WriteWorkers(w io.Writer, markdown bool) error {
 // builds nothing that sends: this host's share runs through its own
 // [SegmentRunner]. The error is bad input or a failed run; when ctx ends
 // after the start the result so far comes back with Cancelled set.
-func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distributed, error) {
+func Coordinate(parent context.Context, cfg *spec.Config, s CoordSettings) (*Distributed, error) {
+	// An abort_on_fail threshold that fails on the merged seconds cancels
+	// the run: the cluster then marks it ABORTED and every host stops.
+	ctx, abortRun := context.WithCancelCause(parent)
+	defer abortRun(nil)
 	logf := s.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -113,6 +122,8 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	// segment does that through its SegmentRunner, so the merged seconds
 	// are not fed to them here (OnSecond is for views of the whole run).
 	pl := newPlan(&o)
+	watch := build.NewWatch(ths, o.Phases)
+	var aborted atomic.Pointer[build.Abort]
 	prog := newProgress(s.ProgressInterval, pl.secs, func(p load.Progress) {
 		if s.Resources != nil {
 			p.SUT = s.Resources.Latest()
@@ -128,6 +139,14 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 			if s.OnSecond != nil {
 				s.OnSecond(snap)
 			}
+			if watch == nil || aborted.Load() != nil {
+				return
+			}
+			if a := watch.Add(snap); a != nil {
+				aborted.Store(a)
+				logf("%v: stopping every host", a)
+				abortRun(a)
+			}
 		},
 	}, s.Mask)
 	// Cancelled after the start, Coordinate returns what the workers had
@@ -138,6 +157,9 @@ func Coordinate(ctx context.Context, cfg *spec.Config, s CoordSettings) (*Distri
 	}
 	d := pl.merge(out, cancelled, prog)
 	d.Thresholds = ths
+	if a := aborted.Load(); a != nil && parent.Err() == nil {
+		d.Aborted, d.Cancelled = a, false
+	}
 	return d, nil
 }
 
@@ -258,6 +280,9 @@ func (pl *plan) merge(out *cluster.Outcome, cancelled bool, prog *progress) *Dis
 		prog.finish(out.Seconds, end)
 	}
 	res := &load.Result{Open: pl.open, Start: out.StartAt, Elapsed: end}
+	if len(pl.o.Phases) > 0 {
+		res.SetPhases(pl.o.Phases)
+	}
 	if cancelled {
 		res.Interrupted = true
 		res.Elapsed = min(max(time.Since(out.StartAt), time.Second), end)

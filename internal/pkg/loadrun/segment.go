@@ -69,6 +69,7 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	}
 	t, err := New(ctx, cfg, Settings{Policy: pol, Engine: build.Settings{
 		Resolver: r.Resolver,
+		NoAbort:  true, // the coordinator judges abort_on_fail on the merged seconds
 		OnSecond: func(s *load.Snapshot) {
 			if obs != nil {
 				obs.Second(s)

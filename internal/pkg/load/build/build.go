@@ -66,6 +66,10 @@ type Settings struct {
 	// end of a run with a tracing endpoint; complete is false when some
 	// were refused, dropped or not sent in time.
 	TraceSummary func(summary string, complete bool)
+	// NoAbort leaves the abort_on_fail thresholds to the caller: a host of
+	// a multi-host run sends its share, and the coordinator judges them on
+	// the merged seconds and stops every host.
+	NoAbort bool
 }
 
 // SharedFeed is a feed of rows shared with other hosts; Close gives back
@@ -119,6 +123,9 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 	p := &Engine{Options: eo, Thresholds: ths, Seed: eo.Seed}
 	o := &p.Options
 	o.Progress, o.ProgressInterval, o.OnSecond, o.Resources = s.Progress, s.ProgressInterval, s.OnSecond, s.Resources
+	if !s.NoAbort {
+		p.watchAborts()
+	}
 
 	workers := o.Concurrency
 	if !o.Open() && (o.VUs > 0 || len(o.VUStages) > 0) {
@@ -195,6 +202,7 @@ func EngineOptions(cfg *spec.Config, l Limits) (load.Options, []threshold.Thresh
 	if o.Seed == 0 {
 		o.Seed = rand.Uint64()
 	}
+	o.Phases = Phases(cfg)
 	for _, pat := range cfg.Patterns {
 		switch pat.Type {
 		case spec.PatternRamp:

@@ -89,9 +89,21 @@ func Describe(cfg *spec.Config) []load.ConfigRow {
 		}
 		add("endpoints["+name+"]", v)
 	}
-	add("thresholds", strings.Join(cfg.Thresholds, "\n"))
+	add("thresholds", describeThresholds(cfg))
 	if d := cfg.Distributed; d != nil {
 		add("distributed.workers", strconv.Itoa(d.Workers))
 	}
 	return rows
+}
+
+// describeThresholds is the thresholds, one a line, each abort_on_fail one
+// marked with its delay.
+func describeThresholds(cfg *spec.Config) string {
+	lines := slices.Clone(cfg.Thresholds)
+	for _, a := range cfg.ThresholdAborts {
+		if a.Index >= 0 && a.Index < len(lines) {
+			lines[a.Index] += "  [abort_on_fail, delay " + a.Delay.String() + "]"
+		}
+	}
+	return strings.Join(lines, "\n")
 }

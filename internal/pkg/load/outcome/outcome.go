@@ -82,6 +82,9 @@ func New(in Input) *Outcome {
 	o.Checks = build.EvaluateBaseline(in.Thresholds, res, base)
 	o.Summary = summarize(res, o.Checks)
 	o.Summary.Run = in.Info
+	if ab := aborted(in); ab != nil {
+		o.Summary.Aborted = ab.Error()
+	}
 	o.Verdict = judge(in, res, o.Checks)
 	return o
 }
@@ -113,7 +116,8 @@ func (k Kind) String() string {
 }
 
 // Verdict is whether a run passed. Its order, the same for every caller
-// (docs/load.md, "Verdict"), is: stopped on its own (fail), cancelled,
+// (docs/load.md, "Verdict"), is: aborted by an abort_on_fail threshold
+// (fail), stopped on its own (fail), cancelled,
 // failed thresholds (fail), a multi-host shortfall (fail), nothing
 // measured (fail), else pass. The first that applies gives the Kind;
 // Reasons lists every failure that applies after a stop or a cancel is
@@ -142,6 +146,9 @@ func judge(in Input, res *load.Result, checks []load.Check) Verdict {
 		if !c.Passed {
 			v.Failed = append(v.Failed, c)
 		}
+	}
+	if ab := aborted(in); ab != nil {
+		return Verdict{Kind: Fail, Reasons: []string{ab.Error()}, Failed: v.Failed}
 	}
 	switch {
 	case in.Stopped != nil:
@@ -201,3 +208,12 @@ var (
 	JSON     Writer = (*Outcome).WriteJSON
 	HTML     Writer = (*Outcome).WriteHTML
 )
+
+// aborted is the abort_on_fail breach that stopped the run, or nil.
+func aborted(in Input) *build.Abort {
+	var ab *build.Abort
+	if errors.As(in.Stopped, &ab) {
+		return ab
+	}
+	return nil
+}

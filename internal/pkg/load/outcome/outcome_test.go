@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
@@ -60,7 +61,9 @@ func TestVerdictOrder(t *testing.T) {
 	}{
 		{"pass", Input{Result: result(100, 0), Thresholds: thresholds(t, "http_req_duration:p99 < 1s")}, Pass, nil},
 		{"no thresholds pass", Input{Result: result(100, 0)}, Pass, nil},
-		{"stopped beats everything", Input{Result: result(0, 0), Thresholds: thresholds(t, failing), Stopped: errors.New("feeder: rows ran out"), Cancelled: true}, Fail, []string{"load test stopped: feeder: rows ran out"}},
+		{"aborted beats everything", Input{Result: func() *load.Result { r := result(100, 100); r.Interrupted = true; return r }(), Thresholds: thresholds(t, failing),
+			Stopped: fmt.Errorf("wrapped: %w", abortOf(t)), Cancelled: true}, Fail, []string{"aborted: http_req_failed:rate < 1% (0.01) at 2s (got 100.00%)"}},
+		{"stopped beats the rest", Input{Result: result(0, 0), Thresholds: thresholds(t, failing), Stopped: errors.New("feeder: rows ran out"), Cancelled: true}, Fail, []string{"load test stopped: feeder: rows ran out"}},
 		{"cancelled beats failed thresholds", Input{Result: result(100, 0), Thresholds: thresholds(t, failing), Cancelled: true}, Cancelled, []string{"interrupted"}},
 		{"interrupted result is cancelled", Input{Result: func() *load.Result { r := result(100, 0); r.Interrupted = true; return r }(), Thresholds: thresholds(t, failing)}, Cancelled, []string{"interrupted"}},
 		{"thresholds then shortfall", Input{Result: result(100, 0), Thresholds: thresholds(t, failing), Shortfall: "delivered 100 of 200", Where: " on the merged result"}, Fail, []string{"1 of 1 thresholds failed on the merged result: " + failing, "delivered 100 of 200"}},
@@ -81,6 +84,24 @@ func TestVerdictOrder(t *testing.T) {
 				t.Errorf("Err() = %v for %v", v.Err(), v.Kind)
 			}
 		})
+	}
+}
+
+func abortOf(t *testing.T) *build.Abort {
+	return &build.Abort{Threshold: thresholds(t, "http_req_failed:rate < 1%")[0], At: 2 * time.Second, Actual: "100.00%"}
+}
+
+// TestAbortedSummary: the summary says which threshold aborted the run,
+// and when.
+func TestAbortedSummary(t *testing.T) {
+	o := New(Input{Result: result(100, 100), Stopped: abortOf(t)})
+	var text bytes.Buffer
+	if err := o.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := "aborted: http_req_failed:rate < 1% (0.01) at 2s (got 100.00%)"
+	if !strings.Contains(text.String(), "\n  "+want+"\n") || o.Summary.Aborted != want {
+		t.Errorf("summary:\n%s\nwant the line %q", text.String(), want)
 	}
 }
 

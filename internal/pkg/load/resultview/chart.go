@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
 // Chart geometry, in SVG user units.
@@ -47,8 +49,12 @@ type Chart struct {
 	LogY bool
 	// Note is shown under the chart (for example the bucket size).
 	Note string
+	// Phases are the run's named phases, drawn as Bands behind a time
+	// chart (not a LogX one).
+	Phases []load.Phase
 
 	W, H   int
+	Bands  []Band
 	Lines  []Line
 	XTicks []Tick
 	YTicks []Tick
@@ -150,6 +156,16 @@ func (c *Chart) layout() {
 			c.YTicks = append(c.YTicks, Tick{Pos: sy(v), Label: fmtNum(v)})
 		}
 	}
+	c.Bands = c.Bands[:0]
+	if !c.LogX {
+		c.layoutBands(sx, xmin, xmax)
+	}
+	c.layoutXTicks(sx, xmin, xmax)
+}
+
+// layoutXTicks places the x axis ticks: percentiles on a spectrum, whole
+// seconds otherwise.
+func (c *Chart) layoutXTicks(sx func(float64) float64, xmin, xmax float64) {
 	c.XTicks = c.XTicks[:0]
 	if c.LogX {
 		for d := 0.0; d <= xmax; d++ {

@@ -47,6 +47,9 @@ func newDashboard(info *load.RunInfo, mask func(string) string) *Dashboard {
 	}
 	d := &Dashboard{running: true, subs: map[chan struct{}]struct{}{}, now: time.Now, points: MaxPoints, mask: mask}
 	d.info = info
+	if info != nil && len(info.Phases) > 0 {
+		d.live.SetPhases(info.Phases)
+	}
 	d.live.Start = d.now()
 	d.renderLocked()
 	return d

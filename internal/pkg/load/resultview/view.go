@@ -101,6 +101,9 @@ func buildFrom(r *load.Result, s *load.Summary, points int) *View {
 		generatorChart(rows),
 	}
 	for _, c := range v.Charts {
+		if !c.LogX {
+			c.Phases = phaseWindows(r)
+		}
 		if bucket > 1 && !c.LogX {
 			c.Note = "each point is " + strconv.Itoa(bucket) + " s: rates are averaged over it, percentiles read from its merged histograms"
 		}

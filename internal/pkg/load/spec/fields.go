@@ -2,6 +2,7 @@ package spec
 
 import (
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -175,6 +176,7 @@ func (d *decoder) vus(n *yaml.Node, path string) {
 			d.list(n, p, "stages ({duration, target})", func(item *yaml.Node, p string) {
 				var st VUStage
 				d.mapping(item, p, []field{
+					{name: "name", set: func(n *yaml.Node, p string) { d.str(n, p, &st.Name) }},
 					{name: "duration", set: func(n *yaml.Node, p string) { d.duration(n, p, &st.Duration) }},
 					{name: "target", set: func(n *yaml.Node, p string) { d.intField(n, p, wantVUs, &st.Target) }},
 				})
@@ -302,19 +304,72 @@ func (d *decoder) sse(n *yaml.Node, path string) {
 
 // thresholds accepts a list of strings or one multi-line string, which is
 // split into lines (blank lines and comments, see threshold.StripComment,
-// dropped).
+// dropped). A list item may also be a mapping {expr, abort_on_fail,
+// delay} (see thresholdItem).
 func (d *decoder) thresholds(n *yaml.Node, path string) {
-	var raw []string
-	d.stringList(n, path, &raw)
 	var out []string
-	for _, block := range raw {
+	add := func(block string) {
 		for line := range strings.SplitSeq(block, "\n") {
 			if t := strings.TrimSpace(threshold.StripComment(line)); t != "" {
 				out = append(out, t)
 			}
 		}
 	}
+	d.c.ThresholdAborts = nil
+	if m := strictyaml.Resolve(n); m != nil && m.Kind == yaml.SequenceNode {
+		for i, item := range m.Content {
+			p := strictyaml.Index(path, i)
+			if r := strictyaml.Resolve(item); r != nil && r.Kind == yaml.MappingNode {
+				d.thresholdItem(item, p, &out)
+				continue
+			}
+			if s, ok := d.scalar(item, p, "a threshold or a mapping {expr, abort_on_fail, delay}"); ok {
+				add(s)
+			}
+		}
+		d.c.Thresholds = out
+		return
+	}
+	var raw []string
+	d.stringList(n, path, &raw)
+	for _, block := range raw {
+		add(block)
+	}
 	d.c.Thresholds = out
+}
+
+// thresholdItem decodes a thresholds item written as a mapping: expr is
+// the threshold, abort_on_fail stops the run when it fails, delay holds
+// that judgement until this much of the run has passed.
+func (d *decoder) thresholdItem(n *yaml.Node, path string, out *[]string) {
+	d.mark(n, path)
+	var (
+		expr     string
+		abort    bool
+		delay    time.Duration
+		delaySet bool
+	)
+	d.mapping(n, path, []field{
+		{name: "expr", set: func(n *yaml.Node, p string) { d.str(n, p, &expr) }},
+		{name: "abort_on_fail", set: func(n *yaml.Node, p string) { d.boolean(n, p, &abort) }},
+		{name: "delay", set: func(n *yaml.Node, p string) { delaySet = true; d.duration(n, p, &delay) }},
+	})
+	expr = strings.TrimSpace(threshold.StripComment(expr))
+	switch {
+	case expr == "":
+		d.fail(n, path+".expr", "a threshold written as a mapping needs expr, the threshold: e.g. expr: http_req_failed:rate < 1%%")
+		return
+	case strings.Contains(expr, "\n"):
+		d.fail(n, path+".expr", "expr holds one threshold, on one line: write each threshold as an item of its own")
+		return
+	case delaySet && !abort:
+		d.fail(n, path+".delay", "delay applies only to a threshold with abort_on_fail: true: add abort_on_fail: true, or remove delay")
+		return
+	}
+	if abort {
+		d.c.ThresholdAborts = append(d.c.ThresholdAborts, ThresholdAbort{Index: len(*out), Delay: delay})
+	}
+	*out = append(*out, expr)
 }
 
 func (d *decoder) distributed(n *yaml.Node, path string) {

@@ -26,6 +26,8 @@ func FuzzParseConfig(f *testing.F) {
 		"endpoints: [{extractors: [{}]}, null, []]",
 		"vus: {stages: [null, {target: -1}]}\nthink_time: {max: 1s}",
 		"load_patterns: [{type: step, steps: [[]]}]\nthresholds: |\n  http_req_duration{endpoint:x}:p99 < 1s\n",
+		"load_patterns: [{name: w, type: constant, rps: 1, duration: 1s}]\nthresholds:\n  - http_req_duration{phase:w}:p99 < 1s\n  - {expr: 'http_req_failed:rate < 1%', abort_on_fail: true, delay: 1s}\n",
+		"vus: {stages: [{name: s, duration: 1s, target: 1}]}\nthresholds: [{expr: null}, {delay: 1s}, 'http_requests{phase:s}:count > 1']\n",
 		"distributed: null\nauth: {scopes: x}\ngrpc: {metadata: {a: [b]}}",
 		"? !!binary aGk=\n: 1",
 		"{",

@@ -183,7 +183,7 @@ func TestParseErrors(t *testing.T) {
 		{"endpoint weight bad", "api.yaml", "endpoints:\n  - {path: /a, weight: heavy}\n", `api.yaml:2: endpoints[0].weight: "heavy" is not a whole number weight (want e.g. 60)`},
 		{"endpoint url and target", "api.yaml", "endpoints:\n  - {url: https://a, target: https://b}\n", `api.yaml:2: endpoints[0]: url and target are both set; they are one key (Crankfire accepts both spellings), keep url`},
 		{"vus word", "api.yaml", "vus: many\n", `api.yaml:1: vus: "many" is not a whole number of virtual users (want e.g. 50), or {start, stages}`},
-		{"vus stage key", "api.yaml", "vus:\n  stages:\n    - {duration: 1m, users: 5}\n", `api.yaml:3: vus.stages[0]: unknown key "users"; known keys: duration, target`},
+		{"vus stage key", "api.yaml", "vus:\n  stages:\n    - {duration: 1m, users: 5}\n", `api.yaml:3: vus.stages[0]: unknown key "users"; known keys: duration, name, target`},
 		{"think time list", "api.yaml", "think_time: [1s]\n", `api.yaml:1: think_time: want a mapping of keys (max, min), got a list`},
 		{"secret not echoed", "api.yaml", "auth:\n  client_secret: [hunter2]\n", `api.yaml:2: auth.client_secret: want a string (the value is secret and not shown)`},
 		{"thresholds map", "api.yaml", "thresholds: {a: b}\n", `api.yaml:1: thresholds: want a list of strings, got a mapping`},

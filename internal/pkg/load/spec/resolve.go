@@ -2,6 +2,7 @@ package spec
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
@@ -85,5 +86,32 @@ func (c *Config) targetURL() string {
 // ParsedThresholds parses c.Thresholds with package threshold. Validate
 // has already reported any error, with its file:line.
 func (c *Config) ParsedThresholds() ([]threshold.Threshold, error) {
-	return threshold.ParseAll(c.Thresholds)
+	ths, err := threshold.ParseAll(c.Thresholds)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range c.ThresholdAborts {
+		if a.Index >= 0 && a.Index < len(ths) {
+			ths[a.Index].AbortOnFail, ths[a.Index].Delay = true, a.Delay
+		}
+	}
+	return ths, nil
+}
+
+// PhaseNames returns the distinct names of c's phases, in timeline
+// order: the named load_patterns[], then the named vus.stages[].
+func (c *Config) PhaseNames() []string {
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, p := range c.Patterns {
+		add(p.Name)
+	}
+	for _, s := range c.VUs.Stages {
+		add(s.Name)
+	}
+	return names
 }

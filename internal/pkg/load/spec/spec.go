@@ -154,6 +154,10 @@ type Config struct {
 	// threshold, one per element. Key: thresholds (a list, or a
 	// multi-line string).
 	Thresholds []string
+	// ThresholdAborts are the thresholds written as a mapping with
+	// abort_on_fail: true, by index into Thresholds. Keys:
+	// thresholds[].abort_on_fail, thresholds[].delay.
+	ThresholdAborts []ThresholdAbort
 
 	// Distributed, when not nil, splits the run over several forgeload
 	// daemons that share a Redis. Key: distributed.
@@ -196,6 +200,13 @@ type Config struct {
 type origin struct {
 	line   int
 	inline bool
+}
+
+// ThresholdAbort marks Thresholds[Index] as abort_on_fail: the run stops
+// as soon as it fails, judged only after Delay of the run.
+type ThresholdAbort struct {
+	Index int
+	Delay time.Duration
 }
 
 // Arrival is the arrival model block.
@@ -305,6 +316,9 @@ func (v VUs) Span() time.Duration {
 
 // VUStage is one leg of a VU ramp.
 type VUStage struct {
+	// Name labels the leg as a phase, for per-phase thresholds and in
+	// output. Key: name.
+	Name string
 	// Duration is how long the leg lasts. Key: duration.
 	Duration time.Duration
 	// Target is the number of virtual users at the end of the leg. Key:

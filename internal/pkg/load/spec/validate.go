@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -464,13 +465,15 @@ func (v *validator) thresholds() {
 			names = append(names, ep.Name)
 		}
 	}
-	for _, line := range c.Thresholds {
+	for i, line := range c.Thresholds {
 		key := "thresholds"
 		t, err := threshold.Parse(line)
 		if err != nil {
 			v.fail(key, "%v", err)
 			continue
 		}
+		v.thresholdPhase(line, t.Phase)
+		v.thresholdAbort(i, line, t)
 		if t.Endpoint != "" && !known[t.Endpoint] {
 			if len(names) == 0 {
 				v.fail(key, "threshold %q selects endpoint %q, but the config has no named endpoints", line, t.Endpoint)
@@ -479,6 +482,38 @@ func (v *validator) thresholds() {
 			}
 		}
 	}
+}
+
+// thresholdAbort fails abort_on_fail on threshold i where it could never
+// fire: a baseline bound (no baseline during the run) or a sut_* metric
+// (summarised only at the end).
+func (v *validator) thresholdAbort(i int, line string, t threshold.Threshold) {
+	if !slices.ContainsFunc(v.c.ThresholdAborts, func(a ThresholdAbort) bool { return a.Index == i }) {
+		return
+	}
+	switch {
+	case t.Baseline:
+		v.fail("thresholds", "threshold %q compares with a baseline, which is only read after the run: abort_on_fail cannot apply to it; give it a fixed bound or drop abort_on_fail", line)
+	case t.Metric == threshold.MetricSUTCPU || t.Metric == threshold.MetricSUTMem:
+		v.fail("thresholds", "threshold %q checks the system under test, which is summarised only after the run: abort_on_fail applies to http_req_duration, http_req_failed and http_requests", line)
+	}
+}
+
+// thresholdPhase fails a threshold whose {phase:NAME} is not a phase of
+// the config, listing the phases.
+func (v *validator) thresholdPhase(line, phase string) {
+	if phase == "" {
+		return
+	}
+	names := v.c.PhaseNames()
+	if slices.Contains(names, phase) {
+		return
+	}
+	if len(names) == 0 {
+		v.fail("thresholds", "threshold %q selects phase %q, but the config has no named phases: name them with load_patterns[].name or vus.stages[].name", line, phase)
+		return
+	}
+	v.fail("thresholds", "threshold %q selects phase %q, which is not a phase of this config (phases: %s)", line, phase, strings.Join(names, ", "))
 }
 
 func (v *validator) distributed() {

@@ -23,6 +23,16 @@
 //
 // The operators are <, <=, >, >=, == and !=.
 //
+// A {phase:NAME} selector, alone or beside the endpoint
+// ({endpoint:login,phase:plateau}), judges only the seconds of a named
+// phase of the run, through a [PhaseSource]:
+//
+//	http_req_duration{phase:plateau}:p99 < 200ms
+//
+// A Threshold's AbortOnFail and Delay, set from a config's mapping item
+// (expr, abort_on_fail, delay), ask the run to stop as soon as it fails;
+// the caller judges them on the per-second snapshots.
+//
 // # Baselines
 //
 // The value may be the same metric in a baseline run, optionally times a

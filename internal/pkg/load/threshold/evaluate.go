@@ -76,6 +76,10 @@ func measure(t Threshold, src Source) (float64, error) {
 	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
 		return measureSUT(t, src)
 	}
+	src, err := phaseOf(t, src)
+	if err != nil {
+		return 0, err
+	}
 	var m Metrics
 	if t.Endpoint == "" {
 		m = src.Overall()

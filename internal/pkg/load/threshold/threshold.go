@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/forgeload/forgeload/internal/pkg/number"
@@ -45,6 +46,10 @@ type Threshold struct {
 	// Endpoint names the endpoint whose results are checked, or is empty
 	// for the overall results.
 	Endpoint string
+	// Phase names the phase (a named load pattern or VU stage) whose
+	// seconds are checked, or is empty for the whole run. It combines
+	// with Endpoint: {endpoint:login,phase:plateau}.
+	Phase string
 	// Service names the system under test (the job's service id) that a
 	// sut_cpu or sut_mem threshold checks, or is empty for the one with
 	// the highest value.
@@ -63,6 +68,12 @@ type Threshold struct {
 	// baseline run, times Factor ("< baseline * 1.10"); Value is then 0.
 	Baseline bool
 	Factor   float64
+	// AbortOnFail stops the run as soon as the threshold fails on the
+	// seconds measured so far, once Delay of the run has passed (the
+	// caller judges it on the per-second snapshots). A config's mapping
+	// item (expr, abort_on_fail, delay) sets them; Parse leaves them zero.
+	AbortOnFail bool
+	Delay       time.Duration
 }
 
 // String returns the threshold as written, followed by its bound in
@@ -287,26 +298,22 @@ func (p *parser) metric(t *Threshold) error {
 	return nil
 }
 
-// target reads the optional endpoint (or, for sut_*, service) selector
-// into t.
+// target reads the optional selector into t: {endpoint:NAME},
+// {phase:NAME} or both, comma-separated ({endpoint:a,phase:b}), or for
+// sut_* {service:NAME}.
 func (p *parser) target(t *Threshold) error {
 	if !strings.HasPrefix(p.rest(), "{") {
 		return nil
 	}
-	key := "endpoint"
 	if t.isSUT() {
-		key = "service"
-	}
-	sel, err := p.selector(key)
-	if err != nil {
-		return err
-	}
-	if t.isSUT() {
+		sel, err := p.selector("service")
+		if err != nil {
+			return err
+		}
 		t.Service = sel
-	} else {
-		t.Endpoint = sel
+		return nil
 	}
-	return nil
+	return p.selectors(t)
 }
 
 // aggregate reads ':' and the metric's aggregate, normalised, into t.

@@ -96,8 +96,8 @@ func TestParseErrors(t *testing.T) {
 		{"http_req_failed:count < 1%", `threshold "http_req_failed:count < 1%": column 26: a count takes no unit, got "%": want a whole number such as 10`},
 		{"http_requests:count > 1.5", `threshold "http_requests:count > 1.5": column 23: the count is not a whole number: want a whole number such as 10`},
 		{"http_requests:rate > 100 qps", `threshold "http_requests:rate > 100 qps": column 26: unknown unit "qps" for a request rate: want a plain number of requests per second (or /s, rps)`},
-		{"http_req_duration{endpoint:login:p99 < 1", `threshold "http_req_duration{endpoint:login:p99 < 1": column 18: endpoint selector is not closed: want {endpoint:NAME}`},
-		{"http_req_duration{name:login}:p99 < 1", `threshold "http_req_duration{name:login}:p99 < 1": column 18: want {endpoint:NAME} to select an endpoint`},
+		{"http_req_duration{endpoint:login:p99 < 1", `threshold "http_req_duration{endpoint:login:p99 < 1": column 18: selector is not closed: want {endpoint:NAME}, {phase:NAME} or {endpoint:NAME,phase:NAME}`},
+		{"http_req_duration{name:login}:p99 < 1", `threshold "http_req_duration{name:login}:p99 < 1": column 18: want {endpoint:NAME}, {phase:NAME} or {endpoint:NAME,phase:NAME} to select an endpoint or a phase`},
 		{"http_req_duration{endpoint:}:p99 < 1", `threshold "http_req_duration{endpoint:}:p99 < 1": column 18: endpoint name is empty: want {endpoint:NAME} with the name from endpoints[].name`},
 	}
 	for _, tt := range tests {
@@ -351,6 +351,13 @@ func FuzzParse(f *testing.F) {
 		"http_req_failed:rate <= 0.999999999999",
 		"http_req_duration:p99 < 300",
 		"sut_cpu:avg < 1.",
+		"http_req_duration{phase:plateau}:p99 < 200ms",
+		"http_req_duration{endpoint:login,phase:plateau}:p99 < 200ms",
+		"http_req_failed{phase='warm up', endpoint=\"a\"}:rate < 1%",
+		"http_req_duration{phase:a,phase:b}:p99 < 1s",
+		"http_req_duration{phase:}:p99 < 1s",
+		"http_req_duration{,}:p99 < 1s",
+		"sut_cpu{phase:x}:max < 80%",
 	} {
 		f.Add(s)
 	}
@@ -383,7 +390,11 @@ func FuzzParse(f *testing.F) {
 		if err != nil || again != th {
 			t.Fatalf("Parse(Parse(%q).Source) = %+v, %v; want %+v", s, again, err, th)
 		}
+		if th.Phase != "" && (th.isSUT() || !strings.Contains(th.Source, th.Phase)) {
+			t.Fatalf("Parse(%q).Phase = %q, not a selector of the text", s, th.Phase)
+		}
 		_ = EvaluateBaseline([]Threshold{th}, fakeSource{overall: fakeMetrics{requests: 1, elapsed: time.Second}}, nil)
+		_ = EvaluateBaseline([]Threshold{th}, phaseSource{fakeSource{overall: fakeMetrics{requests: 1, elapsed: time.Second}}}, nil)
 	})
 }
 
@@ -439,7 +450,7 @@ func TestSUTThresholds(t *testing.T) {
 		"sut_cpu:max < 80 parsecs":             `unknown unit "par"… for CPU`,
 		"sut_mem:max < 512 furlongs":           `unknown unit "fur"… for memory`,
 		"sut_cpu{endpoint:a}:max < 1":          `want {service:NAME} to select a service`,
-		"http_req_duration{service:a}:p99 < 1": `want {endpoint:NAME} to select an endpoint`,
+		"http_req_duration{service:a}:p99 < 1": `want {endpoint:NAME}, {phase:NAME} or {endpoint:NAME,phase:NAME}`,
 	} {
 		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want it to contain %q", in, err, want)
