@@ -182,6 +182,9 @@ type Result struct {
 	// SUT summarises the resource use of the system under test during the
 	// run (see [Options.Resources]); nil when none was measured.
 	SUT []ResourceSummary `json:"sut,omitempty"`
+	// Checks are the response checks' counts, in config order; nil
+	// without checks.
+	Checks []CheckStats `json:"checks,omitempty"`
 }
 
 // AddSnapshot adds one host's snapshot of one second to r. It does not keep
@@ -285,6 +288,7 @@ func (r *Result) Merge(o *Result) {
 		}
 		r.Protocol.Merge(o.Protocol)
 	}
+	r.Checks = mergeChecks(r.Checks, o.Checks)
 }
 
 // Finish computes the derived fields (GeneratorBound, WorkerBound) after

@@ -122,6 +122,9 @@ type Summary struct {
 	Thresholds       []Check           `json:"thresholds,omitempty"`
 	ThresholdsPassed bool              `json:"thresholds_passed"`
 	Protocol         *ProtocolSummary  `json:"protocol,omitempty"`
+	// Checks are the response checks (the config's checks:), each with
+	// its counts; absent without checks.
+	Checks *ChecksSummary `json:"checks,omitempty"`
 	// CrankfireFields repeat the totals under Crankfire's JSON names.
 	CrankfireFields
 	// LatencyHist is the overall latency histogram in HDR V2 compressed
@@ -161,6 +164,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		Endpoints:      []EndpointSummary{},
 		Thresholds:     checks,
 		Protocol:       summarizeProtocol(r.Protocol),
+		Checks:         summarizeChecks(r),
 		SUT:            r.SUT,
 
 		ThresholdsPassed: true,
@@ -412,6 +416,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
+	writeChecksText(ew, s.Checks)
 	if len(checks) > 0 {
 		fmt.Fprintf(ew, "\nThresholds: %s\n", passFail(s.ThresholdsPassed))
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
@@ -474,6 +479,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(ew, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
+	writeChecksMarkdown(ew, s.Checks)
 	if len(checks) > 0 {
 		fmt.Fprintln(ew, "\n#### Thresholds")
 		fmt.Fprintln(ew)

@@ -94,6 +94,10 @@ func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns i
 // httpDriver builds the HTTP driver of cfg's endpoint mix, reading each
 // body file once.
 func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Requester, error) {
+	suite, err := cfg.CheckSuite()
+	if err != nil {
+		return nil, err
+	}
 	var eps []httpload.Endpoint
 	bodies := map[string][]byte{} // one read per file, however many endpoints share it
 	for i, e := range cfg.Mix() {
@@ -117,7 +121,8 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 			}
 			exs = append(exs, ex)
 		}
-		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs})
+		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs,
+			Checks: suite.Endpoint(i)})
 	}
 	d, err := httpload.New(httpload.Options{
 		Endpoints:   eps,
@@ -126,10 +131,13 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 		DialControl: s.DialControl,
 		Resolver:    s.Resolver,
 		Vars:        p.vars,
+
+		CheckMaxBody: suite.MaxBody(),
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.checks = suite
 	p.Driver, p.closer, p.Options.Endpoints = d, d.Close, d.Names()
 	return d, nil
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 )
 
 // Defaults applied by [Parse] (and so by [Load]) to keys the config leaves
@@ -154,6 +156,12 @@ type Config struct {
 	// threshold, one per element. Key: thresholds (a list, or a
 	// multi-line string).
 	Thresholds []string
+	// Checks are response checks run on every response (package check);
+	// a response that fails one is a failed request. Key: checks.
+	Checks []check.Spec
+	// ChecksMaxBody bounds how much of a body checks read, in bytes; 0
+	// means check.DefaultMaxBody (4 MiB). Key: checks_max_body.
+	ChecksMaxBody int64
 
 	// Distributed, when not nil, splits the run over several forgeload
 	// daemons that share a Redis. Key: distributed.
@@ -270,6 +278,9 @@ type Endpoint struct {
 	// virtual user's variables (Crankfire's request chaining). Key:
 	// extractors.
 	Extractors []Extractor
+	// Checks are run on this endpoint's responses after the top-level
+	// ones. Key: checks.
+	Checks []check.Spec
 }
 
 // Extractor is one Crankfire response extractor.

@@ -19,6 +19,7 @@ const (
 	MetricRequests = "http_requests"     // all requests
 	MetricSUTCPU   = "sut_cpu"           // CPU of the system under test
 	MetricSUTMem   = "sut_mem"           // memory of the system under test
+	MetricChecks   = "checks"            // response checks that passed
 )
 
 // Operators understood by [Parse].
@@ -149,7 +150,7 @@ func (t Threshold) kind() kind {
 		return kindDuration
 	case t.Aggregate == "count":
 		return kindCount
-	case t.Metric == MetricFailed:
+	case t.Metric == MetricFailed, t.Metric == MetricChecks:
 		return kindRatio
 	default:
 		return kindRPS
@@ -162,14 +163,15 @@ var metricAggregates = map[string]string{
 	MetricRequests: "rate, count",
 	MetricSUTCPU:   "max, avg",
 	MetricSUTMem:   "max, avg",
+	MetricChecks:   "rate",
 }
 
-const metricList = "http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem"
+const metricList = "http_req_duration, http_req_failed, http_requests, checks, sut_cpu or sut_mem"
 
 // didYouMean is "; did you mean NAME?" for the metric closest to a
 // misspelt one, or "". It names a known metric, never the text written.
 func didYouMean(metric string) string {
-	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricSUTCPU, MetricSUTMem, MetricRPS}
+	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricChecks, MetricSUTCPU, MetricSUTMem, MetricRPS}
 	if c := suggest.Closest(metric, names, strings.ToLower); c != "" {
 		return "; did you mean " + c + "?"
 	}
@@ -293,6 +295,9 @@ func (p *parser) target(t *Threshold) error {
 	if !strings.HasPrefix(p.rest(), "{") {
 		return nil
 	}
+	if t.Metric == MetricChecks {
+		return p.errorf(p.pos, "checks takes no selector (the summary lists each check by name): write checks:rate > 99%%")
+	}
 	key := "endpoint"
 	if t.isSUT() {
 		key = "service"
@@ -397,6 +402,8 @@ func (p *parser) selector(want string) (string, error) {
 
 func normaliseAggregate(metric, agg string) (string, bool) {
 	switch metric {
+	case MetricChecks:
+		return agg, agg == "rate"
 	case MetricSUTCPU, MetricSUTMem:
 		switch agg {
 		case "max":

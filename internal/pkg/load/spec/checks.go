@@ -1,0 +1,144 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
+	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
+)
+
+const (
+	wantStatus  = "a status code or a list of them (want e.g. [200, 201])"
+	wantMaxBody = "a whole number of bytes (want e.g. 4194304 for 4 MiB)"
+)
+
+// checks decodes a list of response checks (key checks, top-level or per
+// endpoint) into *dst.
+func (d *decoder) checks(n *yaml.Node, path string, dst *[]check.Spec) {
+	var out []check.Spec
+	d.list(n, path, "checks ({status}, {body_contains}, {json, exists}, ...)", func(item *yaml.Node, p string) {
+		var s check.Spec
+		str := func(dst **string, raw bool) func(*yaml.Node, string) {
+			return func(n *yaml.Node, p string) {
+				var v string
+				if raw {
+					d.rawStr(n, p, &v)
+				} else {
+					d.str(n, p, &v)
+				}
+				*dst = &v
+			}
+		}
+		d.mapping(item, p, []field{
+			{name: "status", set: func(n *yaml.Node, p string) { d.statusList(n, p, &s.Status) }},
+			{name: "body_contains", set: str(&s.BodyContains, true)},
+			{name: "body_not_contains", set: str(&s.BodyNotContains, true)},
+			{name: "json", set: str(&s.JSON, false)},
+			{name: "exists", set: func(n *yaml.Node, p string) {
+				var b bool
+				d.boolean(n, p, &b)
+				s.Exists = &b
+			}},
+			{name: "equals", set: str(&s.Equals, true)},
+			{name: "header", set: str(&s.Header, false)},
+			{name: "matches", set: str(&s.Matches, true)},
+		})
+		out = append(out, s)
+	})
+	*dst = out
+}
+
+// statusList accepts a status code or a list of them; an empty list is
+// kept (not nil) so that validation can refuse it.
+func (d *decoder) statusList(n *yaml.Node, path string, dst *[]int) {
+	out := []int{}
+	if m := strictyaml.Resolve(n); m != nil && m.Kind == yaml.SequenceNode {
+		for i, item := range m.Content {
+			var v int
+			d.intField(item, strictyaml.Index(path, i), wantStatus, &v)
+			out = append(out, v)
+		}
+	} else {
+		var v int
+		d.intField(n, path, wantStatus, &v)
+		out = append(out, v)
+	}
+	*dst = out
+}
+
+// checks compiles every check as Validate does at run time, and refuses
+// the kinds the protocol has no part of a response for.
+func (v *validator) checks() {
+	c := v.c
+	if c.ChecksMaxBody < 0 {
+		v.fail("checks_max_body", "%d is negative: want %s, or 0 for the default", c.ChecksMaxBody, wantMaxBody)
+	}
+	v.checkList("checks", c.Checks)
+	for i, ep := range c.Endpoints {
+		v.checkList(fmt.Sprintf("endpoints[%d].checks", i), ep.Checks)
+	}
+}
+
+func (v *validator) checkList(prefix string, specs []check.Spec) {
+	for i, s := range specs {
+		key := fmt.Sprintf("%s[%d]", prefix, i)
+		ch, err := check.Compile(key, s)
+		if err != nil {
+			if se, ok := err.(*check.SpecError); ok && se.Key != "" { //nolint:errorlint // Compile returns it unwrapped
+				v.fail(key+"."+se.Key, "%s", se.Msg)
+			} else {
+				v.fail(key, "%v", err)
+			}
+			continue
+		}
+		kinds, limited := ProtocolCheckKinds(v.c.Protocol)
+		switch {
+		case !limited || containsKind(kinds, ch.Kind()):
+		case len(kinds) == 0:
+			v.fail(key+"."+ch.Kind().Key(), "protocol %s has no response checks: remove checks (they are for protocol http)", v.c.Protocol)
+		default:
+			v.fail(key+"."+ch.Kind().Key(), "protocol %s has no %s to check: use %s", v.c.Protocol, ch.Kind().Key(), kindKeys(kinds))
+		}
+	}
+}
+
+// ProtocolCheckKinds returns the kinds of check a non-HTTP protocol
+// supports, and false for HTTP, which supports them all.
+func ProtocolCheckKinds(p Protocol) ([]check.Kind, bool) {
+	switch p {
+	case ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
+		return nil, true
+	}
+	return nil, false
+}
+
+func containsKind(ks []check.Kind, k check.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func kindKeys(ks []check.Kind) string {
+	keys := make([]string, len(ks))
+	for i, k := range ks {
+		keys[i] = k.Key()
+	}
+	return strings.Join(keys, ", ")
+}
+
+// CheckSuite compiles the config's checks for the run: the top-level
+// ones and each endpoint's. It returns nil without checks. The config
+// must have passed Validate.
+func (c *Config) CheckSuite() (*check.Suite, error) {
+	eps := make([]check.EndpointSpecs, len(c.Endpoints))
+	for i, ep := range c.Endpoints {
+		eps[i] = check.EndpointSpecs{Prefix: fmt.Sprintf("endpoints[%d].checks", i), Specs: ep.Checks}
+	}
+	return check.New(c.Checks, eps, c.ChecksMaxBody)
+}
