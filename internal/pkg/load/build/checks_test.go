@@ -106,22 +106,22 @@ thresholds:
 	}
 }
 
-// TestChecksRefusedByOtherProtocols: a protocol without response checks
-// refuses them, naming the key.
+// TestChecksRefusedByOtherProtocols: a protocol refuses the checks it has
+// no part of a response for, naming the key.
 func TestChecksRefusedByOtherProtocols(t *testing.T) {
 	t.Parallel()
-	for _, proto := range []string{"websocket", "sse"} {
-		target := "ws://127.0.0.1:1/x"
-		if proto == "sse" {
-			target = "http://127.0.0.1:1/x"
-		}
-		cfg, err := spec.Parse("test.yaml", []byte("protocol: "+proto+"\ntarget: "+target+"\nchecks:\n  - body_contains: ok\n"))
+	for _, tc := range []struct{ src, key, proto string }{
+		{"protocol: websocket\ntarget: ws://127.0.0.1:1/x\nchecks:\n  - body_contains: ok\n  - status: 101\n", "checks[1].status", "websocket"},
+		{"protocol: websocket\ntarget: ws://127.0.0.1:1/x\nchecks:\n  - header: X\n", "checks[0].header", "websocket"},
+		{"protocol: grpc\ntarget: 127.0.0.1:1\ngrpc: {proto_file: a.proto, service: a.B, method: C}\nchecks:\n  - status: 0\n  - header: X\n", "checks[1].header", "grpc"},
+	} {
+		cfg, err := spec.Parse("test.yaml", []byte(tc.src))
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = cfg.Validate()
-		if err == nil || !strings.Contains(err.Error(), "checks[0].body_contains") || !strings.Contains(err.Error(), "protocol "+proto) {
-			t.Errorf("protocol %s with checks: Validate = %v, want the key named", proto, err)
+		if err == nil || !strings.Contains(err.Error(), tc.key+": protocol "+tc.proto+" has no") || strings.Count(err.Error(), "\n") != 0 {
+			t.Errorf("Validate(%q) = %v, want one error naming %s", tc.src, err, tc.key)
 		}
 	}
 }

@@ -160,8 +160,8 @@ func Compile(prefix string, s Spec) (*Check, error) {
 			return nil, specErr("status", "the list is empty: write the expected codes, e.g. status: [200, 201]")
 		}
 		for _, code := range s.Status {
-			if code < 100 || code > 999 {
-				return nil, specErr("status", "%d is not a status code: use codes from 100 to 999", code)
+			if code < 0 || code > 999 {
+				return nil, specErr("status", "%d is not a status code: use HTTP codes from 100 to 999 (gRPC: 0 to 16)", code)
 			}
 		}
 		c.status = append([]int(nil), s.Status...)
@@ -502,3 +502,21 @@ func (s *Suite) Stats() []load.CheckStats {
 	}
 	return out
 }
+
+// Of returns the checks of l of the given kinds, in order: a driver that
+// runs some checks per session and others per message splits its list.
+func (l List) Of(kinds ...Kind) List {
+	var out List
+	for _, c := range l {
+		for _, k := range kinds {
+			if c.kind == k {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// BodyKinds are the kinds that read a body or a message.
+var BodyKinds = []Kind{KindBodyContains, KindBodyNotContains, KindJSON}

@@ -20,6 +20,7 @@ func TestCompileRefusesBadChecksNamingTheKey(t *testing.T) {
 		{Spec{Status: []int{200}, JSON: ptr("$.a")}, "", "status and json are set in one check"},
 		{Spec{Status: []int{}}, "status", "the list is empty"},
 		{Spec{Status: []int{2000}}, "status", "2000 is not a status code"},
+		{Spec{Status: []int{-1}}, "status", "-1 is not a status code"},
 		{Spec{BodyContains: ptr("")}, "body_contains", "the text is empty"},
 		{Spec{JSON: ptr("$.a[")}, "json", "[ without ]"},
 		{Spec{JSON: ptr("$.")}, "json", "selects nothing"},

@@ -94,6 +94,7 @@ func (v *validator) checkList(prefix string, specs []check.Spec) {
 			}
 			continue
 		}
+		v.statusRange(key, s.Status)
 		kinds, limited := ProtocolCheckKinds(v.c.Protocol)
 		switch {
 		case !limited || containsKind(kinds, ch.Kind()):
@@ -105,12 +106,31 @@ func (v *validator) checkList(prefix string, specs []check.Spec) {
 	}
 }
 
+// statusRange refuses status codes the protocol has not: gRPC's are 0 to
+// 16, HTTP's (and SSE's) 100 to 999.
+func (v *validator) statusRange(key string, codes []int) {
+	lo, hi, what := 100, 999, "HTTP status codes are 100 to 999"
+	if v.c.Protocol == ProtocolGRPC {
+		lo, hi, what = 0, 16, "gRPC status codes are 0 (OK) to 16"
+	}
+	for _, c := range codes {
+		if c < lo || c > hi {
+			v.fail(key+".status", "%d is not a status code of protocol %s: %s", c, v.c.Protocol, what)
+			return
+		}
+	}
+}
+
 // ProtocolCheckKinds returns the kinds of check a non-HTTP protocol
 // supports, and false for HTTP, which supports them all.
 func ProtocolCheckKinds(p Protocol) ([]check.Kind, bool) {
 	switch p {
-	case ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
-		return nil, true
+	case ProtocolWebSocket:
+		return check.BodyKinds, true
+	case ProtocolSSE:
+		return append([]check.Kind{check.KindStatus, check.KindHeader}, check.BodyKinds...), true
+	case ProtocolGRPC:
+		return append([]check.Kind{check.KindStatus}, check.BodyKinds...), true
 	}
 	return nil, false
 }
