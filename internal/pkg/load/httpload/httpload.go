@@ -429,8 +429,15 @@ func statusChecks(checks check.List, s *load.Sample, err error) error {
 	return err
 }
 
-// bodyBufs hold response bodies for extractors and checks.
-var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bodyBuf holds a response body for extractors and checks, with the
+// limited reader that fills it (pooled too, so reading allocates nothing).
+type bodyBuf struct {
+	buf bytes.Buffer
+	lr  io.LimitedReader
+}
+
+// bodyBufs hold bodyBufs.
+var bodyBufs = sync.Pool{New: func() any { return new(bodyBuf) }}
 
 // send sends req through net/http and reads the response; reqLen is the
 // request's approximate size on the wire. The endpoint's extractors store
@@ -488,10 +495,14 @@ func (d *Driver) readBody(resp *http.Response, ep *endpoint, u *vars.User) (n in
 	if ep.checks.NeedsBody() {
 		limit = d.checkMax
 	}
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	defer bodyBufs.Put(buf)
-	buf.Reset()
-	n, err = buf.ReadFrom(io.LimitReader(resp.Body, limit))
+	bb := bodyBufs.Get().(*bodyBuf)
+	defer func() {
+		bb.lr.R = nil // do not keep the response alive in the pool
+		bodyBufs.Put(bb)
+	}()
+	bb.buf.Reset()
+	bb.lr = io.LimitedReader{R: resp.Body, N: limit}
+	n, err = bb.buf.ReadFrom(&bb.lr)
 	if err != nil {
 		return n, nil, err
 	}
@@ -500,7 +511,7 @@ func (d *Driver) readBody(resp *http.Response, ep *endpoint, u *vars.User) (n in
 	if err != nil {
 		return n, nil, err
 	}
-	body := buf.Bytes()
+	body := bb.buf.Bytes()
 	if len(ep.extractors) > 0 && u != nil {
 		extract.Apply(ep.extractors, resp.StatusCode, body[:min(len(body), extract.MaxBody)], u)
 	}

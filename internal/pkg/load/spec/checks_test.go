@@ -78,3 +78,29 @@ checks_max_body: -5
 		}
 	}
 }
+
+// TestChecksInline: a step's with: (or a flag) gives checks as YAML text,
+// which replaces the file's list.
+func TestChecksInline(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("c.yaml", []byte(base+"checks: [{status: 200}, {status: 201}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Override(map[string]string{"checks": "- body_not_contains: error\n", "checks_max_body": "2048"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Checks) != 1 || c.Checks[0].BodyNotContains == nil || *c.Checks[0].BodyNotContains != "error" || c.ChecksMaxBody != 2048 {
+		t.Errorf("checks after override = %+v, max body %d", c.Checks, c.ChecksMaxBody)
+	}
+	err = c.Override(map[string]string{"checks": "- json: $.a\n  matches: x\n"})
+	if err == nil {
+		err = c.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "inline: checks[0].matches: only a header check takes matches") {
+		t.Errorf("a bad inline check = %v, want it refused as inline, naming the key", err)
+	}
+}
