@@ -61,3 +61,28 @@ func TestReaderKeepsData(t *testing.T) {
 		t.Errorf("next = %v, data %q; want \"a\\nb\\n\"", err, r.data)
 	}
 }
+
+// TestChecksOnAReplacedStream: a session whose kept stream had ended reads
+// a new one, whose events the body checks see too.
+func TestChecksOnAReplacedStream(t *testing.T) {
+	t.Parallel()
+	srv := loadtarget.StartSSE(t)
+	s, err := check.New([]check.Spec{{BodyContains: str("line one")}}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{URL: srv.URL + "/short", MaxEvents: 2, Checks: s.Endpoint(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := range 2 {
+		var smp load.Sample
+		if err := d.DoSample(context.Background(), &smp); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+	}
+	if st := s.Stats()[0]; st.Passed != 4 || st.Failed != 0 || srv.Requests() != 2 {
+		t.Errorf("check %+v over %d streams, want 4 events passed over 2", st, srv.Requests())
+	}
+}

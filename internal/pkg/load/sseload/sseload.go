@@ -313,7 +313,7 @@ func (d *Driver) open(ctx context.Context, req *http.Request, key string, s *loa
 		}
 		return nil, load.StatusError{Code: resp.StatusCode}
 	}
-	return &stream{key: key, resp: resp, r: &reader{br: bufio.NewReaderSize(resp.Body, 4096)}, ctx: sctx, cancel: cancel, opened: opened}, nil
+	return &stream{key: key, resp: resp, r: &reader{br: bufio.NewReaderSize(resp.Body, 4096), keepData: len(d.event) > 0}, ctx: sctx, cancel: cancel, opened: opened}, nil
 }
 
 // watch ends st's request, which interrupts a blocked read, when the
@@ -415,10 +415,8 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	return checked(s, checkErr)
 }
 
-// checkSession runs the status and header checks on st's response, and
-// makes st's reader keep event data when body checks need it.
+// checkSession runs the status and header checks on st's response.
 func (d *Driver) checkSession(st *stream) error {
-	st.r.keepData = len(d.event) > 0
 	if len(d.session) == 0 {
 		return nil
 	}
