@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/check"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/strictyaml"
 )
 
@@ -77,8 +78,30 @@ func (v *validator) checks() {
 		v.fail("checks_max_body", "%d is negative: want %s, or 0 for the default", c.ChecksMaxBody, wantMaxBody)
 	}
 	v.checkList("checks", c.Checks)
+	has := len(c.Checks) > 0
 	for i, ep := range c.Endpoints {
 		v.checkList(fmt.Sprintf("endpoints[%d].checks", i), ep.Checks)
+		has = has || len(ep.Checks) > 0
+	}
+	v.checksThresholds(has)
+}
+
+// checksThresholds refuses a checks threshold that could only fail for
+// want of data: in a config without checks, or in a multi-host run, whose
+// merge does not carry the checks' counts.
+func (v *validator) checksThresholds(has bool) {
+	c := v.c
+	for _, line := range c.Thresholds {
+		t, err := threshold.Parse(line)
+		if err != nil || t.Metric != threshold.MetricChecks {
+			continue // a bad threshold is reported by thresholds()
+		}
+		switch {
+		case !has:
+			v.fail("thresholds", "threshold %q needs response checks, and the config has none: add checks: (e.g. - status: [200]), or remove the threshold", line)
+		case c.Distributed != nil && c.Distributed.Workers > 1:
+			v.fail("thresholds", "threshold %q is not available in a distributed run yet (each host counts its own checks, and the merge does not carry them): use http_req_failed:rate, which counts the requests that failed a check", line)
+		}
 	}
 }
 

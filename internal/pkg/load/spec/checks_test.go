@@ -104,3 +104,28 @@ func TestChecksInline(t *testing.T) {
 		t.Errorf("a bad inline check = %v, want it refused as inline, naming the key", err)
 	}
 }
+
+// TestChecksThresholdNeedsChecks: a checks threshold that could only fail
+// for want of data is refused before the run.
+func TestChecksThresholdNeedsChecks(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]string{
+		base + "thresholds: ['checks:rate > 99%']\n":                                                     `threshold "checks:rate > 99%" needs response checks, and the config has none`,
+		base + "checks: [{status: 200}]\ndistributed: {workers: 2}\nthresholds: ['checks:rate > 99%']\n": "is not available in a distributed run yet",
+	} {
+		c, err := Parse("c.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate(%q) = %v, want %q", src, err, want)
+		}
+	}
+	c, err := Parse("c.yaml", []byte(base+"endpoints: [{name: a, checks: [{status: 200}]}]\nthresholds: ['checks:rate > 99%']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("an endpoint's checks and a checks threshold: %v", err)
+	}
+}
