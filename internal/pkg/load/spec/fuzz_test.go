@@ -61,6 +61,7 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		_ = c.Validate()
+		_, _ = c.CheckSuite()
 		_ = c.Override(map[string]string{"rate": "5", "vus": "2", "distributed.workers": "3"})
 		_ = c.Validate()
 	})
@@ -74,6 +75,7 @@ func FuzzOverride(f *testing.F) {
 		{"load_patterns", "[{type: ramp, to_rps: 5, duration: 1s}]"}, {"vus", "{stages: [{duration: 1s, target: 2}]}"},
 		{"thresholds", "http_req_duration:p99 < 1s\n# c\n"}, {"endpoints", "- {name: a, path: /a}"},
 		{"arrival.model", "poisson"}, {"think_time", "{min: 1s}"}, {"bogus", "1"}, {"auth", "{client_secret: [x]}"},
+		{"checks", "- status: [200]\n- json: $.a\n  equals: 1\n"}, {"checks", "{status: x}"}, {"checks_max_body", "1e3"},
 	} {
 		f.Add(kv[0], kv[1])
 	}
@@ -91,5 +93,6 @@ func FuzzOverride(f *testing.F) {
 		}
 		_ = c.Validate()
 		_ = c.Mix()
+		_, _ = c.CheckSuite()
 	})
 }
