@@ -179,12 +179,12 @@ type Result struct {
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
 	// nil for HTTP.
 	Protocol *ProtocolStats `json:"protocol,omitempty"`
-	// SUT summarises the resource use of the system under test during the
-	// run (see [Options.Resources]); nil when none was measured.
-	SUT []ResourceSummary `json:"sut,omitempty"`
 	// Checks are the response checks' counts, in config order; nil
 	// without checks.
 	Checks []CheckStats `json:"checks,omitempty"`
+	// SUT summarises the resource use of the system under test during the
+	// run (see [Options.Resources]); nil when none was measured.
+	SUT []ResourceSummary `json:"sut,omitempty"`
 }
 
 // AddSnapshot adds one host's snapshot of one second to r. It does not keep

@@ -407,6 +407,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
+	writeChecksText(ew, s.Checks)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\nEndpoints")
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -416,7 +417,6 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
-	writeChecksText(ew, s.Checks)
 	if len(checks) > 0 {
 		fmt.Fprintf(ew, "\nThresholds: %s\n", passFail(s.ThresholdsPassed))
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
@@ -466,6 +466,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(ew, "| %s %s | %s |\n", mdEscape(s.Protocol.Protocol), mdEscape(row[0]), mdEscape(row[1]))
 		}
 	}
+	writeChecksMarkdown(ew, s.Checks)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\n#### Endpoints")
 		fmt.Fprintln(ew)
@@ -479,7 +480,6 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(ew, "| "+strings.Join(cells, " | ")+" |")
 		}
 	}
-	writeChecksMarkdown(ew, s.Checks)
 	if len(checks) > 0 {
 		fmt.Fprintln(ew, "\n#### Thresholds")
 		fmt.Fprintln(ew)

@@ -129,6 +129,12 @@ type Config struct {
 	// Endpoints, when given, are picked per request by weight. Key:
 	// endpoints.
 	Endpoints []Endpoint
+	// Checks are response checks run on every response (package check);
+	// a response that fails one is a failed request. Key: checks.
+	Checks []check.Spec
+	// ChecksMaxBody bounds how much of a body checks read, in bytes; 0
+	// means check.DefaultMaxBody (4 MiB). Key: checks_max_body.
+	ChecksMaxBody int64
 
 	// VUs is the closed model: virtual users that loop with ThinkTime
 	// between requests. Key: vus.
@@ -156,12 +162,6 @@ type Config struct {
 	// threshold, one per element. Key: thresholds (a list, or a
 	// multi-line string).
 	Thresholds []string
-	// Checks are response checks run on every response (package check);
-	// a response that fails one is a failed request. Key: checks.
-	Checks []check.Spec
-	// ChecksMaxBody bounds how much of a body checks read, in bytes; 0
-	// means check.DefaultMaxBody (4 MiB). Key: checks_max_body.
-	ChecksMaxBody int64
 
 	// Distributed, when not nil, splits the run over several forgeload
 	// daemons that share a Redis. Key: distributed.

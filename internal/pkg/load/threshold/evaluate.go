@@ -94,11 +94,11 @@ func measure(t Threshold, src Source) (float64, error) {
 	if src == nil {
 		return 0, fmt.Errorf("evaluate threshold %q: no results to evaluate", t.Source)
 	}
-	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
-		return measureSUT(t, src)
-	}
 	if t.Metric == MetricChecks {
 		return measureChecks(t, src)
+	}
+	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
+		return measureSUT(t, src)
 	}
 	var m Metrics
 	if t.Endpoint == "" {

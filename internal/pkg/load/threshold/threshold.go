@@ -286,6 +286,9 @@ func (p *parser) metric(t *Threshold) error {
 		}
 		return p.errorf(at, "unknown metric: want %s%s", metricList, didYouMean(t.Metric))
 	}
+	if t.Metric == MetricChecks && strings.HasPrefix(p.rest(), "{") {
+		return p.errorf(p.pos, "checks takes no selector (the summary lists each check by name): write checks:rate > 99%%")
+	}
 	return nil
 }
 
@@ -294,9 +297,6 @@ func (p *parser) metric(t *Threshold) error {
 func (p *parser) target(t *Threshold) error {
 	if !strings.HasPrefix(p.rest(), "{") {
 		return nil
-	}
-	if t.Metric == MetricChecks {
-		return p.errorf(p.pos, "checks takes no selector (the summary lists each check by name): write checks:rate > 99%%")
 	}
 	key := "endpoint"
 	if t.isSUT() {
