@@ -1,14 +1,17 @@
 package httpload
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/check"
@@ -198,4 +201,34 @@ func benchChecks(b *testing.B, cl check.List, netHTTP bool) {
 	}
 	defer d.Close()
 	benchRun(b, d)
+}
+
+// TestTruncatedResponseIsNotChecked: a response whose body did not arrive
+// whole is a failed request of its own class on the fast path, as on
+// net/http, and no check counts it; a 5xx is checked and keeps its class.
+func TestTruncatedResponseIsNotChecked(t *testing.T) {
+	t.Parallel()
+	for resp, class := range map[string]load.ErrorClass{
+		"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort":                           load.ClassNetwork,
+		"HTTP/1.1 503 Unavailable\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno": load.ClassHTTP5xx,
+	} {
+		url := rawServer(t, func(c net.Conn, r *bufio.Reader) {
+			if _, err := readRequest(r); err == nil {
+				_, _ = io.WriteString(c, resp)
+			}
+		})
+		cl := checks(t, check.Spec{Status: []int{201}})
+		d, err := New(Options{Endpoints: []Endpoint{{URL: url, Checks: cl}}, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s load.Sample
+		err = d.DoSample(t.Context(), &s)
+		d.Close()
+		p, f := cl[0].Counts()
+		checked := class == load.ClassHTTP5xx
+		if err == nil || s.Class != class || (p+f == 1) != checked {
+			t.Errorf("%q: err %v, class %v, check counted %d; want class %v, checked %v", resp, err, s.Class, p+f, class, checked)
+		}
+	}
 }

@@ -421,6 +421,9 @@ func statusChecks(checks check.List, s *load.Sample, err error) error {
 	if len(checks) == 0 || s.Status == 0 {
 		return err // no checks, or no response to check
 	}
+	if err != nil && s.Class != load.ClassHTTP4xx && s.Class != load.ClassHTTP5xx {
+		return err // the response did not arrive whole, as on the net/http path
+	}
 	cerr := checks.Run(&check.Response{Status: s.Status})
 	if err == nil && cerr != nil {
 		s.Class = load.ClassCheck

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -110,7 +111,8 @@ func (v *validator) checkList(prefix string, specs []check.Spec) {
 		key := fmt.Sprintf("%s[%d]", prefix, i)
 		ch, err := check.Compile(key, s)
 		if err != nil {
-			if se, ok := err.(*check.SpecError); ok && se.Key != "" { //nolint:errorlint // Compile returns it unwrapped
+			var se *check.SpecError
+			if errors.As(err, &se) && se.Key != "" {
 				v.fail(key+"."+se.Key, "%s", se.Msg)
 			} else {
 				v.fail(key, "%v", err)
