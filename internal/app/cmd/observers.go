@@ -250,6 +250,8 @@ func loadResult(class string) string {
 		return metrics.LoadHTTP4xx
 	case load.ClassHTTP5xx.String():
 		return metrics.LoadHTTP5xx
+	case load.ClassCheck.String():
+		return metrics.LoadCheck
 	}
 	return metrics.LoadError
 }

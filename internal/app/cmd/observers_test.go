@@ -41,6 +41,7 @@ func TestLoadResultFollowsEngineClasses(t *testing.T) {
 		load.ClassHTTP5xx:  metrics.LoadHTTP5xx,
 		load.ClassNetwork:  metrics.LoadError,
 		load.GRPCClass(14): metrics.LoadError,
+		load.ClassCheck:    metrics.LoadCheck,
 	} {
 		if got := loadResult(class.String()); got != want {
 			t.Errorf("loadResult(%q) = %q, want %q", class, got, want)

@@ -69,14 +69,17 @@ const (
 	// ClassGRPC is the class of gRPC status code 1 (canceled); status code
 	// n (1..16) is class ClassGRPC+n-1. See [GRPCClass].
 	ClassGRPC
-	numClasses = ClassGRPC + 16
+	// ClassCheck is a response that failed a response check (package
+	// check) and no other way.
+	ClassCheck = ClassGRPC + 16
+	numClasses = ClassCheck + 1
 )
 
 var classNames = [numClasses]string{"ok", "timeout", "canceled", "network", "http_4xx", "http_5xx", "protocol", "other",
 	"grpc_canceled", "grpc_unknown", "grpc_invalid_argument", "grpc_deadline_exceeded", "grpc_not_found",
 	"grpc_already_exists", "grpc_permission_denied", "grpc_resource_exhausted", "grpc_failed_precondition",
 	"grpc_aborted", "grpc_out_of_range", "grpc_unimplemented", "grpc_internal", "grpc_unavailable",
-	"grpc_data_loss", "grpc_unauthenticated"}
+	"grpc_data_loss", "grpc_unauthenticated", "check"}
 
 // GRPCClass returns the class of a gRPC status code: ClassNone for 0 (OK),
 // grpc_<name> for 1..16 (grpc_unavailable for 14), ClassOther otherwise.

@@ -179,6 +179,9 @@ type Result struct {
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
 	// nil for HTTP.
 	Protocol *ProtocolStats `json:"protocol,omitempty"`
+	// Checks are the response checks' counts, in config order; nil
+	// without checks.
+	Checks []CheckStats `json:"checks,omitempty"`
 	// SUT summarises the resource use of the system under test during the
 	// run (see [Options.Resources]); nil when none was measured.
 	SUT []ResourceSummary `json:"sut,omitempty"`
@@ -290,6 +293,7 @@ func (r *Result) Merge(o *Result) {
 		}
 		r.Protocol.Merge(o.Protocol)
 	}
+	r.Checks = mergeChecks(r.Checks, o.Checks)
 }
 
 // Finish computes the derived fields (GeneratorBound, WorkerBound) after

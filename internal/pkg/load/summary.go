@@ -122,6 +122,9 @@ type Summary struct {
 	Thresholds       []Check           `json:"thresholds,omitempty"`
 	ThresholdsPassed bool              `json:"thresholds_passed"`
 	Protocol         *ProtocolSummary  `json:"protocol,omitempty"`
+	// Checks are the response checks (the config's checks:), each with
+	// its counts; absent without checks.
+	Checks *ChecksSummary `json:"checks,omitempty"`
 	// CrankfireFields repeat the totals under Crankfire's JSON names.
 	CrankfireFields
 	// LatencyHist is the overall latency histogram in HDR V2 compressed
@@ -167,6 +170,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		Endpoints:      []EndpointSummary{},
 		Thresholds:     checks,
 		Protocol:       summarizeProtocol(r.Protocol),
+		Checks:         summarizeChecks(r),
 		SUT:            r.SUT,
 		Phases:         summarizePhases(r),
 
@@ -413,6 +417,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
+	writeChecksText(ew, s.Checks)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\nEndpoints")
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -475,6 +480,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(ew, "| %s %s | %s |\n", mdEscape(s.Protocol.Protocol), mdEscape(row[0]), mdEscape(row[1]))
 		}
 	}
+	writeChecksMarkdown(ew, s.Checks)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\n#### Endpoints")
 		fmt.Fprintln(ew)

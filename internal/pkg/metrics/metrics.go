@@ -55,6 +55,7 @@ const (
 	LoadTimeout   = "timeout"    // the request timed out
 	LoadCancelled = "cancelled"  // the run stopped while it was in flight
 	LoadError     = "error"      // any other failure (connection refused, reset, DNS, protocol)
+	LoadCheck     = "check"      // a response that failed a response check (the config's checks:)
 )
 
 // HTTPResult classifies an HTTP status code as a load_requests_total result:

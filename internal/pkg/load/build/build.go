@@ -15,6 +15,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/auth"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/feeder"
 	"github.com/forgeload/forgeload/internal/pkg/load/httpload"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
@@ -92,6 +93,9 @@ type Engine struct {
 	// protocol measurements (nil for HTTP).
 	closer func()
 	proto  load.ProtocolMeter
+	// checks are the config's response checks, whose counts the result
+	// reports; nil without checks.
+	checks *check.Suite
 	// vars gives requests their feeder rows; stop ends the run when the
 	// rows run out, and stopped is why.
 	vars   *vars.Source
@@ -266,6 +270,7 @@ func (p *Engine) Run(ctx context.Context) (*load.Result, error) {
 	if p.proto != nil {
 		res.Protocol = p.proto.ProtocolStats()
 	}
+	res.Checks = p.checks.Stats()
 	return res, nil
 }
 
@@ -508,7 +513,13 @@ func Source(res *load.Result) threshold.Source { return source{res} }
 
 type source struct{ r *load.Result }
 
-var _ threshold.Source = source{}
+var (
+	_ threshold.Source      = source{}
+	_ threshold.CheckSource = source{}
+)
+
+// CheckTotals gives the checks threshold the result's check counts.
+func (s source) CheckTotals() (passed, failed int64) { return s.r.CheckTotals() }
 
 // Resources gives the sut_cpu and sut_mem thresholds the result's SUT
 // summaries.

@@ -18,6 +18,11 @@ import (
 func (p *Engine) driver(cfg *spec.Config, s Settings, workers int) (load.Requester, error) {
 	conns := max(workers, 1)
 	target := cfg.Mix()[0].URL
+	suite, err := cfg.CheckSuite()
+	if err != nil {
+		return nil, err
+	}
+	p.checks = suite
 	switch cfg.Protocol {
 	case spec.ProtocolWebSocket:
 		return p.webSocketDriver(cfg, s, target, conns)
@@ -39,7 +44,7 @@ func (p *Engine) webSocketDriver(cfg *spec.Config, s Settings, target string, co
 		URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
 		ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
 		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect,
-		Vars: p.vars,
+		Vars: p.vars, Checks: p.checks.Endpoint(0),
 	})
 	if err != nil {
 		return nil, err
@@ -57,6 +62,7 @@ func (p *Engine) sseDriver(cfg *spec.Config, s Settings, target string, conns in
 	d, err := sseload.New(sseload.Options{
 		URL: target, Headers: cfg.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
 		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+		Checks: p.checks.Endpoint(0),
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +89,7 @@ func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns i
 	d, err := grpcload.New(grpcload.Options{
 		Target: target, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
 		TLS: g.TLS, Insecure: g.Insecure, Concurrency: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
+		Checks: p.checks.Endpoint(0),
 	})
 	if err != nil {
 		return nil, err
@@ -94,6 +101,7 @@ func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns i
 // httpDriver builds the HTTP driver of cfg's endpoint mix, reading each
 // body file once.
 func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Requester, error) {
+	suite := p.checks
 	var eps []httpload.Endpoint
 	bodies := map[string][]byte{} // one read per file, however many endpoints share it
 	for i, e := range cfg.Mix() {
@@ -117,7 +125,8 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 			}
 			exs = append(exs, ex)
 		}
-		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs})
+		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs,
+			Checks: suite.Endpoint(i)})
 	}
 	d, err := httpload.New(httpload.Options{
 		Endpoints:   eps,
@@ -126,6 +135,8 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 		DialControl: s.DialControl,
 		Resolver:    s.Resolver,
 		Vars:        p.vars,
+
+		CheckMaxBody: suite.MaxBody(),
 	})
 	if err != nil {
 		return nil, err

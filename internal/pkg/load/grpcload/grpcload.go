@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/vars"
 )
 
@@ -64,6 +65,12 @@ type Options struct {
 	// the call's feeder row and the user's variables; nil renders defaults
 	// only. A templated message is encoded at every call.
 	Vars *vars.Source
+	// Checks run on every call: status checks on its gRPC status code (0
+	// is OK), body_contains, body_not_contains and json checks on each
+	// response message in its protobuf JSON form (which costs a decode and
+	// an encode per message). New refuses header checks. A call with a
+	// failed check fails with class check.
+	Checks check.List
 }
 
 // Driver makes gRPC calls for the load engine. It is safe for concurrent
@@ -81,6 +88,8 @@ type Driver struct {
 	msg     *vars.Template
 	mdt     map[string]*vars.Template
 	perUser bool
+	// status and body are Options.Checks split by what they read.
+	status, body check.List
 }
 
 var (
@@ -102,6 +111,9 @@ func New(o Options) (*Driver, error) {
 	if _, _, err := net.SplitHostPort(target); err != nil {
 		return nil, fmt.Errorf("grpc target %q is not host:port (want e.g. 127.0.0.1:50051)", o.Target)
 	}
+	if err := o.Checks.Only("protocol grpc", append([]check.Kind{check.KindStatus}, check.BodyKinds...)...); err != nil {
+		return nil, fmt.Errorf("grpc driver: %w", err)
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -109,6 +121,7 @@ func New(o Options) (*Driver, error) {
 		path: "/" + string(o.Method.Parent().FullName()) + "/" + string(o.Method.Name()),
 		msg:  vars.Parse(o.Message), mdt: map[string]*vars.Template{}}
 	d.perUser = !d.msg.Static() || o.Vars.PerRequest()
+	d.status, d.body = o.Checks.Of(check.KindStatus), o.Checks.Of(check.BodyKinds...)
 	for k, v := range o.Metadata {
 		d.mdt[k] = vars.Parse(v)
 		d.perUser = d.perUser || !d.mdt[k].Static()
@@ -221,14 +234,20 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	}
 	cc := d.conns[int(d.next.Add(1))%len(d.conns)]
 	out := &raw{b: req}
-	in := &raw{}
+	in := &raw{keep: len(d.body) > 0}
 	s.BytesOut = int64(len(req))
-	var err error
+	var err, checkErr error
 	if !d.stream {
 		err = cc.Invoke(ctx, d.path, out, in)
 		s.BytesIn = int64(in.n)
+		if err == nil {
+			checkErr = d.checkMessage(in)
+		}
 	} else {
-		err = d.serverStream(ctx, cc, out, s)
+		err, checkErr = d.serverStream(ctx, cc, out, s)
+	}
+	if err2 := d.checkStatus(parent, err); checkErr == nil {
+		checkErr = err2
 	}
 	if err != nil {
 		if parent.Err() != nil {
@@ -239,36 +258,70 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 		}
 		return fmt.Errorf("grpc call %s: %w", d.path, err)
 	}
-	return nil
+	if checkErr != nil {
+		s.Class = load.ClassCheck
+	}
+	return checkErr
+}
+
+// checkStatus runs the status checks on the status code of a call that
+// ended with err, unless the run was canceled (there is no status then).
+func (d *Driver) checkStatus(parent context.Context, err error) error {
+	if len(d.status) == 0 || parent.Err() != nil {
+		return nil
+	}
+	st, _ := status.FromError(err)
+	return d.status.Run(&check.Response{Status: int(st.Code())})
+}
+
+// checkMessage runs the body checks on a response message, as protobuf
+// JSON.
+func (d *Driver) checkMessage(in *raw) error {
+	if len(d.body) == 0 {
+		return nil
+	}
+	msg := dynamicpb.NewMessage(d.o.Method.Output())
+	body := []byte("not a " + string(d.o.Method.Output().FullName()))
+	if proto.Unmarshal(in.b, msg) == nil {
+		if b, err := protojson.Marshal(msg); err == nil {
+			body = b
+		}
+	}
+	return d.body.Run(&check.Response{Body: body})
 }
 
 var streamDesc = &grpc.StreamDesc{ServerStreams: true}
 
-func (d *Driver) serverStream(ctx context.Context, cc *grpc.ClientConn, out *raw, s *load.Sample) error {
+// serverStream makes a server-streaming call; it returns the call's error
+// and the first failed check of a message.
+func (d *Driver) serverStream(ctx context.Context, cc *grpc.ClientConn, out *raw, s *load.Sample) (err, checkErr error) {
 	st, err := cc.NewStream(ctx, streamDesc, d.path)
 	if err != nil {
-		return err
+		return err, nil
 	}
 	if err := st.SendMsg(out); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return err, nil
 	}
 	if err := st.CloseSend(); err != nil {
-		return err
+		return err, nil
 	}
 	var msgs int64
 	for {
-		in := &raw{}
+		in := &raw{keep: len(d.body) > 0}
 		err := st.RecvMsg(in)
 		if errors.Is(err, io.EOF) {
 			d.rec.Add("stream_messages", msgs)
-			return nil
+			return nil, checkErr
 		}
 		if err != nil {
 			d.rec.Add("stream_messages", msgs)
-			return err
+			return err, checkErr
 		}
 		msgs++
 		s.BytesIn += int64(in.n)
+		if cerr := d.checkMessage(in); checkErr == nil {
+			checkErr = cerr
+		}
 	}
 }
 
@@ -277,6 +330,8 @@ func (d *Driver) serverStream(ctx context.Context, cc *grpc.ClientConn, out *raw
 type raw struct {
 	b []byte
 	n int
+	// keep makes Unmarshal keep a copy of a response in b, for checks.
+	keep bool
 }
 
 // rawCodec sends raw.b as it is and counts the bytes of what it receives,
@@ -297,6 +352,9 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 func (rawCodec) Unmarshal(data []byte, v any) error {
 	if r, ok := v.(*raw); ok {
 		r.n = len(data)
+		if r.keep {
+			r.b = append(r.b[:0], data...)
+		}
 		return nil
 	}
 	if m, ok := v.(proto.Message); ok {

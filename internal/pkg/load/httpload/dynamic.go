@@ -156,7 +156,7 @@ func (d *Driver) doDynamic(ctx context.Context, ep *endpoint, u *vars.User, s *l
 		if err == nil {
 			req := h1Request{addr: ep.h1.addr, head: ep.h1.head, wire: w}
 			s.BytesOut = 0
-			err = d.h1.do(ctx, &req, d.timeout, s)
+			err = statusChecks(ep.checks, s, d.h1.do(ctx, &req, d.timeout, s))
 		} else {
 			s.Class = load.ClassOther
 			err = fmt.Errorf("http request %s: %w", ep.name, err)

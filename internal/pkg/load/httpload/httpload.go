@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/extract"
 	"github.com/forgeload/forgeload/internal/pkg/load/vars"
 	"github.com/forgeload/forgeload/internal/pkg/redact"
@@ -70,6 +71,12 @@ type Endpoint struct {
 	// virtual user's variables (Options.Vars). Such an endpoint is sent
 	// through net/http, which keeps the body for them.
 	Extractors []*extract.Extractor
+	// Checks run on every response of this endpoint (package check); a
+	// response that fails one is a failed request of class check. Checks
+	// of the status alone keep the allocation-free HTTP/1.1 path; an
+	// endpoint whose checks read the body or a header is sent through
+	// net/http, which keeps them.
+	Checks check.List
 }
 
 // Options configures a [Driver]. Only Endpoints is required.
@@ -107,6 +114,10 @@ type Options struct {
 	// which generates several times the load per core; https://, h2c and
 	// DisableKeepAlives always use net/http.
 	NetHTTP bool
+	// CheckMaxBody bounds how much of a body the endpoints' checks read;
+	// the rest is read and counted, not kept. 0 means
+	// check.DefaultMaxBody.
+	CheckMaxBody int64
 }
 
 // Driver sends HTTP requests for the load engine. It is safe for concurrent
@@ -121,6 +132,7 @@ type Driver struct {
 	h1        *h1Client // nil: every request goes through net/http
 	vars      *vars.Source
 	perUser   bool // some request needs Vars
+	checkMax  int64
 }
 
 type endpoint struct {
@@ -134,6 +146,10 @@ type endpoint struct {
 	// hostHeader is the Host the fast path sends.
 	hostHeader string
 	extractors []*extract.Extractor
+	checks     check.List
+	// keepBody: the response body is read into a buffer for extractors
+	// or checks.
+	keepBody bool
 }
 
 var _ load.Requester = (*Driver)(nil)
@@ -143,9 +159,12 @@ func New(o Options) (*Driver, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("http driver: no endpoints: set target (or endpoints) in the load config")
 	}
-	d := &Driver{timeout: o.Timeout, vars: o.Vars, perUser: o.Vars.PerRequest()}
+	d := &Driver{timeout: o.Timeout, vars: o.Vars, perUser: o.Vars.PerRequest(), checkMax: o.CheckMaxBody}
 	if d.timeout <= 0 {
 		d.timeout = DefaultTimeout
+	}
+	if d.checkMax <= 0 {
+		d.checkMax = check.DefaultMaxBody
 	}
 	for i, e := range o.Endpoints {
 		ep, err := newEndpoint(i, e, o.Vars.Headers(), o.Vars != nil && o.Vars.Auth != nil)
@@ -200,7 +219,7 @@ func New(o Options) (*Driver, error) {
 		d.h1 = &h1Client{dial: dialer.DialContext, pools: map[string]chan *h1Conn{}}
 		for i := range d.eps {
 			ep := &d.eps[i]
-			if ep.tmpl.URL.Scheme != "http" || len(ep.extractors) > 0 {
+			if ep.tmpl.URL.Scheme != "http" || len(ep.extractors) > 0 || ep.checks.NeedsBody() || ep.checks.NeedsHeader() {
 				continue
 			}
 			ep.fast = true
@@ -286,7 +305,7 @@ func newEndpoint(i int, e Endpoint, perRequest, authed bool) (endpoint, error) {
 	}
 	return endpoint{name: name, tmpl: req, body: e.Body, reqLen: n + int64(len(e.Body)),
 		h1: newH1Request(u, method, req.Host, e.Headers, e.Body), dyn: newDynamic(e, method, req.Host, perRequest), hostHeader: hostHeader,
-		extractors: e.Extractors}, nil
+		extractors: e.Extractors, checks: e.Checks, keepBody: len(e.Extractors) > 0 || e.Checks.NeedsBody()}, nil
 }
 
 // hasHeader reports whether h has the header name, in any case.
@@ -384,7 +403,7 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	}
 	if ep.fast {
 		s.BytesOut = 0 // the fast client counts what it writes
-		return d.h1.do(ctx, &ep.h1, d.timeout, s)
+		return statusChecks(ep.checks, s, d.h1.do(ctx, &ep.h1, d.timeout, s))
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
@@ -395,8 +414,33 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 	return d.send(req, ep, ep.reqLen, s, u)
 }
 
-// bodyBufs hold response bodies for extractors.
-var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// statusChecks runs checks, which read the status alone, on a response of
+// the fast path that returned err, and returns the request's error: err,
+// or when only a check failed, the check's error with class check.
+func statusChecks(checks check.List, s *load.Sample, err error) error {
+	if len(checks) == 0 || s.Status == 0 {
+		return err // no checks, or no response to check
+	}
+	if err != nil && s.Class != load.ClassHTTP4xx && s.Class != load.ClassHTTP5xx {
+		return err // the response did not arrive whole, as on the net/http path
+	}
+	cerr := checks.Run(&check.Response{Status: s.Status})
+	if err == nil && cerr != nil {
+		s.Class = load.ClassCheck
+		return cerr
+	}
+	return err
+}
+
+// bodyBuf holds a response body for extractors and checks, with the
+// limited reader that fills it (pooled too, so reading allocates nothing).
+type bodyBuf struct {
+	buf bytes.Buffer
+	lr  io.LimitedReader
+}
+
+// bodyBufs hold bodyBufs.
+var bodyBufs = sync.Pool{New: func() any { return new(bodyBuf) }}
 
 // send sends req through net/http and reads the response; reqLen is the
 // request's approximate size on the wire. The endpoint's extractors store
@@ -411,20 +455,17 @@ func (d *Driver) send(req *http.Request, ep *endpoint, reqLen int64, s *load.Sam
 		return err
 	}
 	s.BytesOut = reqLen
-	var n int64
-	if len(ep.extractors) > 0 && u != nil {
-		buf := bodyBufs.Get().(*bytes.Buffer)
-		buf.Reset()
-		n, err = buf.ReadFrom(io.LimitReader(resp.Body, extract.MaxBody))
-		if err == nil {
-			var rest int64
-			rest, err = io.Copy(io.Discard, resp.Body)
-			n += rest
-			extract.Apply(ep.extractors, resp.StatusCode, buf.Bytes(), u)
-		}
-		bodyBufs.Put(buf)
+	var (
+		n    int64
+		cerr error
+	)
+	if ep.keepBody {
+		n, cerr, err = d.readBody(resp, ep, u)
 	} else {
 		n, err = io.Copy(io.Discard, resp.Body)
+		if err == nil && len(ep.checks) > 0 {
+			cerr = ep.checks.Run(&check.Response{Status: resp.StatusCode, Header: resp.Header})
+		}
 	}
 	_ = resp.Body.Close()
 	s.Status = resp.StatusCode
@@ -440,5 +481,45 @@ func (d *Driver) send(req *http.Request, ep *endpoint, reqLen int64, s *load.Sam
 		s.Class = load.StatusClass(resp.StatusCode)
 		return load.StatusError{Code: resp.StatusCode}
 	}
+	if cerr != nil {
+		s.Class = load.ClassCheck
+		return cerr
+	}
 	return nil
+}
+
+// readBody reads resp's body into a pooled buffer, up to what the
+// endpoint's extractors (extract.MaxBody) and checks (d.checkMax) read,
+// discarding the rest, and runs them. It returns the body's length, the
+// first failed check's error, and the read error (after which neither
+// runs).
+func (d *Driver) readBody(resp *http.Response, ep *endpoint, u *vars.User) (n int64, cerr, err error) {
+	limit := int64(extract.MaxBody)
+	if ep.checks.NeedsBody() {
+		limit = d.checkMax
+	}
+	bb := bodyBufs.Get().(*bodyBuf)
+	defer func() {
+		bb.lr.R = nil // do not keep the response alive in the pool
+		bodyBufs.Put(bb)
+	}()
+	bb.buf.Reset()
+	bb.lr = io.LimitedReader{R: resp.Body, N: limit}
+	n, err = bb.buf.ReadFrom(&bb.lr)
+	if err != nil {
+		return n, nil, err
+	}
+	rest, err := io.Copy(io.Discard, resp.Body)
+	n += rest
+	if err != nil {
+		return n, nil, err
+	}
+	body := bb.buf.Bytes()
+	if len(ep.extractors) > 0 && u != nil {
+		extract.Apply(ep.extractors, resp.StatusCode, body[:min(len(body), extract.MaxBody)], u)
+	}
+	if len(ep.checks) > 0 {
+		cerr = ep.checks.Run(&check.Response{Status: resp.StatusCode, Header: resp.Header, Body: body})
+	}
+	return n, cerr, nil
 }

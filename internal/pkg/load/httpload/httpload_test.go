@@ -315,12 +315,17 @@ func TestRunStallingServerRecordsWait(t *testing.T) {
 // benchmark's allocations are the client's.
 func rawOKServer(b testing.TB) string {
 	b.Helper()
+	return fixedServer(b, []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+}
+
+// fixedServer is rawOKServer answering resp, a whole HTTP/1.1 response.
+func fixedServer(b testing.TB, resp []byte) string {
+	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	wg.Go(func() {
 		for {
 			c, err := l.Accept()

@@ -257,3 +257,25 @@ func TestHostsOfAMultiHostRun(t *testing.T) {
 		t.Errorf("a one-host run shows a host table")
 	}
 }
+
+// TestHTMLListsEachCheck: the report has one row per response check with
+// its counts, and the overall checks rate; a run without checks has no
+// such table.
+func TestHTMLListsEachCheck(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 3)
+	if strings.Contains(render(t, r, nil), `id="checks"`) {
+		t.Error("a run without checks has a checks table")
+	}
+	r.Checks = []load.CheckStats{{Name: `checks[0] status in [200]`, Passed: 10}, {Name: `checks[1] body does not contain "<error>"`, Passed: 7, Failed: 3}}
+	page := render(t, r, nil)
+	for _, want := range []string{
+		`<tr class="check" data-failed="0"><td><span class="pass">PASS</span></td><td><code>checks[0] status in [200]</code></td><td class="n">10</td><td class="n">0</td><td class="n">100.00%</td></tr>`,
+		`<tr class="check" data-failed="3"><td><span class="fail">FAIL</span></td><td><code>checks[1] body does not contain &#34;&lt;error&gt;&#34;</code></td><td class="n">7</td><td class="n">3</td><td class="n">70.00%</td></tr>`,
+		`<td class="n">17</td><td class="n">3</td><td class="n" data-k="checks_rate" data-v="0.85">85.00%</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+}

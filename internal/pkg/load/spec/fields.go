@@ -61,6 +61,8 @@ func (d *decoder) topFields() []field {
 		{name: "websocket", structured: true, set: d.websocket},
 		{name: "sse", structured: true, set: d.sse},
 		{name: "thresholds", set: d.thresholds},
+		{name: "checks", structured: true, set: func(n *yaml.Node, p string) { d.checks(n, p, &c.Checks) }},
+		{name: "checks_max_body", set: func(n *yaml.Node, p string) { d.integer(n, p, wantMaxBody, &c.ChecksMaxBody) }},
 		{name: "distributed", structured: true, set: d.distributed},
 		{name: "json_output", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.JSONOutput) }},
 		{name: "dashboard", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.Dashboard) }},
@@ -149,6 +151,7 @@ func (d *decoder) endpoints(n *yaml.Node, path string) {
 					ep.Extractors = append(ep.Extractors, ex)
 				})
 			}},
+			{name: "checks", set: func(n *yaml.Node, p string) { d.checks(n, p, &ep.Checks) }},
 		})
 		if t, ok := d.c.origin[p+".target"]; ok {
 			if _, both := d.c.origin[p+".url"]; both {

@@ -30,6 +30,10 @@ func FuzzParseConfig(f *testing.F) {
 		"vus: {stages: [{name: s, duration: 1s, target: 1}]}\nthresholds: [{expr: null}, {delay: 1s}, 'http_requests{phase:s}:count > 1']\n",
 		"distributed: null\nauth: {scopes: x}\ngrpc: {metadata: {a: [b]}}",
 		"? !!binary aGk=\n: 1",
+		"target: http://x\nchecks: [{status: [200, 201]}, {body_not_contains: error}, {json: $.items[0].id, exists: true}]\n",
+		"target: http://x\nchecks: [{header: Content-Type, matches: '^application/(json'}, {json: '$[', equals: 1}, {status: []}]\n",
+		"endpoints: [{url: http://x, checks: [{status: 200, json: $.a}, {exists: false}, null, [1]]}]\nchecks_max_body: -1\n",
+		"protocol: sse\ntarget: http://x\nchecks: {status: 200}\n",
 		"{",
 		"---\n---\n",
 		"\xef\xbb\xbf{}",
@@ -59,6 +63,7 @@ func FuzzParseConfig(f *testing.F) {
 			return
 		}
 		_ = c.Validate()
+		_, _ = c.CheckSuite()
 		_ = c.Override(map[string]string{"rate": "5", "vus": "2", "distributed.workers": "3"})
 		_ = c.Validate()
 	})
@@ -72,6 +77,7 @@ func FuzzOverride(f *testing.F) {
 		{"load_patterns", "[{type: ramp, to_rps: 5, duration: 1s}]"}, {"vus", "{stages: [{duration: 1s, target: 2}]}"},
 		{"thresholds", "http_req_duration:p99 < 1s\n# c\n"}, {"endpoints", "- {name: a, path: /a}"},
 		{"arrival.model", "poisson"}, {"think_time", "{min: 1s}"}, {"bogus", "1"}, {"auth", "{client_secret: [x]}"},
+		{"checks", "- status: [200]\n- json: $.a\n  equals: 1\n"}, {"checks", "{status: x}"}, {"checks_max_body", "1e3"},
 	} {
 		f.Add(kv[0], kv[1])
 	}
@@ -89,5 +95,6 @@ func FuzzOverride(f *testing.F) {
 		}
 		_ = c.Validate()
 		_ = c.Mix()
+		_, _ = c.CheckSuite()
 	})
 }

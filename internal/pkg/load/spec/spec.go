@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 )
 
 // Defaults applied by [Parse] (and so by [Load]) to keys the config leaves
@@ -127,6 +129,12 @@ type Config struct {
 	// Endpoints, when given, are picked per request by weight. Key:
 	// endpoints.
 	Endpoints []Endpoint
+	// Checks are response checks run on every response (package check);
+	// a response that fails one is a failed request. Key: checks.
+	Checks []check.Spec
+	// ChecksMaxBody bounds how much of a body checks read, in bytes; 0
+	// means check.DefaultMaxBody (4 MiB). Key: checks_max_body.
+	ChecksMaxBody int64
 
 	// VUs is the closed model: virtual users that loop with ThinkTime
 	// between requests. Key: vus.
@@ -281,6 +289,9 @@ type Endpoint struct {
 	// virtual user's variables (Crankfire's request chaining). Key:
 	// extractors.
 	Extractors []Extractor
+	// Checks are run on this endpoint's responses after the top-level
+	// ones. Key: checks.
+	Checks []check.Spec
 }
 
 // Extractor is one Crankfire response extractor.

@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	v.patterns()
 	v.closedModel()
 	v.thresholds()
+	v.checks()
 	v.distributed()
 	return v.errs.Err()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/vars"
 )
 
@@ -64,6 +65,12 @@ type Options struct {
 	// session's feeder row and the user's variables; nil renders defaults
 	// only.
 	Vars *vars.Source
+	// Checks run on each session: status and header checks on the stream's
+	// response, body_contains, body_not_contains and json checks on the
+	// data of every event read (its data lines joined by newlines). A
+	// session with a failed check fails with class check once it has
+	// ended as it would have.
+	Checks check.List
 }
 
 // Driver runs SSE sessions for the load engine. It is safe for concurrent
@@ -80,6 +87,8 @@ type Driver struct {
 	perUser bool
 	dynamic bool
 	streams streamPool
+	// session and event are Options.Checks split by what they read.
+	session, event check.List
 }
 
 var (
@@ -133,6 +142,7 @@ func New(o Options) (*Driver, error) {
 		d.dynamic = d.dynamic || !d.headers[k].Static()
 	}
 	d.perUser = d.dynamic || o.Vars.PerRequest()
+	d.session, d.event = o.Checks.Of(check.KindStatus, check.KindHeader), o.Checks.Of(check.BodyKinds...)
 	return d, nil
 }
 
@@ -303,7 +313,7 @@ func (d *Driver) open(ctx context.Context, req *http.Request, key string, s *loa
 		}
 		return nil, load.StatusError{Code: resp.StatusCode}
 	}
-	return &stream{key: key, resp: resp, r: &reader{br: bufio.NewReaderSize(resp.Body, 4096)}, ctx: sctx, cancel: cancel, opened: opened}, nil
+	return &stream{key: key, resp: resp, r: &reader{br: bufio.NewReaderSize(resp.Body, 4096), keepData: len(d.event) > 0}, ctx: sctx, cancel: cancel, opened: opened}, nil
 }
 
 // watch ends st's request, which interrupts a blocked read, when the
@@ -344,6 +354,7 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 		}
 	}
 	s.Status = st.resp.StatusCode
+	checkErr := d.checkSession(st)
 	keep := false
 	defer func() {
 		if !keep {
@@ -362,7 +373,7 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 			switch {
 			case context.Cause(st.ctx) == errReadWindow && parent.Err() == nil:
 				d.end(events)
-				return nil
+				return checked(s, checkErr)
 			case reused && events == 0 && parent.Err() == nil && ctx.Err() == nil:
 				// The kept stream was closed meanwhile (the server ended
 				// it, or a proxy timed it out): open a new one, once.
@@ -377,7 +388,7 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 				continue
 			case errors.Is(err, io.EOF) && events > 0:
 				d.end(events) // the server ended the stream after sending events
-				return nil
+				return checked(s, checkErr)
 			case errors.Is(err, io.EOF):
 				s.Class = load.ClassProtocol
 				return fmt.Errorf("sse stream %s ended before its first event", d.o.URL)
@@ -391,24 +402,54 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 			}
 			return fmt.Errorf("sse read from %s after %d events: %w", d.o.URL, events, err)
 		}
-		now := time.Now()
-		switch {
-		case st.events == 0:
-			d.rec.Time("first_event", now.Sub(st.opened))
-		case events > 0:
-			d.rec.Time("event_gap", now.Sub(last))
+		if err := d.counted(st, events, &last); err != nil && checkErr == nil {
+			checkErr = err
 		}
-		last = now
 		events++
-		st.events++
-		d.rec.Add("events", 1)
 	}
 	d.end(events)
 	if watching() && parent.Err() == nil {
 		keep = true
 		d.streams.put(st)
 	}
-	return nil
+	return checked(s, checkErr)
+}
+
+// checkSession runs the status and header checks on st's response.
+func (d *Driver) checkSession(st *stream) error {
+	if len(d.session) == 0 {
+		return nil
+	}
+	return d.session.Run(&check.Response{Status: st.resp.StatusCode, Header: st.resp.Header})
+}
+
+// counted records an event just read on st, the session's events-th:
+// its timing (from the stream's opening, or from the session's last
+// event) and its count, and returns its failed check, if any.
+func (d *Driver) counted(st *stream, events int, last *time.Time) error {
+	now := time.Now()
+	switch {
+	case st.events == 0:
+		d.rec.Time("first_event", now.Sub(st.opened))
+	case events > 0:
+		d.rec.Time("event_gap", now.Sub(*last))
+	}
+	*last = now
+	st.events++
+	d.rec.Add("events", 1)
+	if len(d.event) == 0 {
+		return nil
+	}
+	return d.event.Run(&check.Response{Status: st.resp.StatusCode, Body: st.r.data})
+}
+
+// checked returns a session's error when it ended well: nil, or the first
+// failed check's, with class check.
+func checked(s *load.Sample, checkErr error) error {
+	if checkErr != nil {
+		s.Class = load.ClassCheck
+	}
+	return checkErr
 }
 
 func (d *Driver) end(events int) {
@@ -424,12 +465,18 @@ type reader struct {
 	br   *bufio.Reader
 	line []byte
 	n    int64 // bytes read since the last reset
+	// keepData makes next collect the event's data into data: its data
+	// fields' values joined by newlines.
+	keepData bool
+	data     []byte
 }
 
 // next reads up to the end of the next event: a blank line after at least
 // one data, event or id field. Comments and unknown fields are skipped.
 func (r *reader) next() error {
 	seen := false
+	r.data = r.data[:0]
+	lines := 0
 	for {
 		line, err := r.readLine()
 		if err != nil {
@@ -449,10 +496,27 @@ func (r *reader) next() error {
 			field = line[:i]
 		}
 		switch string(field) {
-		case "data", "event", "id":
+		case "data":
+			seen = true
+			if r.keepData {
+				r.addData(line[len(field):], lines)
+				lines++
+			}
+		case "event", "id":
 			seen = true
 		}
 	}
+}
+
+// addData adds the value of a data field (rest is the line after the
+// field name) to r.data, after a newline unless it is the event's first.
+func (r *reader) addData(rest []byte, lines int) {
+	if lines > 0 {
+		r.data = append(r.data, '\n')
+	}
+	rest = bytes.TrimPrefix(rest, []byte(":"))
+	rest = bytes.TrimPrefix(rest, []byte(" "))
+	r.data = append(r.data, rest...)
 }
 
 // readLine returns the next line without its CR, LF or CRLF ending.

@@ -14,7 +14,9 @@
 //
 // The metrics are http_req_duration (p50, p90, p95, p99, any pNN such as
 // p99.9, avg or mean, min, max), http_req_failed (rate, count),
-// http_requests (rate, count), and the system under test's resources
+// http_requests (rate, count), checks (rate: the share of response-check
+// evaluations that passed, read through [CheckSource]; a rate like a
+// failure rate, in % or a fraction below 1), and the system under test's resources
 // sut_cpu and sut_mem (max, avg), which take a {service:NAME} selector:
 //
 //	sut_cpu:max < 80%

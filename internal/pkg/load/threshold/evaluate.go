@@ -41,6 +41,27 @@ type Source interface {
 	Resources() map[string]ResourceMetrics
 }
 
+// CheckSource is a [Source] that also counts response checks: the passes
+// and failures of every check of the run together. A Source without it
+// ran no checks.
+type CheckSource interface {
+	CheckTotals() (passed, failed int64)
+}
+
+// measureChecks is the share of check evaluations that passed. A run
+// that evaluated no check has no such share: the threshold fails rather
+// than pass on nothing.
+func measureChecks(t Threshold, src Source) (float64, error) {
+	var p, f int64
+	if cs, ok := src.(CheckSource); ok {
+		p, f = cs.CheckTotals()
+	}
+	if p+f == 0 {
+		return 0, fmt.Errorf("evaluate threshold %q: no response check ran: add checks: to the load config (see docs/load-config.md), or remove this threshold", t.Source)
+	}
+	return float64(p) / float64(p+f), nil
+}
+
 // ResourceMetrics is one system under test's resource use over a run.
 type ResourceMetrics struct {
 	// CPU in cores, and as a fraction of the CPU limit.
@@ -72,6 +93,9 @@ type Outcome struct {
 func measure(t Threshold, src Source) (float64, error) {
 	if src == nil {
 		return 0, fmt.Errorf("evaluate threshold %q: no results to evaluate", t.Source)
+	}
+	if t.Metric == MetricChecks {
+		return measureChecks(t, src)
 	}
 	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
 		return measureSUT(t, src)

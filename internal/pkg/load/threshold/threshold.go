@@ -20,6 +20,7 @@ const (
 	MetricRequests = "http_requests"     // all requests
 	MetricSUTCPU   = "sut_cpu"           // CPU of the system under test
 	MetricSUTMem   = "sut_mem"           // memory of the system under test
+	MetricChecks   = "checks"            // response checks that passed
 )
 
 // Operators understood by [Parse].
@@ -160,7 +161,7 @@ func (t Threshold) kind() kind {
 		return kindDuration
 	case t.Aggregate == "count":
 		return kindCount
-	case t.Metric == MetricFailed:
+	case t.Metric == MetricFailed, t.Metric == MetricChecks:
 		return kindRatio
 	default:
 		return kindRPS
@@ -173,14 +174,15 @@ var metricAggregates = map[string]string{
 	MetricRequests: "rate, count",
 	MetricSUTCPU:   "max, avg",
 	MetricSUTMem:   "max, avg",
+	MetricChecks:   "rate",
 }
 
-const metricList = "http_req_duration, http_req_failed, http_requests, sut_cpu or sut_mem"
+const metricList = "http_req_duration, http_req_failed, http_requests, checks, sut_cpu or sut_mem"
 
 // didYouMean is "; did you mean NAME?" for the metric closest to a
 // misspelt one, or "". It names a known metric, never the text written.
 func didYouMean(metric string) string {
-	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricSUTCPU, MetricSUTMem, MetricRPS}
+	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricChecks, MetricSUTCPU, MetricSUTMem, MetricRPS}
 	if c := suggest.Closest(metric, names, strings.ToLower); c != "" {
 		return "; did you mean " + c + "?"
 	}
@@ -295,6 +297,9 @@ func (p *parser) metric(t *Threshold) error {
 		}
 		return p.errorf(at, "unknown metric: want %s%s", metricList, didYouMean(t.Metric))
 	}
+	if t.Metric == MetricChecks && strings.HasPrefix(p.rest(), "{") {
+		return p.errorf(p.pos, "checks takes no selector (the summary lists each check by name): write checks:rate > 99%%")
+	}
 	return nil
 }
 
@@ -404,6 +409,8 @@ func (p *parser) selector(want string) (string, error) {
 
 func normaliseAggregate(metric, agg string) (string, bool) {
 	switch metric {
+	case MetricChecks:
+		return agg, agg == "rate"
 	case MetricSUTCPU, MetricSUTMem:
 		switch agg {
 		case "max":

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/vars"
 )
 
@@ -78,6 +79,11 @@ type Options struct {
 	// defaults only. A session whose URL or headers have placeholders
 	// opens its own connection and closes it afterwards.
 	Vars *vars.Source
+	// Checks run on every message received (replies, and what the receive
+	// window reads): body_contains, body_not_contains and json checks only
+	// (New refuses the others). A session with a message that failed one
+	// fails with class check, once it has ended as it would have.
+	Checks check.List
 }
 
 // Driver runs WebSocket sessions for the load engine. It is safe for
@@ -109,6 +115,9 @@ func New(o Options) (*Driver, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss") {
 		return nil, fmt.Errorf("websocket driver: target %q is not a ws:// or wss:// URL (want e.g. ws://127.0.0.1:8080/ws)", o.URL)
+	}
+	if err := o.Checks.Only("protocol websocket", check.BodyKinds...); err != nil {
+		return nil, fmt.Errorf("websocket driver: %w", err)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -203,7 +212,13 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 		}
 	}
 	if !d.o.ExpectReplies && d.o.ReceiveTimeout > 0 {
-		return ss.receive(s)
+		if err := ss.receive(s); err != nil {
+			return err
+		}
+	}
+	if ss.checkErr != nil {
+		s.Class = load.ClassCheck
+		return ss.checkErr
 	}
 	return nil
 }
@@ -260,6 +275,18 @@ type session struct {
 	// keep is whether the connection goes back to the pool at the end.
 	keep bool
 	tl   tally
+	// checkErr is the first failed check of a message of the session.
+	checkErr error
+}
+
+// check runs the driver's checks on a received message.
+func (ss *session) check(b []byte) {
+	if len(ss.d.o.Checks) == 0 {
+		return
+	}
+	if err := ss.d.o.Checks.Run(&check.Response{Body: b}); err != nil && ss.checkErr == nil {
+		ss.checkErr = err
+	}
 }
 
 // watch starts the session's watcher and sets its write context.
@@ -364,6 +391,7 @@ func (ss *session) awaitReply(s *load.Sample, i int, sent time.Time) error {
 	}
 	ss.d.rec.Time("message_rtt", time.Since(sent))
 	ss.tl.received(s, len(b))
+	ss.check(b)
 	return nil
 }
 
@@ -382,6 +410,7 @@ func (ss *session) receive(s *load.Sample) error {
 			return ss.fail(s, "receive", err)
 		}
 		ss.tl.received(s, len(b))
+		ss.check(b)
 	}
 }
 
