@@ -20,7 +20,7 @@ func TestPhaseThresholdExcludesWarmup(t *testing.T) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) <= 10 { // the arrivals of the first half second
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(time.Second) // the slow warm-up under test, not a synchronisation
 		}
 	}))
 	defer srv.Close()
@@ -39,9 +39,9 @@ load_patterns:
     rps: 20
     duration: 2s
 thresholds:
-  - http_req_duration:p99 < 100ms
-  - http_req_duration{phase:plateau}:p99 < 100ms
-  - http_req_duration{endpoint:api,phase:plateau}:p99 < 100ms
+  - http_req_duration:p99 < 500ms
+  - http_req_duration{phase:plateau}:p99 < 500ms
+  - http_req_duration{endpoint:api,phase:plateau}:p99 < 500ms
   - http_requests{phase:plateau}:count > 30
 `)
 	p, err := New(cfg, Settings{})
