@@ -1,0 +1,79 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
+)
+
+// writeResult writes the JSON result of a 10 s run at 100 requests per
+// second whose latencies spread evenly over base…base+10 ms.
+func writeResult(t *testing.T, dir, name string, base time.Duration) string {
+	t.Helper()
+	r := &load.Result{Open: true, TargetRPS: 100}
+	for s := range 10 {
+		snap := &load.Snapshot{Second: s, TargetRPS: 100}
+		es := load.EndpointStats{Name: "home", Stats: load.Stats{Latency: load.NewHistogram()}}
+		for i := range 100 {
+			es.Latency.Record(base + time.Duration(i*100)*time.Microsecond)
+			es.Requests++
+		}
+		snap.Endpoints = []load.EndpointStats{es}
+		snap.Stats.Merge(&es.Stats)
+		r.AddSnapshot(snap)
+	}
+	r.Elapsed = 10 * time.Second
+	r.Finish()
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := load.WriteJSON(f, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCompareHistory: compare takes several earlier results and the new
+// one last, judges against their median and spread, and reads a limit
+// without a unit as a percent, saying so.
+func TestCompareHistory(t *testing.T) {
+	parallel(t)
+	dir := t.TempDir()
+	b1 := writeResult(t, dir, "b1.json", 20*time.Millisecond)
+	b2 := writeResult(t, dir, "b2.json", 24*time.Millisecond)
+	b3 := writeResult(t, dir, "b3.json", 22*time.Millisecond)
+	b4 := writeResult(t, dir, "b4.json", 21*time.Millisecond)
+	b5 := writeResult(t, dir, "b5.json", 23*time.Millisecond)
+	same := writeResult(t, dir, "same.json", 25*time.Millisecond)
+	slow := writeResult(t, dir, "slow.json", 60*time.Millisecond)
+
+	// 25 ms is 9% over the newest run and beyond its within-run noise,
+	// but within the five runs' spread.
+	code, stdout, stderr := runMain(t, "compare", b1, b2, b3, b4, b5, same, "--limit", "p99=5")
+	if code != ExitOK || !strings.Contains(stdout, "median of 5 runs ("+b1+", "+b2+", "+b3+", "+b4+", "+b5+")") || !strings.Contains(stdout, "runs ±") {
+		t.Errorf("compare 5 runs with an unchanged one: exit %d, want 0 and a table against their median:\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "--limit p99=5 read as p99=5%") {
+		t.Errorf("stderr lacks the limit echoed with its unit: %q", stderr)
+	}
+	if code, stdout, _ = runMain(t, "compare", b5, same, "--limit", "p99=5"); code != ExitFailure {
+		t.Errorf("compare one run with a 9%% slower one: exit %d, want 1:\n%s", code, stdout)
+	}
+	if code, stdout, _ = runMain(t, "compare", b1, b2, b3, b4, b5, slow, "--limit", "p99=10%"); code != ExitFailure || !strings.Contains(stdout, "REGRESSION") {
+		t.Errorf("compare 5 runs with a 2× slower one: exit %d, want 1 with a REGRESSION row:\n%s", code, stdout)
+	}
+	// Three runs say little about their spread, and the table says so.
+	if code, stdout, _ = runMain(t, "compare", b1, b2, b3, slow); code != ExitOK || !strings.Contains(stdout, "only 3 earlier runs") {
+		t.Errorf("compare 3 runs: exit %d, want 0 and a note on the few runs:\n%s", code, stdout)
+	}
+	if code, _, stderr = runMain(t, "compare", b1); code != ExitBadInput {
+		t.Errorf("compare with one file: exit %d, want 2; stderr %q", code, stderr)
+	}
+}
