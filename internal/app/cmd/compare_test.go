@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,30 @@ func TestCompareHistory(t *testing.T) {
 	}
 	if code, _, stderr = runMain(t, "compare", b1); code != ExitBadInput {
 		t.Errorf("compare with one file: exit %d, want 2; stderr %q", code, stderr)
+	}
+}
+
+// TestCompareHistoryDir: compare --history DIR reports where p99 stepped
+// up, naming the first result of the new level, from results read in the
+// order of their names; it takes no files beside the directory.
+func TestCompareHistoryDir(t *testing.T) {
+	parallel(t)
+	dir := t.TempDir()
+	for i := 1; i <= 24; i++ {
+		base := 20*time.Millisecond + time.Duration(i%3)*300*time.Microsecond
+		if i >= 17 {
+			base += 8 * time.Millisecond
+		}
+		writeResult(t, dir, fmt.Sprintf("run-%d.json", i), base)
+	}
+	code, stdout, stderr := runMain(t, "compare", "--history", dir)
+	if code != ExitOK || !strings.Contains(stdout, "Change points over 24 results") || !regexp.MustCompile(`p99\s+\S*run-17\.json \(#17\).*worse`).MatchString(stdout) {
+		t.Errorf("compare --history: exit %d, want 0 and a worse p99 from run-17.json:\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr = runMain(t, "compare", "--history", dir, filepath.Join(dir, "run-1.json")); code != ExitBadInput || !strings.Contains(stderr, "give no files") {
+		t.Errorf("compare --history with a file: exit %d, stderr %q; want 2", code, stderr)
+	}
+	if code, _, stderr = runMain(t, "compare", "--history", t.TempDir()); code != ExitBadInput || !strings.Contains(stderr, "holds no *.json results") {
+		t.Errorf("compare --history of an empty directory: exit %d, stderr %q; want 2", code, stderr)
 	}
 }

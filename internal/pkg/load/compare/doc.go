@@ -37,6 +37,10 @@
 // noise, found by simulation; the median and the MAD keep one bad earlier
 // run from moving the baseline or hiding a regression.
 //
+// [ChangePoints] finds, over a longer history (read in order by
+// [LoadHistory]), where each metric's level shifted, with package
+// changepoint.
+//
 // A delta regresses when it is beyond noise, goes the wrong way (higher
 // latency or error rate, lower rate) and exceeds its limit: a relative
 // change for rate and percentiles, percentage points for the error rate.
