@@ -111,3 +111,45 @@ func TestE2EArtifactsPerJob(t *testing.T) {
 		t.Errorf("the windows leg of a later run did not find its own baseline: %v\n%s", v.Result, log)
 	}
 }
+
+// TestE2EPullRequestComment: on a pull_request event, a load step with a
+// baseline posts its comparison as one comment on the pull request
+// through the forge's API with the job's token, and the next run of the
+// pull request updates that comment instead of adding one.
+func TestE2EPullRequestComment(t *testing.T) {
+	parallel(t)
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	for i, base := range []time.Duration{200, 240, 220} {
+		f.SeedRun(forgetest.Run{ID: int64(i + 1), Jobs: []forgetest.RunJob{{ID: "perf",
+			Artifacts: map[string][]byte{"forgeload-perf-api": resultZip(t, base*time.Millisecond)}}}})
+	}
+	n := newNode(t, "")
+	registered(t, f, n, "e2e-pr-comment")
+	d := n.startDaemon()
+	payload := "on: pull_request\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          total: 20\n          baseline: main\n          thresholds: http_req_duration:p99 < baseline * 1.10\n"
+	for _, run := range []string{"10", "11"} {
+		id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte(payload), Context: map[string]any{
+			"run_id": run, "ref": "refs/pull/7/head", "event_name": "pull_request",
+			"event": map[string]any{"number": 7, "pull_request": map[string]any{"number": 7}},
+		}})
+		v := waitDone(t, f, id, d)
+		log := strings.Join(v.Log, "\n")
+		want := "comparison posted as comment 1 on pull request #7"
+		if run == "11" {
+			want = "comparison updated in comment 1 on pull request #7"
+		}
+		if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, want) {
+			t.Fatalf("run %s: %v, want success and %q:\n%s", run, v.Result, want, log)
+		}
+	}
+	cs := f.Comments("forgeload/demo", 7)
+	if len(cs) != 1 || cs[0].Edits != 1 || cs[0].Author != forgetest.ActionsUser {
+		t.Fatalf("comments on pull request 7 = %+v, want one, posted by the job's token and edited once", cs)
+	}
+	for _, want := range []string{"<!-- forgeload:forgeload-perf-api -->", "### forgeload: perf / api: PASS", "#### Compared with median of 3 runs (run 1 on main", "| p99 |", "Run 11,"} {
+		if !strings.Contains(cs[0].Body, want) {
+			t.Errorf("comment lacks %q:\n%s", want, cs[0].Body)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -107,5 +108,39 @@ func TestArtifactPerRunAndName(t *testing.T) {
 	upload("forgeload-b-api", "third job")
 	if arts := f.Artifacts(); len(arts) != 2 {
 		t.Fatalf("artifacts = %+v, want two", arts)
+	}
+}
+
+// TestUpsertComment: the first call posts a comment on the pull request,
+// the next ones edit it (found by its marker), and a comment of someone
+// else is left alone.
+func TestUpsertComment(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t)
+	tok := f.Task(f.QueueJob(forgetest.Job{RunsOn: []string{"x"}})).Token
+	c := mustNew(t, client.Options{Address: f.URL(), UUID: "u", Token: "t", Version: "1.0"})
+	ctx := context.Background()
+	const marker = "<!-- forgeload:forgeload-perf-api -->"
+	other, err := c.UpsertComment(ctx, tok, "forgeload/demo", 7, "<!-- other -->", "<!-- other -->\nLGTM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.UpsertComment(ctx, tok, "forgeload/demo", 7, marker, marker+"\nrun 1")
+	if err != nil || first.Updated || first.ID == other.ID {
+		t.Fatalf("first upsert = %+v, %v; want a new comment", first, err)
+	}
+	second, err := c.UpsertComment(ctx, tok, "forgeload/demo", 7, marker, marker+"\nrun 2")
+	if err != nil || !second.Updated || second.ID != first.ID {
+		t.Fatalf("second upsert = %+v, %v; want comment %d updated", second, err, first.ID)
+	}
+	cs := f.Comments("forgeload/demo", 7)
+	if len(cs) != 2 || cs[1].Body != marker+"\nrun 2" || cs[1].Edits != 1 || cs[0].Body != "<!-- other -->\nLGTM" {
+		t.Errorf("comments = %+v, want the other one and ours, edited once", cs)
+	}
+	if _, err := c.UpsertComment(ctx, tok, "forgeload/demo", 7, marker, "no marker"); err == nil {
+		t.Errorf("a body without its marker was posted")
+	}
+	if _, err := c.UpsertComment(ctx, tok, "team/other", 7, marker, marker); err == nil || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), tok) {
+		t.Errorf("comment on another repository = %v, want a 403 without the token", err)
 	}
 }

@@ -29,6 +29,7 @@ func (f *Forge) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/runs/{run}/artifacts", f.apiRunArtifacts)
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip", f.apiArtifactZip)
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip/raw", f.apiArtifactRaw)
+	f.commentRoutes(mux)
 }
 
 // apiAuth checks the task token of a task of the path's repository; it

@@ -73,3 +73,25 @@ func TestParseBaselineAsk(t *testing.T) {
 		}
 	}
 }
+
+// TestPullNumber: the pull request comes from the event payload of a
+// pull_request or pull_request_target event only.
+func TestPullNumber(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		event string
+		ev    map[string]any
+		want  int64
+	}{
+		{"pull_request", map[string]any{"number": float64(7)}, 7},
+		{"pull_request_target", map[string]any{"pull_request": map[string]any{"number": float64(9)}}, 9},
+		{"push", map[string]any{"number": float64(7)}, 0},
+		{"pull_request", map[string]any{"number": "7"}, 0},
+		{"pull_request", map[string]any{"number": 7.5}, 0},
+	} {
+		j := &job{github: map[string]any{"event_name": tc.event, "event": tc.ev}}
+		if got := j.pullNumber(); got != tc.want {
+			t.Errorf("pull request of %s %v = %d, want %d", tc.event, tc.ev, got, tc.want)
+		}
+	}
+}

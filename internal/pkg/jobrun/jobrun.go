@@ -171,6 +171,7 @@ func defaultWorkDir() string {
 type Publisher interface {
 	UploadArtifact(ctx context.Context, runtimeToken, name string, data []byte) (int64, error)
 	ArtifactHistory(ctx context.Context, token string, q client.HistoryQuery) ([]client.RunArtifact, error)
+	UpsertComment(ctx context.Context, token, repo string, pr int64, marker, body string) (client.PullComment, error)
 	UploadSummary(ctx context.Context, runtimeToken string, step int, markdown []byte) error
 }
 

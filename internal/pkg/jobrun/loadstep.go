@@ -264,7 +264,9 @@ func (j *stepJob) reportLoad(st workflow.Step, o *outcome.Outcome, extra func(w 
 	if err := o.WriteMarkdown(&md); err == nil && (extra == nil || extra(&md, true) == nil) {
 		if o.Baseline != nil {
 			md.WriteString("\n")
-			md.Write(j.writeBaseline(o))
+			table := j.writeBaseline(o)
+			md.Write(table)
+			j.commentOnPull(st, o, table)
 		}
 		j.uploadSummary(md.Bytes())
 	}
