@@ -104,3 +104,19 @@ func TestCompareHistoryDir(t *testing.T) {
 		t.Errorf("compare --history of an empty directory: exit %d, stderr %q; want 2", code, stderr)
 	}
 }
+
+// TestLoadBaselineHistory: --baseline repeated makes the median of the
+// results the baseline of the run's thresholds and comparison.
+func TestLoadBaselineHistory(t *testing.T) {
+	parallel(t)
+	tg := newTarget(t)
+	dir := t.TempDir()
+	var args []string
+	for i, base := range []time.Duration{200, 240, 220} {
+		args = append(args, "--baseline", writeResult(t, dir, fmt.Sprintf("b%d.json", i+1), base*time.Millisecond))
+	}
+	code, stdout, stderr := runMain(t, append([]string{"load", "--target", tg.URL + "/", "--total", "20", "-q", "--threshold", "http_req_duration:p99 < baseline * 1.10"}, args...)...)
+	if code != ExitOK || !strings.Contains(stdout, "Comparison: median of 3 runs ("+filepath.Join(dir, "b1.json")) || !strings.Contains(stdout, "(baseline 229.") {
+		t.Errorf("load against 3 baselines: exit %d, want 0 and the median of the three as the baseline:\n%s%s", code, stdout, stderr)
+	}
+}
