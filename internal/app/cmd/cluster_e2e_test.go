@@ -1292,7 +1292,7 @@ func TestE2EClusterBaseline(t *testing.T) {
 	with := "          rate: 30\n          duration: 2s\n          concurrency: 40\n          graceful_shutdown: 30s\n          distributed: '{workers: 3, join_timeout: 10s}'\n          baseline: main\n          thresholds: |\n            http_req_duration:p99 < baseline * 1.10\n"
 	first := rg.waitDone(t, rg.jobIn(map[string]any{"run_id": "1", "ref": "refs/heads/main"}, "/", with))
 	log := strings.Join(first.Log, "\n")
-	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main"`) {
+	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run of workflow "load.yaml" on branch "main"`) {
 		t.Fatalf("first run: %v, want success with a no-baseline notice:\n%s", first.Result, log)
 	}
 	rg.tg.setSlow(t, slowerThan(artifactP99(t, rg.f, first.ID), time.Second))
@@ -1302,7 +1302,7 @@ func TestE2EClusterBaseline(t *testing.T) {
 	if second.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Errorf("second run against a slower target: %v, want failure on the baseline threshold:\n%s", second.Result, log)
 	}
-	for _, want := range []string{`baseline: the forgeload-api result of run 1 on branch "main"`, "FAIL  http_req_duration:p99 < baseline * 1.10", "Comparison: run 1 on main → this run", "Workers (run"} {
+	for _, want := range []string{`baseline: the forgeload-perf-api result of run 1 (workflow "load.yaml", branch "main")`, "FAIL  http_req_duration:p99 < baseline * 1.10", "Comparison: run 1 on main → this run", "Workers (run"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("second run's log lacks %q:\n%s", want, log)
 		}

@@ -213,7 +213,7 @@ func TestE2EFlavorsBaseline(t *testing.T) {
 			third := waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
 				Context: map[string]any{"run_id": "3", "ref": "refs/heads/feature"}}), d)
 			log := strings.Join(third.Log, "\n")
-			if third.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `baseline: the forgeload-api result of run 1 on branch "main"`) {
+			if third.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `baseline: the forgeload-perf-api result of run 1 (workflow "load.yaml", branch "main")`) {
 				t.Fatalf("run against main's baseline: %v\n%s", third.Result, log)
 			}
 		})

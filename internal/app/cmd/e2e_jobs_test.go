@@ -158,8 +158,13 @@ func TestE2ECancelMidLoad(t *testing.T) {
 	if lag := time.Unix(0, tg.last.Load()).Sub(cancelAt); lag > 5*time.Second {
 		t.Fatalf("requests went on %s after cancel, want about 1 s (5 s allowed)", lag)
 	}
-	if v.Result != runnerv1.Result_RESULT_CANCELLED || !strings.Contains(strings.Join(v.Log, "\n"), "cleanup-ran") {
-		t.Fatalf("cancelled job: %v\n%s", v.Result, strings.Join(v.Log, "\n"))
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_CANCELLED || !strings.Contains(log, "cleanup-ran") {
+		t.Fatalf("cancelled job: %v\n%s", v.Result, log)
+	}
+	// The forge takes no upload from a cancelled task: said once, plainly.
+	if strings.Count(log, "the forge accepts no upload from a cancelling task") != 1 || strings.Contains(log, "::error::forgeload/load: the report was not uploaded") {
+		t.Errorf("cancelled job's log does not say once, without ::error::, that the report could not be uploaded:\n%s", log)
 	}
 }
 

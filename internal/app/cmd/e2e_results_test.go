@@ -38,10 +38,10 @@ func TestE2ELoadStepUploadsArtifacts(t *testing.T) {
 		t.Fatalf("job: %v\n%s", v.Result, log)
 	}
 	arts := f.Artifacts()
-	if len(arts) != 1 || arts[0].Name != "forgeload-api" || arts[0].TaskID != id || !arts[0].Confirmed || arts[0].Size != int64(len(arts[0].Data)) {
-		t.Fatalf("artifacts = %+v, want forgeload-api, whole and confirmed", arts)
+	if len(arts) != 1 || arts[0].Name != "forgeload-perf-api" || arts[0].TaskID != id || !arts[0].Confirmed || arts[0].Size != int64(len(arts[0].Data)) {
+		t.Fatalf("artifacts = %+v, want forgeload-perf-api, whole and confirmed", arts)
 	}
-	if !strings.Contains(log, `uploaded as run artifact "forgeload-api"`) {
+	if !strings.Contains(log, `uploaded as run artifact "forgeload-perf-api"`) {
 		t.Errorf("log does not say where the report went:\n%s", log)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(arts[0].Data), int64(len(arts[0].Data)))
@@ -105,7 +105,7 @@ func TestE2EBaselineAcrossRuns(t *testing.T) {
 	first := waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
 		Context: map[string]any{"run_id": "1", "ref": "refs/heads/main"}}), d)
 	log := strings.Join(first.Log, "\n")
-	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run on branch "main" has the artifact "forgeload-api"`) || !strings.Contains(log, "SKIP") {
+	if first.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, `::notice::forgeload/load: no baseline yet: no successful run of workflow "load.yaml" on branch "main" has the artifact "forgeload-perf-api"`) || !strings.Contains(log, "SKIP") {
 		t.Fatalf("first run: %v, want success with a no-baseline notice and the baseline threshold skipped:\n%s", first.Result, log)
 	}
 
@@ -117,7 +117,7 @@ func TestE2EBaselineAcrossRuns(t *testing.T) {
 	if second.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Errorf("second run against a slower target: %v, want failure on the baseline threshold:\n%s", second.Result, log)
 	}
-	for _, want := range []string{`baseline: the forgeload-api result of run 1 on branch "main"`, "FAIL  http_req_duration:p99 < baseline * 1.10", "(baseline ", "Comparison: run 1 on main → this run", "p99"} {
+	for _, want := range []string{`baseline: the forgeload-perf-api result of run 1 (workflow "load.yaml", branch "main")`, "FAIL  http_req_duration:p99 < baseline * 1.10", "(baseline ", "Comparison: run 1 on main → this run", "p99"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("second run's log lacks %q:\n%s", want, log)
 		}

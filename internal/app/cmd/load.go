@@ -33,7 +33,7 @@ type loadFlags struct {
 	jsonOutput       string
 	markdownOutput   string
 	htmlOutput       string
-	baseline         string
+	baseline         []string
 	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
@@ -84,7 +84,7 @@ anything.`,
 	fl.StringVar(&f.htmlOutput, "html-output", "", "also write the self-contained HTML report to this file (config key html_output)")
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
-	fl.StringVar(&f.baseline, "baseline", "", "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'")
+	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	f.crankfire = addCrankfireFlags(fl)

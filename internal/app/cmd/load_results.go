@@ -27,20 +27,25 @@ func localRunInfo(cfg *spec.Config) *load.RunInfo {
 	}
 }
 
-// readBaseline reads --baseline. Without one, it notes on stderr that
-// the thresholds against a baseline will be skipped.
-func readBaseline(path string, ths []threshold.Threshold, stderr io.Writer) (*compare.Result, error) {
-	if path == "" {
+// readBaseline reads --baseline: one result, or several (oldest first)
+// made into one baseline, their median. Without one, it notes on stderr
+// that the thresholds against a baseline will be skipped.
+func readBaseline(paths []string, ths []threshold.Threshold, stderr io.Writer) (*compare.Result, error) {
+	if len(paths) == 0 {
 		if threshold.HasBaseline(ths) {
 			fmt.Fprintln(stderr, "notice: no --baseline given: the thresholds that use baseline are skipped")
 		}
 		return nil, nil
 	}
-	base, err := compare.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("--baseline: %w", err)
+	runs := make([]*compare.Result, 0, len(paths))
+	for _, p := range paths {
+		r, err := compare.Load(p)
+		if err != nil {
+			return nil, fmt.Errorf("--baseline: %w", err)
+		}
+		runs = append(runs, r)
 	}
-	return base, nil
+	return compare.History(runs), nil
 }
 
 // writeBaselineDeltas prints the comparison with the baseline, if any.

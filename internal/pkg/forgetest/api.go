@@ -29,6 +29,7 @@ func (f *Forge) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/runs/{run}/artifacts", f.apiRunArtifacts)
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip", f.apiArtifactZip)
 	mux.HandleFunc("GET /api/v1/repos/{owner}/{repo}/actions/artifacts/{id}/zip/raw", f.apiArtifactRaw)
+	f.commentRoutes(mux)
 }
 
 // apiAuth checks the task token of a task of the path's repository; it
@@ -68,6 +69,12 @@ type apiRun struct {
 	HeadBranch string `json:"head_branch"`
 	Status     string `json:"status"`
 	Conclusion string `json:"conclusion"`
+	// Path is Gitea's "<workflow file>@<ref>"; see runFields.
+	Path      string `json:"path"`
+	Event     string `json:"event"`
+	HeadSHA   string `json:"head_sha"`
+	RunNumber int64  `json:"run_number"`
+	workflow  string
 }
 
 func (f *Forge) apiRuns(w http.ResponseWriter, req *http.Request) {
@@ -86,6 +93,7 @@ func (f *Forge) apiRuns(w http.ResponseWriter, req *http.Request) {
 		r := runs[id]
 		if r == nil {
 			r = &apiRun{ID: id, HeadBranch: taskBranch(t), Status: "completed", Conclusion: "success"}
+			runFields(r, t)
 			runs[id] = r
 		}
 		switch {
@@ -107,11 +115,13 @@ func (f *Forge) apiRuns(w http.ResponseWriter, req *http.Request) {
 		list = append(list, *r)
 	}
 	slices.SortFunc(list, func(a, b apiRun) int { return int(b.ID - a.ID) }) // newest first
+	total := len(list)
+	list = page(list, req)
 	if f.flavor == Forgejo {
-		writeJSON(w, map[string]any{"total_count": len(list), "workflow_runs": forgejoRuns(list)})
+		writeJSON(w, map[string]any{"total_count": total, "workflow_runs": forgejoRuns(list)})
 		return
 	}
-	writeJSON(w, map[string]any{"total_count": len(list), "workflow_runs": list})
+	writeJSON(w, map[string]any{"total_count": total, "workflow_runs": list})
 }
 
 func (f *Forge) apiRunArtifacts(w http.ResponseWriter, req *http.Request) {
@@ -228,7 +238,7 @@ func forgejoRuns(runs []apiRun) []map[string]any {
 		if r.Status != "completed" {
 			st = "running"
 		}
-		out = append(out, map[string]any{"id": r.ID, "prettyref": r.HeadBranch, "status": st, "index_in_repo": r.ID})
+		out = append(out, map[string]any{"id": r.ID, "prettyref": r.HeadBranch, "status": st, "index_in_repo": r.ID, "workflow_id": r.workflow, "event": r.Event, "commit_sha": r.HeadSHA})
 	}
 	return out
 }

@@ -26,7 +26,9 @@ const expiresLayout = "2006-01-02 15:04:05.999999999 -0700 MST"
 
 // Artifact is one artifact a task uploaded, as the forge stores it.
 type Artifact struct {
-	ID     int64
+	ID int64
+	// TaskID is the task that uploaded it last: the forge keeps one
+	// artifact per RunID and Name, whichever job of the run wrote it.
 	TaskID int64
 	RunID  string
 	Name   string
@@ -159,16 +161,19 @@ func (f *Forge) artifactRPC(w http.ResponseWriter, req *http.Request, method str
 			http.Error(w, "Error create or get artifact", f.artifactRefusal)
 			return
 		}
-		a := f.artifactByName(t.id, ar.Name)
+		a := f.artifactByName(t.runID, ar.Name)
 		if a == nil {
-			a = &Artifact{ID: int64(len(f.artifacts) + 1), TaskID: t.id, RunID: t.runID, Name: ar.Name}
+			a = &Artifact{ID: int64(len(f.artifacts) + 1), RunID: t.runID, Name: ar.Name}
 			f.artifacts = append(f.artifacts, a)
 		}
+		// Gitea keeps one artifact per run and name: a second job of the
+		// run that uploads the same name starts it over.
+		a.TaskID = t.id
 		a.Data, a.Size, a.Confirmed, a.blocks, a.order = nil, 0, false, nil, nil
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signedUploadUrl": f.signedArtifactURL(req, "UploadArtifact", a)})
 		return
 	}
-	a := f.artifactByName(t.id, ar.Name)
+	a := f.artifactByName(t.runID, ar.Name)
 	if a == nil {
 		http.Error(w, "Error artifact not found", http.StatusNotFound)
 		return
@@ -194,9 +199,11 @@ func (f *Forge) artifactRPC(w http.ResponseWriter, req *http.Request, method str
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "artifactId": strconv.FormatInt(a.ID, 10)})
 }
 
-func (f *Forge) artifactByName(taskID int64, name string) *Artifact {
+// artifactByName finds the artifact of run runID with that name: Gitea
+// keys artifacts by run and name, not by job.
+func (f *Forge) artifactByName(runID, name string) *Artifact {
 	for _, a := range f.artifacts {
-		if a.TaskID == taskID && a.Name == name {
+		if a.RunID == runID && a.Name == name {
 			return a
 		}
 	}
@@ -244,11 +251,11 @@ func (f *Forge) uploadArtifact(w http.ResponseWriter, req *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.tasks[taskID]
-	a := f.artifactByName(taskID, q.Get("artifactName"))
 	if t == nil || t.status != statusRunning {
 		http.Error(w, "Error runner api getting task: task is not running", http.StatusInternalServerError)
 		return
 	}
+	a := f.artifactByName(t.runID, q.Get("artifactName"))
 	if a == nil || a.ID != artifactID {
 		http.Error(w, "Error artifact not found", http.StatusNotFound)
 		return

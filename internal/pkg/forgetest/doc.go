@@ -33,6 +33,13 @@
 //     AlreadyExists "log file has been archived".
 //   - Job summaries are PUT with the task's runtime token; see
 //     [Forge.Summaries].
+//   - Artifacts are kept one per run and name, as Gitea does: a second
+//     job of the run that uploads the same name starts it over. The REST
+//     API lists a repository's runs (newest first, paged by page and
+//     limit: 30 by default, at most 50; each with its workflow as Gitea's
+//     path "<file>@<ref>" or Forgejo's workflow_id), a run's artifacts and
+//     an artifact's zip. [Forge.SeedRun] stores finished runs with their
+//     artifacts, as a history to read.
 //
 // [Forge.Cancelled] counts calls the client abandoned while the server was
 // handling them, which Gitea logs as "context canceled".

@@ -112,6 +112,8 @@ type Forge struct {
 	// is the status CreateArtifact answers with.
 	artifacts       []*Artifact
 	artifactRefusal int
+
+	comments []*Comment // pull request comments (comments.go)
 }
 
 // New starts a Forge on 127.0.0.1 with a random port and registers

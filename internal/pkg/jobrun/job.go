@@ -44,6 +44,9 @@ type job struct {
 	mu       sync.Mutex
 	pgids    []int // process groups of run: steps, killed at job end
 	timedOut bool  // the job's timeout-minutes ended it
+	// saidRefused is set once the log said that the forge takes no upload
+	// from a cancelled task (history.go).
+	saidRefused bool
 }
 
 func newJob(deps *Config, task *runnerv1.Task) *job {

@@ -14,6 +14,7 @@ import (
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 	"github.com/sirupsen/logrus"
 
+	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/container"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
@@ -169,7 +170,8 @@ func defaultWorkDir() string {
 // each step's job summary. The daemon's forge client is one.
 type Publisher interface {
 	UploadArtifact(ctx context.Context, runtimeToken, name string, data []byte) (int64, error)
-	LatestArtifact(ctx context.Context, token, repo, branch, name string, exclude int64) ([]byte, int64, error)
+	ArtifactHistory(ctx context.Context, token string, q client.HistoryQuery) ([]client.RunArtifact, error)
+	UpsertComment(ctx context.Context, token, repo string, pr int64, marker, body string) (client.PullComment, error)
 	UploadSummary(ctx context.Context, runtimeToken string, step int, markdown []byte) error
 }
 

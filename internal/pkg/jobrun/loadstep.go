@@ -33,7 +33,7 @@ type ClusterCoordinator = loadrun.Coordinator
 type loadStep struct {
 	st       workflow.Step // its id and name, for the results
 	config   string        // with.config: a load config in the workspace
-	baseline string        // with.baseline: the run to compare with
+	baseline baselineAsk   // with.baseline and baseline_runs: the runs to compare with
 	inline   map[string]string
 }
 
@@ -43,9 +43,12 @@ func newLoadStep(ec *workflow.Context, st workflow.Step) (*loadStep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("with: %w", err)
 	}
-	s := &loadStep{st: st, config: with["config"], baseline: with["baseline"], inline: map[string]string{}}
+	s := &loadStep{st: st, config: with["config"], inline: map[string]string{}}
+	if s.baseline, err = parseBaselineAsk(with); err != nil {
+		return nil, err
+	}
 	for k, v := range with {
-		if k != "config" && k != "baseline" {
+		if k != "config" && !isBaselineKey(k) {
 			s.inline[k] = v
 		}
 	}
@@ -185,8 +188,8 @@ func (j *stepJob) engineSettings(cfg *spec.Config, obs LoadObserver) build.Setti
 // the joins, the start time and live merged progress, then reports the
 // merged result exactly as a local run: summary, thresholds on merged
 // histograms (and on the baseline and the job's services, as on one
-// host), outputs, plus the worker table. branch is the step's baseline.
-func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec.Config, branch string) (runnerv1.Result, map[string]string) {
+// host), outputs, plus the worker table. ask is the step's baseline.
+func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec.Config, ask baselineAsk) (runnerv1.Result, map[string]string) {
 	// The job's services run beside this host: their resource use is
 	// sampled here for the whole run.
 	sut := j.sutRecorder()
@@ -219,7 +222,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	info := j.runInfo(st, cfg)
 	info.Hosts = d.Hosts
 	in := outcome.Input{
-		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, branch, d.Thresholds),
+		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, ask, d.Thresholds),
 		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result", Stopped: d.Aborted,
 	}
 	if sut != nil {
@@ -261,7 +264,9 @@ func (j *stepJob) reportLoad(st workflow.Step, o *outcome.Outcome, extra func(w 
 	if err := o.WriteMarkdown(&md); err == nil && (extra == nil || extra(&md, true) == nil) {
 		if o.Baseline != nil {
 			md.WriteString("\n")
-			md.Write(j.writeBaseline(o))
+			table := j.writeBaseline(o)
+			md.Write(table)
+			j.commentOnPull(st, o, table)
 		}
 		j.uploadSummary(md.Bytes())
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -39,18 +38,6 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 	return info
 }
 
-var unsafeArtifactChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// artifactName is the run artifact of load step i: forgeload-<step id>,
-// or forgeload-step-<n> for a step without an id.
-func artifactName(st workflow.Step, i int) string {
-	name := unsafeArtifactChars.ReplaceAllString(st.ID, "-")
-	if name == "" {
-		name = "step-" + strconv.Itoa(i+1)
-	}
-	return "forgeload-" + name
-}
-
 // uploadResults uploads the step's HTML report and JSON result, in one zip,
 // as a run artifact, so that they can be downloaded from the run's page.
 // The content is masked like every log row. A failed upload is an error
@@ -61,7 +48,7 @@ func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
 	if up == nil || j.runtimeToken() == "" {
 		return
 	}
-	name := artifactName(st, j.i)
+	name := j.artifactName(st, j.i)
 	data, err := j.resultsZip(o)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -69,6 +56,10 @@ func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
 		var id int64
 		if id, err = up.UploadArtifact(ctx, j.runtimeToken(), name, data); err == nil {
 			j.Logf("report and JSON result uploaded as run artifact %q (id %d, %d bytes): report.html, result.json", name, id, len(data))
+			return
+		}
+		if j.rep.Context().Err() != nil {
+			j.refusedOnCancel(err)
 			return
 		}
 	}
@@ -114,12 +105,14 @@ func (j *job) defaultBranch() string {
 	return "main"
 }
 
-// baseline fetches the JSON result of the same step (its run artifact)
-// from the latest successful run on the step's baseline: branch (true or
-// an empty branch name means the repository's default branch). Without a
+// baseline fetches the JSON results of the same step of the same job and
+// workflow (its run artifacts) from the newest successful runs on the
+// step's baseline: branch (true or an empty branch name means the
+// repository's default branch), ask.runs of them at most, and returns
+// them as one baseline: their median ([compare.History]). Without a
 // baseline (none asked, none yet, or the forge cannot give one) it says
 // so in the log and returns nil: the baseline thresholds are then skipped.
-func (j *stepJob) baseline(st workflow.Step, branch string, ths []threshold.Threshold) *compare.Result {
+func (j *stepJob) baseline(st workflow.Step, ask baselineAsk, ths []threshold.Threshold) *compare.Result {
 	skip := "the thresholds that use baseline are skipped"
 	if _, asked := st.With["baseline"]; !asked {
 		if threshold.HasBaseline(ths) {
@@ -127,6 +120,7 @@ func (j *stepJob) baseline(st workflow.Step, branch string, ths []threshold.Thre
 		}
 		return nil
 	}
+	branch := ask.branch
 	if branch == "" || branch == "true" {
 		branch = j.defaultBranch()
 	}
@@ -136,25 +130,29 @@ func (j *stepJob) baseline(st workflow.Step, branch string, ths []threshold.Thre
 		j.Logf("::notice::forgeload/load: this runner cannot fetch a baseline from the forge here, so %s", skip)
 		return nil
 	}
-	name := artifactName(st, j.i)
-	exclude, _ := strconv.ParseInt(j.ctxString("run_id"), 10, 64)
+	q := client.HistoryQuery{
+		Repo: j.ctxString("repository"), Branch: branch, Workflow: j.ctxString("workflow"),
+		Name: j.artifactName(st, j.i), N: ask.runs,
+	}
+	q.Exclude, _ = strconv.ParseInt(j.ctxString("run_id"), 10, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	zipped, runID, err := f.LatestArtifact(ctx, token, j.ctxString("repository"), branch, name, exclude)
+	arts, err := f.ArtifactHistory(ctx, token, q)
 	if errors.Is(err, client.ErrNoArtifact) {
-		j.Logf("::notice::forgeload/load: no baseline yet: no successful run on branch %q has the artifact %q; %s", branch, name, skip)
+		j.Logf("::notice::forgeload/load: no baseline yet: no successful run of workflow %q on branch %q has the artifact %q; %s", q.Workflow, branch, q.Name, skip)
 		return nil
-	}
-	var base *compare.Result
-	if err == nil {
-		base, err = resultFromZip(zipped, fmt.Sprintf("run %d on %s", runID, branch))
 	}
 	if err != nil {
 		j.Logf("::warning::forgeload/load: baseline not read: %v; %s", err, skip)
 		return nil
 	}
-	j.Logf("baseline: the %s result of run %d on branch %q", name, runID, branch)
-	return base
+	runs, ids := j.readHistory(arts, branch)
+	if len(runs) == 0 {
+		j.Logf("::warning::forgeload/load: baseline not read: no result of %q could be read; %s", q.Name, skip)
+		return nil
+	}
+	j.Logf("baseline: %s", describeHistory(q, ids))
+	return compare.History(runs)
 }
 
 // resultFromZip reads result.json out of a results artifact.

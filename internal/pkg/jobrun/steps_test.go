@@ -87,7 +87,7 @@ jobs:
 		t.Errorf("checkout resolved to %+v, %v", s, err)
 	}
 	s, err = resolve(3)
-	if got, ok := s.(*loadStep); err != nil || !ok || got.config != "perf/me.yaml" || got.baseline != "main" || !maps.Equal(got.inline, map[string]string{"rate": "me"}) {
+	if got, ok := s.(*loadStep); err != nil || !ok || got.config != "perf/me.yaml" || got.baseline.branch != "main" || !maps.Equal(got.inline, map[string]string{"rate": "me"}) {
 		t.Errorf("load step resolved to %+v, %v; want config, baseline and the inline keys apart", s, err)
 	}
 	if s, err = resolve(4); err != nil {

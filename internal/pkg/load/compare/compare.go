@@ -35,8 +35,12 @@ type Result struct {
 	load.Summary
 	// Path names where it was read from, for messages.
 	Path string
-	// Hist is the overall latency histogram; nil for schema 1 results.
+	// Hist is the overall latency histogram; nil for schema 1 results
+	// and for a [History].
 	Hist *load.Histogram
+	// Runs are the earlier runs a [History] stands for, oldest first; nil
+	// for a single run.
+	Runs []*Result
 }
 
 // Read decodes a JSON result written by `forgeload load --json-output` (or
@@ -89,17 +93,24 @@ type Delta struct {
 	// Metric names it: rps, p50 … p99.9, error_rate, or sut_cpu:NAME and
 	// sut_mem:NAME.
 	Metric string
-	// Old and New are the values, in Unit.
+	// Old and New are the values, in Unit; Old is the median of the
+	// earlier runs when there are several.
 	Old, New float64
 	Unit     string
 	// Change is New-Old; Rel is Change/Old (0 when Old is 0).
 	Change, Rel float64
 	// HigherIsBetter is true for rates.
 	HigherIsBetter bool
-	// Significant is set when the change exceeds the run-to-run noise;
-	// Noise says how that was decided.
+	// Significant is set when the change exceeds the within-run noise
+	// and, with several earlier runs, the run-to-run noise; Noise says
+	// how that was decided.
 	Significant bool
 	Noise       string
+	// Runs is how many earlier runs Old stands for. RunBound is the
+	// run-to-run noise bound in Unit, CriticalMAD(Runs) times their MAD;
+	// 0 with one run.
+	Runs     int
+	RunBound float64
 	// Limit is the allowed worsening (relative, or percentage points for
 	// error_rate); Regressed is set when the change is significant, worse,
 	// and beyond Limit.
@@ -122,6 +133,7 @@ func (d Delta) Worse() bool {
 type Limits map[string]float64
 
 // ParseLimit parses "METRIC=VALUE" such as "p99=10%" or "error_rate=0.5%".
+// The value is a percentage with or without its % sign: "p99=10" is 10%.
 func ParseLimit(s string) (metric string, v float64, err error) {
 	k, val, ok := strings.Cut(s, "=")
 	k, val = strings.TrimSpace(k), strings.TrimSpace(val)
@@ -131,74 +143,101 @@ func ParseLimit(s string) (metric string, v float64, err error) {
 	if !slices.Contains(limitMetrics, k) && !strings.HasPrefix(k, "sut_cpu") && !strings.HasPrefix(k, "sut_mem") {
 		return "", 0, fmt.Errorf("limit %q: unknown metric %q: want one of %s", s, k, strings.Join(limitMetrics, ", "))
 	}
-	pct := strings.HasSuffix(val, "%")
 	f, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
 	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", 0, fmt.Errorf("limit %q: %q is not a non-negative number: want e.g. 10%%", s, val)
+		return "", 0, fmt.Errorf("limit %q: %q is not a non-negative percentage: want e.g. 10%%", s, val)
 	}
-	if pct {
-		f /= 100
-	}
-	return k, f, nil
+	return k, f / 100, nil
+}
+
+// FormatLimit writes a parsed limit back with its unit: "p99=10%" (worse
+// by at most 10%), "error_rate=+0.5 pts" (at most half a percentage point
+// more errors).
+func FormatLimit(metric string, v float64) string {
+	return metric + "=" + limitText(Delta{Metric: metric, Limit: v, HasLimit: true})
 }
 
 var limitMetrics = []string{"rps", "p50", "p90", "p95", "p99", "p99.9", "error_rate", "sut_cpu", "sut_mem"}
 
-// Compare returns the deltas from old to new, with limits applied.
-func Compare(old, new *Result, limits Limits) []Delta {
-	var ds []Delta
-	rate := Delta{Metric: "rps", Old: old.RPS, New: new.RPS, Unit: "req/s", HigherIsBetter: true}
-	rateNoise(&rate, old, new)
-	ds = append(ds, rate)
-	for _, p := range []struct {
-		name string
-		q    float64
-		get  func(load.Latency) float64
-	}{
-		{"p50", 0.50, func(l load.Latency) float64 { return l.P50 }},
-		{"p90", 0.90, func(l load.Latency) float64 { return l.P90 }},
-		{"p95", 0.95, func(l load.Latency) float64 { return l.P95 }},
-		{"p99", 0.99, func(l load.Latency) float64 { return l.P99 }},
-		{"p99.9", 0.999, func(l load.Latency) float64 { return l.P999 }},
-	} {
-		d := Delta{Metric: p.name, Old: p.get(old.Latency), New: p.get(new.Latency), Unit: "ms"}
-		percentileNoise(&d, p.q, old, new)
+// Compare returns the deltas from base to new, with limits applied. base
+// is one earlier run, or several made into one by [History]: then the old
+// value of each metric is their median, and a change is beyond noise only
+// when it also exceeds their run-to-run spread (see the package
+// documentation).
+func Compare(base, new *Result, limits Limits) []Delta {
+	runs := base.runs()
+	vals := func(get func(*Result) float64) []float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = get(r)
+		}
+		return vs
+	}
+	rps := func(r *Result) float64 { return r.RPS }
+	rate := Delta{Metric: "rps", Old: median(vals(rps)), New: new.RPS, Unit: "req/s", HigherIsBetter: true}
+	rateNoise(&rate, runs, new)
+	runNoise(&rate, vals(rps))
+	ds := []Delta{rate}
+	for _, p := range percentiles {
+		get := func(r *Result) float64 { return p.get(r.Latency) }
+		d := Delta{Metric: p.name, Old: median(vals(get)), New: get(new), Unit: "ms"}
+		percentileNoise(&d, p.q, runs, new)
+		runNoise(&d, vals(get))
 		ds = append(ds, d)
 	}
-	er := Delta{Metric: "error_rate", Old: old.ErrorRate, New: new.ErrorRate, Unit: "%"}
-	errorNoise(&er, old, new)
+	errPct := func(r *Result) float64 { return 100 * r.ErrorRate }
+	er := Delta{Metric: "error_rate", Old: median(vals(errPct)), New: errPct(new), Unit: "%"}
+	errorNoise(&er, runs, new)
+	runNoise(&er, vals(errPct))
 	ds = append(ds, er)
-	ds = append(ds, resourceDeltas(old, new)...)
+	ds = append(ds, resourceDeltas(runs, new)...)
 	for i := range ds {
-		d := &ds[i]
-		d.Change = d.New - d.Old
-		if d.Old != 0 {
-			d.Rel = d.Change / d.Old
-		}
-		lim, ok := limits[d.Metric]
-		if !ok {
-			lim, ok = limits[strings.SplitN(d.Metric, ":", 2)[0]]
-		}
-		if !ok {
-			continue
-		}
-		d.Limit, d.HasLimit = lim, true
-		worse := d.Rel
-		if d.Metric == "error_rate" {
-			worse = d.Change
-		}
-		if d.HigherIsBetter {
-			worse = -worse
-		}
-		if d.Old == 0 && d.Metric != "error_rate" && d.Change != 0 {
-			worse = math.Inf(1)
-			if d.HigherIsBetter {
-				worse = math.Inf(-1)
-			}
-		}
-		d.Regressed = d.Significant && d.Worse() && worse > lim
+		applyLimit(&ds[i], limits)
 	}
 	return ds
+}
+
+var percentiles = []struct {
+	name string
+	q    float64
+	get  func(load.Latency) float64
+}{
+	{"p50", 0.50, func(l load.Latency) float64 { return l.P50 }},
+	{"p90", 0.90, func(l load.Latency) float64 { return l.P90 }},
+	{"p95", 0.95, func(l load.Latency) float64 { return l.P95 }},
+	{"p99", 0.99, func(l load.Latency) float64 { return l.P99 }},
+	{"p99.9", 0.999, func(l load.Latency) float64 { return l.P999 }},
+}
+
+// applyLimit sets d's change and, when limits has one for its metric,
+// whether it regressed beyond it.
+func applyLimit(d *Delta, limits Limits) {
+	d.Change = d.New - d.Old
+	if d.Old != 0 {
+		d.Rel = d.Change / d.Old
+	}
+	lim, ok := limits[d.Metric]
+	if !ok {
+		lim, ok = limits[strings.SplitN(d.Metric, ":", 2)[0]]
+	}
+	if !ok {
+		return
+	}
+	d.Limit, d.HasLimit = lim, true
+	worse := d.Rel
+	if d.Metric == "error_rate" {
+		worse = d.Change / 100 // points, as a fraction
+	}
+	if d.HigherIsBetter {
+		worse = -worse
+	}
+	if d.Old == 0 && d.Metric != "error_rate" && d.Change != 0 {
+		worse = math.Inf(1)
+		if d.HigherIsBetter {
+			worse = math.Inf(-1)
+		}
+	}
+	d.Regressed = d.Significant && d.Worse() && worse > lim
 }
 
 // Regressed reports whether any delta regressed beyond its limit.
@@ -222,13 +261,24 @@ func relativeFloor(d *Delta, why string) {
 // rateNoise compares the per-second achieved rates: the change is beyond
 // noise when it exceeds 1.96 standard errors of the difference of the
 // means of the two series (first and last, partial, seconds left out).
-func rateNoise(d *Delta, old, new *Result) {
-	mo, so, no := meanSE(old.Seconds)
+// With several earlier runs, their median mean and median standard error
+// stand for the old series.
+func rateNoise(d *Delta, runs []*Result, new *Result) {
+	means, ses := make([]float64, len(runs)), make([]float64, len(runs))
+	for i, r := range runs {
+		var n int
+		means[i], ses[i], n = meanSE(r.Seconds)
+		if n < 3 {
+			relativeFloor(d, "fewer than 5 seconds of series: beyond noise when over 5%")
+			return
+		}
+	}
 	mn, sn, nn := meanSE(new.Seconds)
-	if no < 3 || nn < 3 {
+	if nn < 3 {
 		relativeFloor(d, "fewer than 5 seconds of series: beyond noise when over 5%")
 		return
 	}
+	mo, so := median(means), median(ses)
 	se := math.Hypot(so, sn)
 	d.Significant = math.Abs(mn-mo) > z95*se && math.Abs(d.New-d.Old) > MinChange*math.Abs(d.Old)
 	d.Noise = fmt.Sprintf("±%.1f req/s (95%%, per-second rates)", z95*se)
@@ -257,13 +307,27 @@ func meanSE(secs []load.SecondSummary) (mean, se float64, n int) {
 // percentileNoise compares two percentiles by their 95% confidence
 // intervals, read from each run's histogram at the ranks q·n ± 1.96·√(n·q·(1-q))
 // (the order-statistic interval of a quantile). The change is beyond noise
-// when the intervals do not overlap and it exceeds MinChange.
-func percentileNoise(d *Delta, q float64, old, new *Result) {
-	if old.Hist == nil || new.Hist == nil || old.Hist.Count() == 0 || new.Hist.Count() == 0 {
-		relativeFloor(d, "no histogram (older result): beyond noise when over 5%")
+// when the intervals do not overlap and it exceeds MinChange. With several
+// earlier runs, the old interval is centred on their median percentile
+// and reaches as far below and above it as their intervals do, by median.
+func percentileNoise(d *Delta, q float64, runs []*Result, new *Result) {
+	const why = "no histogram (older result): beyond noise when over 5%"
+	if new.Hist == nil || new.Hist.Count() == 0 {
+		relativeFloor(d, why)
 		return
 	}
-	lo1, hi1 := interval(old.Hist, q)
+	centers, below, above := make([]time.Duration, len(runs)), make([]time.Duration, len(runs)), make([]time.Duration, len(runs))
+	for i, r := range runs {
+		if r.Hist == nil || r.Hist.Count() == 0 {
+			relativeFloor(d, why)
+			return
+		}
+		lo, hi := interval(r.Hist, q)
+		centers[i] = r.Hist.Quantile(q)
+		below[i], above[i] = centers[i]-lo, hi-centers[i]
+	}
+	c := medianDuration(centers)
+	lo1, hi1 := c-medianDuration(below), c+medianDuration(above)
 	lo2, hi2 := interval(new.Hist, q)
 	d.Significant = (hi1 < lo2 || hi2 < lo1) && math.Abs(d.New-d.Old) > MinChange*math.Abs(d.Old)
 	d.Noise = fmt.Sprintf("95%% CI %s–%s vs %s–%s", load.FormatMS(ms(lo1)), load.FormatMS(ms(hi1)), load.FormatMS(ms(lo2)), load.FormatMS(ms(hi2)))
@@ -277,17 +341,26 @@ func interval(h *load.Histogram, q float64) (lo, hi time.Duration) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// errorNoise is a two-proportion z-test on the error counts.
-func errorNoise(d *Delta, old, new *Result) {
-	d.Old, d.New = 100*d.Old, 100*d.New // shown in percent
-	n1, n2 := float64(old.Requests), float64(new.Requests)
-	if n1 == 0 || n2 == 0 {
+// errorNoise is a two-proportion z-test on the error counts. With several
+// earlier runs, the old proportion is their median error rate over their
+// median request count.
+func errorNoise(d *Delta, runs []*Result, new *Result) {
+	reqs, rates := make([]float64, len(runs)), make([]float64, len(runs))
+	for i, r := range runs {
+		reqs[i] = float64(r.Requests)
+		if r.Requests > 0 {
+			rates[i] = float64(r.Errors) / float64(r.Requests)
+		}
+	}
+	n1, n2 := median(reqs), float64(new.Requests)
+	if slices.Contains(reqs, 0) || n2 == 0 {
 		relativeFloor(d, "a run without requests")
 		return
 	}
-	p := float64(old.Errors+new.Errors) / (n1 + n2)
+	p1, p2 := median(rates), float64(new.Errors)/n2
+	p := (p1*n1 + float64(new.Errors)) / (n1 + n2)
 	se := math.Sqrt(p * (1 - p) * (1/n1 + 1/n2))
-	diff := float64(new.Errors)/n2 - float64(old.Errors)/n1
+	diff := p2 - p1
 	d.Significant = se > 0 && math.Abs(diff) > z95*se || se == 0 && diff != 0
 	d.Noise = fmt.Sprintf("±%.3f points (95%%, error counts)", 100*z95*se)
 }

@@ -156,7 +156,7 @@ func TestParseLimit(t *testing.T) {
 	}{
 		{in: "p99=10%", k: "p99", v: 0.10},
 		{in: "error_rate=0.5%", k: "error_rate", v: 0.005},
-		{in: "rps=0.05", k: "rps", v: 0.05},
+		{in: "rps=5", k: "rps", v: 0.05}, // a percent without its sign
 		{in: "p98=1%", fail: true},
 		{in: "p99", fail: true},
 		{in: "p99=-1%", fail: true},

@@ -1,5 +1,6 @@
 // Package compare reads JSON results back (of any schema version) and
-// compares two runs: a table of deltas for the rate, the latency
+// compares a run with one earlier run or with a history of them: a table
+// of deltas for the rate, the latency
 // percentiles, the error rate and the systems under test, each marked as beyond the run-to-run
 // noise or not, and whether it regressed beyond a given limit. A [Result]
 // is also a threshold source, so it serves as the baseline of thresholds
@@ -23,6 +24,22 @@
 // results measured them, and count as beyond noise over 5%.
 // A result without a histogram or per-second series (schema 1) falls back
 // to a change of more than [FallbackChange] (5%).
+//
+// # History
+//
+// [History] makes several earlier runs into one baseline: the old value of
+// each metric is their median, and the within-run tests above use, for
+// the old side, the median of each run's ingredient (interval widths,
+// standard errors, request counts). A change is then beyond noise only
+// when it also exceeds the run-to-run noise: [CriticalMAD](n) times the
+// MAD (median absolute deviation) of the metric over the n runs. The
+// critical values are the 95th percentiles of |x − median|/MAD for normal
+// noise, found by simulation; the median and the MAD keep one bad earlier
+// run from moving the baseline or hiding a regression.
+//
+// [ChangePoints] finds, over a longer history (read in order by
+// [LoadHistory]), where each metric's level shifted, with package
+// changepoint.
 //
 // A delta regresses when it is beyond noise, goes the wrong way (higher
 // latency or error rate, lower rate) and exceeds its limit: a relative

@@ -36,3 +36,15 @@ func FuzzParseLimit(f *testing.F) {
 		}
 	})
 }
+
+func FuzzNaturalCompare(f *testing.F) {
+	for _, s := range [][2]string{{"run-9.json", "run-10.json"}, {"a02", "a2"}, {"2026-01-09", "2026-01-10"}, {"", "1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		// An order: antisymmetric, and equal for equal names.
+		if x, y := naturalCompare(a, b), naturalCompare(b, a); x > 0 != (y < 0) || x < 0 != (y > 0) || a == b && x != 0 {
+			t.Fatalf("naturalCompare(%q, %q) = %d but (%q, %q) = %d", a, b, x, b, a, y)
+		}
+	})
+}

@@ -70,7 +70,27 @@ func WriteText(w io.Writer, old, new string, ds []Delta) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write comparison: %w", err)
 	}
+	if note := fewRunsNote(ds); note != "" {
+		if _, err := fmt.Fprintln(w, "  "+note); err != nil {
+			return fmt.Errorf("write comparison: %w", err)
+		}
+	}
 	return nil
+}
+
+// FewRuns is the number of earlier runs below which the run-to-run bound
+// is wide enough to be worth a note: CriticalMAD falls from 32 for 3 runs
+// to 8.9 for 5.
+const FewRuns = 5
+
+// fewRunsNote says when the earlier runs are too few to judge their
+// spread well, else "".
+func fewRunsNote(ds []Delta) string {
+	if len(ds) == 0 || ds[0].Runs < 2 || ds[0].Runs >= FewRuns {
+		return ""
+	}
+	n := ds[0].Runs
+	return fmt.Sprintf("note: only %d earlier runs, so the run-to-run bound is wide (%.2f × their MAD); %d or more judge better", n, CriticalMAD(n), FewRuns)
 }
 
 // WriteMarkdown writes the deltas as a Markdown table, for job summaries.
@@ -85,6 +105,9 @@ func WriteMarkdown(w io.Writer, old, new string, ds []Delta) error {
 			v = "❌ " + v
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", esc.Replace(d.Metric), fmtVal(d, d.Old), fmtVal(d, d.New), fmtChange(d), v, limitText(d))
+	}
+	if note := fewRunsNote(ds); note != "" {
+		b.WriteString("\n" + note + "\n")
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write comparison: %w", err)

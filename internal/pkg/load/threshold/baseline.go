@@ -3,6 +3,7 @@ package threshold
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -74,6 +75,36 @@ func HasBaseline(ts []Threshold) bool {
 	return false
 }
 
+// Runs is a baseline [Source] that stands for several earlier runs: a
+// baseline threshold's bound is then the median of the metric measured
+// in each of BaselineRuns (when it returns any).
+type Runs interface {
+	Source
+	BaselineRuns() []Source
+}
+
+// measureBaseline measures t's metric in base, or the median over its
+// runs when it is a [Runs].
+func measureBaseline(t Threshold, base Source) (float64, error) {
+	rs, ok := base.(Runs)
+	if !ok || len(rs.BaselineRuns()) == 0 {
+		return measure(t, base)
+	}
+	var vs []float64
+	for _, r := range rs.BaselineRuns() {
+		v, err := measure(t, r)
+		if err != nil {
+			return 0, err
+		}
+		vs = append(vs, v)
+	}
+	sort.Float64s(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2, nil
+	}
+	return vs[len(vs)/2], nil
+}
+
 // EvaluateBaseline checks every threshold against src and returns one
 // Outcome per threshold, in order. A threshold that cannot be evaluated
 // fails, with Err set; it never panics on a nil Source or metrics. A
@@ -95,7 +126,7 @@ func evaluate(t Threshold, src, base Source) Outcome {
 			o.Skipped, o.Passed = true, true
 			return o
 		}
-		bv, err := measure(t, base)
+		bv, err := measureBaseline(t, base)
 		if err != nil {
 			o.Err = fmt.Errorf("in the baseline: %w", err)
 			return o

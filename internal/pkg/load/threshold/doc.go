@@ -44,7 +44,9 @@
 //	rps > baseline * 0.95
 //
 // [EvaluateBaseline] takes the baseline run as a second [Source]; without
-// one, baseline thresholds are skipped (Outcome.Skipped) and pass.
+// one, baseline thresholds are skipped (Outcome.Skipped) and pass. A
+// baseline that stands for several runs ([Runs]) gives the median of the
+// metric measured in each.
 //
 // # Units
 //
