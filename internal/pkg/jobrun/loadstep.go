@@ -138,6 +138,7 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
 		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+		ValidityWarn: cfg.Validity == spec.ValidityWarn,
 	})
 	outputs, err := j.reportLoad(st, o, nil)
 	if err != nil {
@@ -221,6 +222,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	in := outcome.Input{
 		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, branch, d.Thresholds),
 		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result",
+		ValidityWarn: cfg.Validity == spec.ValidityWarn,
 	}
 	if sut != nil {
 		in.SUT = sut.Summaries()
@@ -295,10 +297,13 @@ func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
 	if len(o.Checks) == 0 {
 		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
+	for _, w := range v.Warnings {
+		j.Logf("::warning::forgeload/load: %s", w)
+	}
 	for _, r := range v.Reasons {
 		j.Logf("::error::forgeload/load: %s", r)
 	}
-	if v.Kind == outcome.Fail {
+	if v.Kind.Fails() {
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	return runnerv1.Result_RESULT_SUCCESS

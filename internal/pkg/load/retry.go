@@ -100,7 +100,10 @@ func (rt *retrier) DoSample(ctx context.Context, s *Sample) error {
 		s.Attempts = attempt
 		err := rt.r.DoSample(ctx, s)
 		bytesOut += s.BytesOut
-		if attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {
+		if attempt > 1 {
+			s.Unsent = UnsentNone // an earlier attempt left: the request was sent
+		}
+		if s.Unsent != UnsentNone || attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {
 			s.Attempts = attempt
 			s.BytesOut = bytesOut
 			return err

@@ -32,6 +32,7 @@ func (d *decoder) topFields() []field {
 		{name: "body", set: func(n *yaml.Node, p string) { d.rawStr(n, p, &c.Body) }},
 		{name: "body_file", set: func(n *yaml.Node, p string) { d.str(n, p, &c.BodyFile) }},
 		{name: "concurrency", set: func(n *yaml.Node, p string) { d.intField(n, p, wantConcurrency, &c.Concurrency) }},
+		{name: "max_concurrency", set: func(n *yaml.Node, p string) { d.intField(n, p, wantConcurrency, &c.MaxConcurrency) }},
 		{name: "rate", set: func(n *yaml.Node, p string) { d.float(n, p, wantRate, &c.Rate) }},
 		{name: "duration", set: func(n *yaml.Node, p string) { d.duration(n, p, &c.Duration) }},
 		{name: "total", set: func(n *yaml.Node, p string) { d.integer(n, p, wantTotal, &c.Total) }},
@@ -60,6 +61,11 @@ func (d *decoder) topFields() []field {
 		{name: "websocket", structured: true, set: d.websocket},
 		{name: "sse", structured: true, set: d.sse},
 		{name: "thresholds", set: d.thresholds},
+		{name: "validity", set: func(n *yaml.Node, p string) {
+			var s string
+			d.str(n, p, &s)
+			c.Validity = Validity(strings.ToLower(s))
+		}},
 		{name: "distributed", structured: true, set: d.distributed},
 		{name: "json_output", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.JSONOutput) }},
 		{name: "dashboard", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.Dashboard) }},

@@ -76,6 +76,9 @@ func measure(t Threshold, src Source) (float64, error) {
 	if t.Metric == MetricSUTCPU || t.Metric == MetricSUTMem {
 		return measureSUT(t, src)
 	}
+	if t.isArrival() {
+		return measureArrivals(t, src)
+	}
 	var m Metrics
 	if t.Endpoint == "" {
 		m = src.Overall()
@@ -220,7 +223,7 @@ func FormatValue(t Threshold, v float64) string {
 		default:
 			return fmt.Sprintf("%.2fs", v)
 		}
-	case kindRatio:
+	case kindRatio, kindAchieved:
 		return fmt.Sprintf("%.2f%%", v*100)
 	case kindCount:
 		return fmt.Sprintf("%.0f", v)
