@@ -174,9 +174,6 @@ type Result struct {
 	// DroppedBy splits it by reason ([DropReason] names).
 	Dropped   int64            `json:"dropped"`
 	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
-	// Poisson is set for a Poisson arrival model, whose arrival count
-	// varies around the planned one.
-	Poisson bool `json:"poisson,omitempty"`
 	// Workers is the most open-model workers the run started, and
 	// MaxWorkers the most it could (Options.MaxConcurrency); summed over
 	// hosts after a merge.
@@ -306,7 +303,6 @@ func (r *Result) Merge(o *Result) {
 	r.Stats.Merge(&o.Stats)
 	r.Dropped += o.Dropped
 	r.DroppedBy = addCounts(r.DroppedBy, o.DroppedBy)
-	r.Poisson = r.Poisson || o.Poisson
 	r.Workers += o.Workers
 	r.MaxWorkers += o.MaxWorkers
 	r.GeneratorLate += o.GeneratorLate

@@ -268,7 +268,6 @@ func (e *engine) run(ctx context.Context) *Result {
 	e.setTargetRPS(res, planEnd, hasEnd)
 	if res.Open {
 		res.Workers, res.MaxWorkers = int(e.started.Load()), e.n
-		res.Poisson = e.o.Arrival == Poisson
 	}
 	res.SUT = e.o.Resources.Summaries()
 	res.Finish()
