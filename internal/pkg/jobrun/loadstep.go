@@ -239,7 +239,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 		j.Logf("::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
 	if sum := &o.Summary; sum.GeneratorBound {
-		j.Logf("::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
+		j.Logf("::warning::a load generator fell behind: %s; see the per-worker rows; add workers or lower the rate", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
 	}
 	return j.verdict(o), outputs
 }

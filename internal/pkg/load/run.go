@@ -158,6 +158,10 @@ type engine struct {
 	stopOnce sync.Once
 	stopAt   atomic.Int64 // unix nanos at which stop was closed
 	reqCtx   context.Context
+	// cancelled is set just before reqCtx is cancelled: a request that
+	// would start after it is dropped (canceled_before_send) rather than
+	// handed to the driver to fail at once.
+	cancelled atomic.Bool
 	// finalAt is the plan time at which the run is deemed to end; the
 	// final progress window runs to it. Written before collDone closes.
 	finalAt time.Duration
@@ -399,6 +403,7 @@ func (e *engine) stopRun(ctx context.Context, res *Result, allDone <-chan struct
 	if stopped {
 		e.drain(ctx, res, allDone)
 		e.closeStop()
+		e.cancelled.Store(true)
 		cancelReq()
 		e.awaitCancelled(allDone)
 	} else if drain {
@@ -686,6 +691,10 @@ func (e *engine) noteGeneratorLate(lag time.Duration) {
 }
 
 func (e *engine) do(w *worker, start time.Time, late lateness) {
+	if e.cancelled.Load() {
+		e.drop(DropCanceled, 1) // the run's requests are cancelled: it would never leave
+		return
+	}
 	w.rec.inFlight.Add(1)
 	w.s.Reset()
 	err := e.r.DoSample(e.reqCtx, &w.s)

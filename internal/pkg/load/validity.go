@@ -67,7 +67,7 @@ func (b Behind) String() string {
 		return "no arrival was sent more than " + fmtDur(GeneratorLateTolerance) + " late while a worker was free"
 	}
 	s := strconv.FormatInt(b.Late, 10) + " arrivals sent more than " + fmtDur(GeneratorLateTolerance) +
-		" late while a worker was free (up to " + fmtDur(b.Max) + " late); behind in " + strconv.Itoa(len(b.Seconds)) + " seconds"
+		" late while a worker was free (up to " + fmtDur(b.Max) + " late); behind in " + plural(len(b.Seconds), "second")
 	if len(b.Seconds) > 0 {
 		s += " (at " + secondRanges(b.Seconds) + ")"
 	}
@@ -167,4 +167,12 @@ func dropFix(by map[string]int64) string {
 		return "the credentials could not be fetched; check auth"
 	}
 	return "see the drop reasons"
+}
+
+// plural is "1 second" or "n seconds".
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
