@@ -326,5 +326,6 @@ func loadOutputs(s load.Summary) map[string]string {
 		"dropped":           strconv.FormatInt(s.Dropped, 10),
 		"generator_bound":   strconv.FormatBool(s.GeneratorBound),
 		"worker_bound":      strconv.FormatBool(s.WorkerBound),
+		"valid":             strconv.FormatBool(s.Valid),
 	}
 }
