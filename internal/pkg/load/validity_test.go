@@ -86,3 +86,17 @@ func TestUnsentIsDroppedNotARequest(t *testing.T) {
 		}
 	})
 }
+
+// TestLogFailuresSkipsUnsent: a request that never left is a dropped
+// arrival, not a failed request, so log_errors does not log it; and a
+// retry does not resend it.
+func TestLogFailuresSkipsUnsent(t *testing.T) {
+	t.Parallel()
+	logged := 0
+	u := &unsentAfter{sent: 0}
+	r := Retry(LogFailures(u, func(*Sample, error) { logged++ }), RetryPolicy{Retries: 3})
+	var s Sample
+	if err := r.DoSample(t.Context(), &s); err == nil || s.Unsent != DropFeeder || s.Attempts != 1 || logged != 0 {
+		t.Errorf("err %v, unsent %v, attempts %d, logged %d; want an unsent error, one attempt, nothing logged", err, s.Unsent, s.Attempts, logged)
+	}
+}
