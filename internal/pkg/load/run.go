@@ -167,10 +167,11 @@ type engine struct {
 	finalAt time.Duration
 	recs    []*recorder
 
-	// n is the most workers the run may have. The open model starts them
-	// lazily, one more whenever the last idle one takes a request, so a
-	// huge concurrency costs only what the load needs; the closed model
-	// starts one per user (at most Total) at once.
+	// n is the most workers the run may have (the open model's
+	// MaxConcurrency). The open model starts them lazily, one more
+	// whenever the last idle one takes a request, so a huge cap costs only
+	// what the load needs; the closed model starts one per user (at most
+	// Total) at once.
 	n        int
 	started  atomic.Int64 // workers started
 	idle     atomic.Int64 // open model: started workers not in a request
@@ -566,7 +567,7 @@ func (e *engine) openWorker(w *worker) {
 				e.noteGeneratorLate(lag)
 			}
 		}
-		// Keep one worker free for the next arrival, up to concurrency.
+		// Keep one worker free for the next arrival, up to max concurrency.
 		if e.idle.Add(-1) == 0 {
 			e.spawnOpen()
 		}
