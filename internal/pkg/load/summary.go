@@ -406,7 +406,7 @@ func WorkerVerdict(s *Summary) string {
 		return "no"
 	}
 	return "YES: every worker was busy: " + strconv.FormatInt(s.Queued, 10) + " arrivals waited for a free worker and " +
-		strconv.FormatInt(s.Dropped, 10) + " were dropped. The target's latency or concurrency limited this test " +
+		strconv.FormatInt(s.Dropped, 10) + " were dropped. The target's latency or max_concurrency limited this test " +
 		"(latencies are still measured from the intended send time). Raise max_concurrency if the target should take more requests in flight"
 }
 

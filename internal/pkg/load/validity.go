@@ -158,7 +158,7 @@ func dropFix(by map[string]int64) string {
 	case DropLate.String():
 		return "every worker was busy for longer than max lateness; raise max_concurrency, or lower the rate if the target cannot take it"
 	case DropStop.String(), DropCanceled.String():
-		return "arrivals were still waiting when the run stopped; raise max_concurrency or graceful_shutdown"
+		return "arrivals were still waiting for a worker when the run stopped; raise max_concurrency, or lower the rate if the target cannot take it (graceful_shutdown gives the last ones longer)"
 	case DropLease.String():
 		return "a host did not hold its lease (it was paused or cut off); check the cluster's hosts"
 	case DropFeeder.String():
