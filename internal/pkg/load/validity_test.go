@@ -100,3 +100,25 @@ func TestLogFailuresSkipsUnsent(t *testing.T) {
 		t.Errorf("err %v, unsent %v, attempts %d, logged %d; want an unsent error, one attempt, nothing logged", err, s.Unsent, s.Attempts, logged)
 	}
 }
+
+// TestMergedDropsWithoutReasons: a multi-host merge whose workers shipped
+// drop counts without reasons (a takeover's handover) is judged by the
+// achieved rate only; a host's own drops, with reasons, by any drop.
+func TestMergedDropsWithoutReasons(t *testing.T) {
+	t.Parallel()
+	merged := &Result{Open: true, Stats: Stats{Requests: 1794}, Dropped: 2}
+	merged.Finish()
+	if len(merged.Invalid) != 0 {
+		t.Errorf("merged, 99.9%% sent: invalid = %+v, want valid", merged.Invalid)
+	}
+	merged = &Result{Open: true, Stats: Stats{Requests: 900}, Dropped: 100}
+	merged.Finish()
+	if len(merged.Invalid) != 1 || merged.Invalid[0].Reason != "achieved_rate" {
+		t.Errorf("merged, 90%% sent: invalid = %+v, want achieved_rate", merged.Invalid)
+	}
+	own := &Result{Open: true, Stats: Stats{Requests: 1794}, Dropped: 2, DroppedBy: map[string]int64{"late": 2}}
+	own.Finish()
+	if len(own.Invalid) != 1 || own.Invalid[0].Reason != "dropped" {
+		t.Errorf("one host, 2 dropped late: invalid = %+v, want dropped", own.Invalid)
+	}
+}
