@@ -28,8 +28,11 @@ func repoRoot(t *testing.T) string {
 // p99 < 250ms gate measures the machine as much as the demo target (on a
 // 2-core box at a load average of 20 the generator itself falls behind and
 // p99 reaches 800 ms), so the test runs a copy of the example that differs
-// in that gate, raised to 30s, and in its duration, 3 s instead of 10;
-// everything else is the README's.
+// in that gate, raised to 30s, in its duration, 3 s instead of 10, and in
+// `validity: warn`: a generator starved for seconds on such a box makes
+// the run INVALID, rightly, which is not what this test checks (the exact
+// count still is: 600 requests, none dropped); everything else is the
+// README's.
 func TestE2EQuickstart(t *testing.T) {
 	parallelLong(t, 4)
 	root := repoRoot(t)
@@ -38,7 +41,7 @@ func TestE2EQuickstart(t *testing.T) {
 	// and by its longest tests.
 	wfText := editedExample(t, "quickstart.yml",
 		[2]string{"http_req_duration:p99 < 250ms", "http_req_duration:p99 < 30s"},
-		[2]string{"          duration: 10s\n", "          duration: 3s\n"})
+		[2]string{"          duration: 10s\n", "          duration: 3s\n          validity: warn\n"})
 	wf := filepath.Join(t.TempDir(), "quickstart.yml")
 	if err := os.WriteFile(wf, []byte(wfText), 0o644); err != nil {
 		t.Fatal(err)
@@ -56,6 +59,7 @@ func TestE2EQuickstart(t *testing.T) {
 	for _, want := range []string{
 		"demo target listening on http://127.0.0.1:",
 		"Load test summary",
+		"Dropped / late arrivals   0 / ",
 		"Thresholds: PASS",
 		"thresholds passed: true",
 		"job perf: success",

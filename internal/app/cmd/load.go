@@ -26,6 +26,8 @@ type loadFlags struct {
 	target           string
 	rate             string
 	concurrency      string
+	maxConcurrency   string
+	validity         string
 	duration         string
 	total            string
 	arrivalModel     string
@@ -58,8 +60,11 @@ describe the test:
 
 A progress line goes to stderr every --progress-interval and the summary to
 stdout. The exit code is 0 when every threshold passed, 1 when one failed,
-the run was interrupted or no request succeeded (it measured nothing), and
-2 for bad input (flags included).
+the run was INVALID (it did not deliver the load asked for: dropped
+arrivals, under 99% of the rate, a full worker pool, a generator behind
+its schedule; --validity warn only warns), the run was interrupted or no
+request succeeded (it measured nothing), and 2 for bad input (flags
+included).
 
 With load, -c is --concurrency: load does not read the daemon config.
 'forgeload load validate FILE' checks a load config without sending
@@ -74,7 +79,9 @@ anything.`,
 	fl.StringVarP(&f.file, "file", "f", "", "load config file (YAML or JSON, Crankfire-compatible)")
 	fl.StringVar(&f.target, "target", "", "target URL (config key target)")
 	fl.StringVarP(&f.rate, "rate", "r", "", "arrival rate in requests per second; 0 runs a closed loop (config key rate)")
-	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers, i.e. the most requests in flight (config key concurrency)")
+	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers to start with; with --rate the pool grows up to --max-concurrency (config key concurrency)")
+	fl.StringVar(&f.maxConcurrency, "max-concurrency", "", "with --rate, the most workers (requests in flight) the pool may grow to; default min(1000, rate × timeout) (config key max_concurrency)")
+	fl.StringVar(&f.validity, "validity", "", "fail (default) or warn: what a run that did not deliver the load asked for does (config key validity)")
 	fl.StringVarP(&f.duration, "duration", "d", "", "run time, e.g. 30s or 5m (config key duration)")
 	fl.StringVarP(&f.total, "total", "t", "", "stop after this many requests (config key total)")
 	fl.StringVar(&f.arrivalModel, "arrival-model", "", "uniform or poisson (config key arrival.model)")
@@ -98,6 +105,8 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"target", "target", f.target},
 		{"rate", "rate", f.rate},
 		{"concurrency", "concurrency", f.concurrency},
+		{"max-concurrency", "max_concurrency", f.maxConcurrency},
+		{"validity", "validity", f.validity},
 		{"duration", "duration", f.duration},
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
@@ -154,8 +163,11 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-		Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
 	})
+	for _, w := range o.Verdict.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	return reportLoad(ctx, o, f, cfg, outs, dash, stdout)
 }
 

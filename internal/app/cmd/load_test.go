@@ -188,12 +188,15 @@ func TestE2ELoadAbsurdRateStops(t *testing.T) {
 	parallel(t)
 	srv := slowTarget(t, 5*time.Millisecond)
 	n := newNode(t, "")
-	p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "1s", "--concurrency", "2", "-q")
-	if code := p.wait(t, 30*time.Second); code != ExitOK || !strings.Contains(p.out.String(), "Dropped") {
-		t.Errorf("1 s run: exit %d, want 0 and a summary; output:\n%s", code, p.out.String())
+	// Two workers, deliberately overloaded: the run ends on time and is
+	// INVALID (it sent a sliver of what it asked for), exit 1.
+	p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "1s", "--concurrency", "2", "--max-concurrency", "2", "-q")
+	if code := p.wait(t, 30*time.Second); code != ExitFailure || !strings.Contains(p.out.String(), "Dropped") ||
+		!strings.Contains(p.out.String(), "Validity                  INVALID: sent ") {
+		t.Errorf("1 s run: exit %d, want 1, a summary and the run INVALID; output:\n%s", code, p.out.String())
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "10m", "--concurrency", "2", "--progress-interval", "1s")
+		p := n.start("load", "--target", srv.URL, "--rate", "1e12", "-d", "10m", "--concurrency", "2", "--max-concurrency", "2", "--progress-interval", "1s")
 		waitFor(t, "a progress line", 30*time.Second, func() bool { return strings.Contains(p.out.String(), "req/s") })
 		p.signal(t, sig)
 		// Generous for a loaded machine; the run itself stops within
@@ -262,15 +265,17 @@ func TestE2EExecUnlimitedRateStops(t *testing.T) {
 	n := newNode(t, "load:\n  max_rate: 0\n")
 	job := func(d string) string {
 		wf := filepath.Join(n.dir, "wf-"+d+".yml")
-		text := "on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + srv.URL + "\n          rate: 1e12\n          concurrency: 2\n          duration: " + d + "\n"
+		text := "on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + srv.URL + "\n          rate: 1e12\n          concurrency: 2\n          max_concurrency: 2\n          duration: " + d + "\n"
 		if err := os.WriteFile(wf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return wf
 	}
+	// Deliberately overloaded: the step ends on time and fails INVALID.
 	p := n.start("-c", n.cfg, "exec", job("1s"))
-	if code := p.wait(t, 60*time.Second); code != ExitOK || !strings.Contains(p.out.String(), "job perf: success") {
-		t.Errorf("1 s step: exit %d, want 0; output:\n%s", code, p.out.String())
+	if code := p.wait(t, 60*time.Second); code != ExitFailure || !strings.Contains(p.out.String(), "job perf: failure") ||
+		!strings.Contains(p.out.String(), "::error::forgeload/load: INVALID: sent ") {
+		t.Errorf("1 s step: exit %d, want 1, the step failed INVALID; output:\n%s", code, p.out.String())
 	}
 	p = n.start("-c", n.cfg, "exec", job("10m"))
 	waitFor(t, "the load step to start", 30*time.Second, func() bool { return strings.Contains(p.out.String(), "load test: GET") })

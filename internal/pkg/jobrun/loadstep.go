@@ -141,6 +141,7 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
 		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+		ValidityWarn: cfg.Validity == spec.ValidityWarn,
 	})
 	outputs, err := j.reportLoad(st, o, nil)
 	if err != nil {
@@ -224,6 +225,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	in := outcome.Input{
 		Result: d.Result, Thresholds: d.Thresholds, Baseline: j.baseline(st, ask, d.Thresholds),
 		Info: info, Cancelled: d.Cancelled, Shortfall: d.Shortfall, Where: " on the merged result", Stopped: d.Aborted,
+		ValidityWarn: cfg.Validity == spec.ValidityWarn,
 	}
 	if sut != nil {
 		in.SUT = sut.Summaries()
@@ -240,7 +242,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 		j.Logf("::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
 	if sum := &o.Summary; sum.GeneratorBound {
-		j.Logf("::warning::a load generator fell behind (%d dropped, %d late arrivals): see the per-worker rows; add workers or lower the rate", sum.Dropped, sum.Late)
+		j.Logf("::warning::a load generator fell behind: %s; see the per-worker rows; add workers or lower the rate", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
 	}
 	return j.verdict(o), outputs
 }
@@ -300,10 +302,13 @@ func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
 	if len(o.Checks) == 0 {
 		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
+	for _, w := range v.Warnings {
+		j.Logf("::warning::forgeload/load: %s", w)
+	}
 	for _, r := range v.Reasons {
 		j.Logf("::error::forgeload/load: %s", r)
 	}
-	if v.Kind == outcome.Fail {
+	if v.Kind.Fails() {
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	return runnerv1.Result_RESULT_SUCCESS
@@ -326,5 +331,6 @@ func loadOutputs(s load.Summary) map[string]string {
 		"dropped":           strconv.FormatInt(s.Dropped, 10),
 		"generator_bound":   strconv.FormatBool(s.GeneratorBound),
 		"worker_bound":      strconv.FormatBool(s.WorkerBound),
+		"valid":             strconv.FormatBool(s.Valid),
 	}
 }

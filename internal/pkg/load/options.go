@@ -20,6 +20,12 @@ const (
 	DefaultMaxLateness = 5 * time.Second
 	// LateTolerance is the lateness above which a sent arrival counts as late.
 	LateTolerance = time.Millisecond
+	// GeneratorLateTolerance is the lateness above which an arrival the
+	// generator sent late while a worker was free is evidence that the
+	// generator fell behind (Snapshot.GeneratorLate). Below it, a timer
+	// that fired a few milliseconds late on a busy machine is noise that
+	// no percentile worth gating on can see.
+	GeneratorLateTolerance = 10 * time.Millisecond
 	// DefaultGrace is how long in-flight requests may finish after arrivals
 	// stop before they are cancelled.
 	DefaultGrace = time.Second
@@ -67,9 +73,15 @@ type Options struct {
 	Requester Requester
 
 	// Concurrency is the number of workers. In the open model it is the
-	// maximum number of requests in flight; in the closed model without VUs
-	// it is the number of looping users. Default DefaultConcurrency.
+	// starting pool, and the maximum number of requests in flight unless
+	// MaxConcurrency is larger; in the closed model without VUs it is the
+	// number of looping users. Default DefaultConcurrency.
 	Concurrency int
+	// MaxConcurrency is, in the open model, the most workers (requests in
+	// flight) the pool may grow to: workers are started one at a time as
+	// the load needs them. 0, or less than Concurrency, means
+	// Concurrency. The closed model ignores it.
+	MaxConcurrency int
 	// Total caps the number of requests. In the open model it caps the
 	// global arrival index, so hosts striped with Owns together send
 	// exactly Total. 0 means no cap.
@@ -192,6 +204,9 @@ func (o *Options) Validate() error {
 	if o.Concurrency < 0 {
 		bad("load options: concurrency %d is negative: use a count >= 1 (0 means %d)", o.Concurrency, DefaultConcurrency)
 	}
+	if o.MaxConcurrency < 0 {
+		bad("load options: max concurrency %d is negative: use a count >= 1 (0 means concurrency)", o.MaxConcurrency)
+	}
 	if o.Duration < 0 {
 		bad("load options: duration %s is negative: use a positive duration or 0 for none", o.Duration)
 	}
@@ -281,6 +296,9 @@ func (o *Options) concurrency() int {
 	}
 	return DefaultConcurrency
 }
+
+// maxConcurrency is the open model's cap on workers.
+func (o *Options) maxConcurrency() int { return max(o.concurrency(), o.MaxConcurrency) }
 
 func (o *Options) maxLateness() time.Duration {
 	switch {

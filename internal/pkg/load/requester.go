@@ -43,10 +43,51 @@ type Sample struct {
 	// count afterwards. A driver that picks among endpoints must keep
 	// Endpoint when Attempts > 1, so that a retry repeats the same request.
 	Attempts int
+	// Unsent, when not UnsentNone, says that no byte of the request left
+	// the process, and why: its context was cancelled before it was
+	// written, the feeder had no row for it, or its credentials could not
+	// be fetched. The engine then counts it as a dropped arrival by that
+	// reason, not as a request. A driver that cannot tell leaves it zero,
+	// and the request counts as sent.
+	Unsent DropReason
 	// User is the driver's state for the worker (virtual user) that owns
 	// this Sample, such as variables extracted from earlier responses. The
 	// engine never reads it, and Reset keeps it.
 	User any
+}
+
+// DropReason is why an arrival (or a closed-model request) was never sent.
+// The zero value, UnsentNone, means it was sent.
+type DropReason uint8
+
+// The drop reasons, in the order they are reported.
+const (
+	UnsentNone DropReason = iota
+	// DropLate: it waited longer than Options.MaxLateness for a worker,
+	// or fell due before a host that took over mid-plan started.
+	DropLate
+	// DropStop: it fell due before the run stopped and was never sent.
+	DropStop
+	// DropLease: it fell due while this host did not hold its lease.
+	DropLease
+	// DropFeeder: the feeder had no row left for it.
+	DropFeeder
+	// DropCanceled: its context was cancelled (the run stopping) before
+	// any byte of it was written.
+	DropCanceled
+	// DropAuth: the credentials it needed could not be fetched.
+	DropAuth
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{"sent", "late", "stop", "lease", "feeder_exhausted", "canceled_before_send", "auth_failed"}
+
+// String returns the reason's stable snake_case name, as used in summaries.
+func (r DropReason) String() string {
+	if r < numDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
 }
 
 // Reset clears s for the next request, keeping User.

@@ -99,13 +99,20 @@ type Snapshot struct {
 	Stats
 	// Endpoints are per-endpoint Stats, in Options.Endpoints order.
 	Endpoints []EndpointStats `json:"endpoints"`
-	// Dropped is the number of arrivals dropped during the second.
-	Dropped int64 `json:"dropped"`
+	// Dropped is the number of arrivals dropped during the second, and
+	// DroppedBy splits it by reason ([DropReason] names).
+	Dropped   int64            `json:"dropped"`
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
 	// InFlight is the number of requests in flight at the end of the second.
 	InFlight int `json:"in_flight"`
 	// TargetRPS is the planned global arrival rate over the second (open
 	// model), 0 in the closed model.
 	TargetRPS float64 `json:"target_rps"`
+	// GeneratorLate counts the arrivals the generator sent more than
+	// GeneratorLateTolerance late while a worker was free (its timers or
+	// CPU fell behind); GeneratorLateMax is the latest of them.
+	GeneratorLate    int64         `json:"generator_late,omitempty"`
+	GeneratorLateMax time.Duration `json:"generator_late_max,omitempty"`
 }
 
 // Second is one row of a result's per-second series.
@@ -114,11 +121,16 @@ type Second struct {
 	Second int `json:"second"`
 	// Requests, Errors, Dropped and Late count that second's completions,
 	// failures, dropped and late arrivals; Requests is also the achieved
-	// rate in req/s.
-	Requests int64 `json:"requests"`
-	Errors   int64 `json:"errors"`
-	Dropped  int64 `json:"dropped"`
-	Late     int64 `json:"late"`
+	// rate in req/s. DroppedBy splits Dropped by reason.
+	Requests  int64            `json:"requests"`
+	Errors    int64            `json:"errors"`
+	Dropped   int64            `json:"dropped"`
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
+	Late      int64            `json:"late"`
+	// GeneratorLate and GeneratorLateMax are the second's evidence that
+	// the generator fell behind; see [Snapshot].
+	GeneratorLate    int64         `json:"generator_late,omitempty"`
+	GeneratorLateMax time.Duration `json:"generator_late_max,omitempty"`
 	// Status and Classes count that second's responses by status code and
 	// failures by error class.
 	Status  map[int]int64    `json:"status,omitempty"`
@@ -157,21 +169,34 @@ type Result struct {
 	// Endpoints are the per-endpoint totals.
 	Endpoints []EndpointStats `json:"endpoints"`
 	// Dropped is the number of arrivals never sent: they waited longer than
-	// Options.MaxLateness for a worker, or were still due when the run
-	// stopped.
-	Dropped int64 `json:"dropped"`
-	// GeneratorBound is set by Finish when more than 1% of the requests
-	// were sent late by the generator itself (Late − Queued): its timers or
-	// CPU fell behind, and the latencies describe the generator as much as
-	// the target. Lower the rate or give the generator more CPU.
+	// Options.MaxLateness for a worker, were still due when the run
+	// stopped, or the driver reported them unsent ([Sample.Unsent]).
+	// DroppedBy splits it by reason ([DropReason] names).
+	Dropped   int64            `json:"dropped"`
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
+	// Workers is the most open-model workers the run started, and
+	// MaxWorkers the most it could (Options.MaxConcurrency); summed over
+	// hosts after a merge.
+	Workers    int `json:"workers,omitempty"`
+	MaxWorkers int `json:"max_workers,omitempty"`
+	// GeneratorLate and GeneratorLateMax total the seconds' evidence that
+	// the generator fell behind; see [Snapshot].
+	GeneratorLate    int64         `json:"generator_late,omitempty"`
+	GeneratorLateMax time.Duration `json:"generator_late_max,omitempty"`
+	// GeneratorBound is set by Finish when the generator itself fell
+	// behind: see [GeneratorBehind]. The latencies then describe the
+	// generator as much as the target. Lower the rate or give the
+	// generator more CPU.
 	GeneratorBound bool `json:"generator_bound"`
-	// WorkerBound is set by Finish when arrivals were dropped or more than
-	// 1% of the requests waited for a free worker (Queued): every worker
-	// was busy, so the target's latency or the concurrency limited the
-	// test. The latencies are still honest (measured from the intended
-	// time); raise concurrency if the target should take more requests in
-	// flight.
+	// WorkerBound is set by Finish when arrivals were dropped for
+	// lateness or more than 1% of the requests waited for a free worker
+	// (Queued): every worker was busy, so the target's latency or the
+	// worker cap limited the test. The latencies are still honest
+	// (measured from the intended time).
 	WorkerBound bool `json:"worker_bound"`
+	// Invalid lists why the run did not deliver the load it was asked
+	// for, set by Finish; empty for a valid run. See [Result.Validity].
+	Invalid []Invalidity `json:"invalid,omitempty"`
 	// Interrupted is true when the context stopped the run early.
 	Interrupted bool `json:"interrupted"`
 	// Seconds is the per-second series, in plan-second order.
@@ -195,6 +220,9 @@ type Result struct {
 func (r *Result) AddSnapshot(s *Snapshot) {
 	r.Stats.Merge(&s.Stats)
 	r.Dropped += s.Dropped
+	r.DroppedBy = addCounts(r.DroppedBy, s.DroppedBy)
+	r.GeneratorLate += s.GeneratorLate
+	r.GeneratorLateMax = max(r.GeneratorLateMax, s.GeneratorLateMax)
 	for i := range s.Endpoints {
 		r.endpoint(s.Endpoints[i].Name).Merge(&s.Endpoints[i].Stats)
 	}
@@ -202,7 +230,8 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 	row := Second{
 		Second: s.Second, Requests: s.Requests, Errors: s.Errors, Dropped: s.Dropped, Late: s.Late,
 		InFlight: s.InFlight, TargetRPS: s.TargetRPS,
-		Status: maps.Clone(s.Status), Classes: maps.Clone(s.Classes),
+		Status: maps.Clone(s.Status), Classes: maps.Clone(s.Classes), DroppedBy: maps.Clone(s.DroppedBy),
+		GeneratorLate: s.GeneratorLate, GeneratorLateMax: s.GeneratorLateMax,
 	}
 	if s.Latency != nil && s.Latency.Count() > 0 {
 		row.Hist = s.Latency.Pack()
@@ -233,6 +262,9 @@ func (r *Result) addSecond(row Second) {
 	s.Requests += row.Requests
 	s.Errors += row.Errors
 	s.Dropped += row.Dropped
+	s.DroppedBy = addCounts(s.DroppedBy, row.DroppedBy)
+	s.GeneratorLate += row.GeneratorLate
+	s.GeneratorLateMax = max(s.GeneratorLateMax, row.GeneratorLateMax)
 	s.Late += row.Late
 	s.Status = addCounts(s.Status, row.Status)
 	s.Classes = addCounts(s.Classes, row.Classes)
@@ -277,6 +309,11 @@ func (r *Result) Merge(o *Result) {
 	r.TargetRPS = max(r.TargetRPS, o.TargetRPS)
 	r.Stats.Merge(&o.Stats)
 	r.Dropped += o.Dropped
+	r.DroppedBy = addCounts(r.DroppedBy, o.DroppedBy)
+	r.Workers += o.Workers
+	r.MaxWorkers += o.MaxWorkers
+	r.GeneratorLate += o.GeneratorLate
+	r.GeneratorLateMax = max(r.GeneratorLateMax, o.GeneratorLateMax)
 	r.Interrupted = r.Interrupted || o.Interrupted
 	for i := range o.Endpoints {
 		r.endpoint(o.Endpoints[i].Name).Merge(&o.Endpoints[i].Stats)
@@ -285,6 +322,7 @@ func (r *Result) Merge(o *Result) {
 	for _, s := range o.Seconds {
 		// r's rows are changed by later merges: they must not share o's.
 		s.Status, s.Classes, s.Hist = maps.Clone(s.Status), maps.Clone(s.Classes), s.Hist.Clone()
+		s.DroppedBy = maps.Clone(s.DroppedBy)
 		r.addSecond(s)
 	}
 	if o.Protocol != nil {
@@ -296,11 +334,12 @@ func (r *Result) Merge(o *Result) {
 	r.Checks = mergeChecks(r.Checks, o.Checks)
 }
 
-// Finish computes the derived fields (GeneratorBound, WorkerBound) after
-// the last change.
+// Finish computes the derived fields (GeneratorBound, WorkerBound,
+// Invalid) after the last change.
 func (r *Result) Finish() {
-	r.GeneratorBound = (r.Late-r.Queued)*100 > r.Requests
-	r.WorkerBound = r.Dropped > 0 || r.Queued*100 > r.Requests
+	r.GeneratorBound = GeneratorBehind(r).Behind
+	r.WorkerBound = r.DroppedBy[DropLate.String()]+r.DroppedBy[DropStop.String()] > 0 || r.Queued*100 > r.Requests
+	r.Invalid = r.Validity()
 }
 
 // MeasuredNothing reports whether no request succeeded: every request

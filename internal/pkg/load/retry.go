@@ -100,7 +100,10 @@ func (rt *retrier) DoSample(ctx context.Context, s *Sample) error {
 		s.Attempts = attempt
 		err := rt.r.DoSample(ctx, s)
 		bytesOut += s.BytesOut
-		if attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {
+		if attempt > 1 {
+			s.Unsent = UnsentNone // an earlier attempt left: the request was sent
+		}
+		if s.Unsent != UnsentNone || attempt > rt.p.Retries || !rt.p.ShouldRetry(ctx, s, err) {
 			s.Attempts = attempt
 			s.BytesOut = bytesOut
 			return err
@@ -122,8 +125,9 @@ func (rt *retrier) DoSample(ctx context.Context, s *Sample) error {
 type FailureLogger func(s *Sample, err error)
 
 // LogFailures wraps r so that every failed request (an error, or a 4xx/5xx
-// status) is passed to log. The returned requester is safe for concurrent
-// use when r and log are.
+// status) is passed to log; a request that was never sent
+// ([Sample.Unsent]) is not a failed request and is not logged. The
+// returned requester is safe for concurrent use when r and log are.
 func LogFailures(r Requester, log FailureLogger) Requester {
 	return &failureLogger{r: r, log: log}
 }
@@ -142,8 +146,8 @@ func (f *failureLogger) Do(ctx context.Context) error {
 
 func (f *failureLogger) DoSample(ctx context.Context, s *Sample) error {
 	err := f.r.DoSample(ctx, s)
-	if err != nil || s.Status >= 400 {
-		f.log(s, err)
+	if (err != nil || s.Status >= 400) && s.Unsent == UnsentNone {
+		f.log(s, err) // an unsent request is a dropped arrival, not a failure
 	}
 	return err
 }

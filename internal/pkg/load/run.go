@@ -140,6 +140,14 @@ type engine struct {
 	schedMu sync.Mutex
 	sched   *Schedule
 	dropped atomic.Int64
+	// droppedBy splits dropped by reason; see drop.
+	droppedBy [numDropReasons]atomic.Int64
+	// genLate counts the arrivals sent more than GeneratorLateTolerance
+	// late while a worker was free, and genLateMax holds the latest of
+	// them (nanoseconds) since the last snapshot: the evidence that the
+	// generator, not the target, fell behind.
+	genLate    atomic.Int64
+	genLateMax atomic.Int64
 
 	issued    atomic.Uint64
 	active    atomic.Int64
@@ -150,15 +158,20 @@ type engine struct {
 	stopOnce sync.Once
 	stopAt   atomic.Int64 // unix nanos at which stop was closed
 	reqCtx   context.Context
+	// cancelled is set just before reqCtx is cancelled: a request that
+	// would start after it is dropped (canceled_before_send) rather than
+	// handed to the driver to fail at once.
+	cancelled atomic.Bool
 	// finalAt is the plan time at which the run is deemed to end; the
 	// final progress window runs to it. Written before collDone closes.
 	finalAt time.Duration
 	recs    []*recorder
 
-	// n is the most workers the run may have. The open model starts them
-	// lazily, one more whenever the last idle one takes a request, so a
-	// huge concurrency costs only what the load needs; the closed model
-	// starts one per user (at most Total) at once.
+	// n is the most workers the run may have (the open model's
+	// MaxConcurrency). The open model starts them lazily, one more
+	// whenever the last idle one takes a request, so a huge cap costs only
+	// what the load needs; the closed model starts one per user (at most
+	// Total) at once.
 	n        int
 	started  atomic.Int64 // workers started
 	idle     atomic.Int64 // open model: started workers not in a request
@@ -168,7 +181,7 @@ type engine struct {
 func newEngine(o *Options) *engine {
 	e := &engine{o: o, names: o.endpointNames(), r: o.Requester, maxLate: o.maxLateness(), precise: preciseWindow}
 	e.sched = NewSchedule(o)
-	n := o.concurrency()
+	n := o.maxConcurrency()
 	if !o.open() {
 		n = o.maxVUs()
 		if o.ScaleVUs != nil {
@@ -261,6 +274,9 @@ func (e *engine) run(ctx context.Context) *Result {
 	close(collDone)
 	wg.Wait()
 	e.setTargetRPS(res, planEnd, hasEnd)
+	if res.Open {
+		res.Workers, res.MaxWorkers = int(e.started.Load()), e.n
+	}
 	res.SUT = e.o.Resources.Summaries()
 	res.Finish()
 	return res
@@ -294,7 +310,7 @@ func (e *engine) awaitStart(ctx context.Context, res *Result) bool {
 		// due while it was being set up (warming connections, fetching a
 		// token, a stalled host) are counted as dropped, not sent at once
 		// in a burst beside the rest of the load.
-		e.dropUnsent(res.Start.Add(-LateTolerance))
+		e.dropUnsent(res.Start.Add(-LateTolerance), DropLate)
 	}
 	return true
 }
@@ -391,6 +407,7 @@ func (e *engine) stopRun(ctx context.Context, res *Result, allDone <-chan struct
 	if stopped {
 		e.drain(ctx, res, allDone)
 		e.closeStop()
+		e.cancelled.Store(true)
 		cancelReq()
 		e.awaitCancelled(allDone)
 	} else if drain {
@@ -401,7 +418,7 @@ func (e *engine) stopRun(ctx context.Context, res *Result, allDone <-chan struct
 		if drain {
 			stopAt = end
 		}
-		e.dropUnsent(stopAt)
+		e.dropUnsent(stopAt, DropStop)
 	}
 	return end
 }
@@ -525,7 +542,7 @@ func (e *engine) openWorker(w *worker) {
 		} else {
 			select {
 			case <-e.stop:
-				e.dropped.Add(1) // due, and now never sent
+				e.drop(DropStop, 1) // due, and now never sent
 				return
 			default:
 			}
@@ -539,18 +556,21 @@ func (e *engine) openWorker(w *worker) {
 				e.schedMu.Lock()
 				n := e.sched.SkipBefore(e.planNow() - e.maxLate)
 				e.schedMu.Unlock()
-				e.dropped.Add(1 + int64(n))
+				e.drop(DropLate, 1+int64(n))
 				continue
 			}
 		}
 		if e.o.Lease != nil && !e.o.Lease() {
-			e.dropped.Add(1) // due, but this host does not hold the lease now
+			e.drop(DropLease, 1) // due, but this host does not hold the lease now
 			continue
 		}
-		if late == onTime && time.Since(intended) > LateTolerance {
+		if lag := time.Since(intended); late == onTime && lag > LateTolerance {
 			late = generatorLate
+			if lag > GeneratorLateTolerance {
+				e.noteGeneratorLate(lag)
+			}
 		}
-		// Keep one worker free for the next arrival, up to concurrency.
+		// Keep one worker free for the next arrival, up to max concurrency.
 		if e.idle.Add(-1) == 0 {
 			e.spawnOpen()
 		}
@@ -600,7 +620,7 @@ func (e *engine) sleepUntil(w *worker, intended time.Time) bool {
 		case <-e.stop:
 			w.timer.Stop()
 			if time.Until(intended) <= 0 {
-				e.dropped.Add(1) // it fell due as the run stopped: never sent
+				e.drop(DropStop, 1) // it fell due as the run stopped: never sent
 			}
 			return false
 		}
@@ -611,7 +631,7 @@ func (e *engine) sleepUntil(w *worker, intended time.Time) bool {
 	select {
 	case <-e.stop:
 		if intended.Before(e.stoppedAt()) {
-			e.dropped.Add(1) // it fell due before the run stopped: never sent
+			e.drop(DropStop, 1) // it fell due before the run stopped: never sent
 		}
 		return false
 	default:
@@ -646,19 +666,49 @@ const (
 // stopAt but that no worker picked up: they were intended and never sent.
 // It computes the count rather than walking the arrivals, so it is quick
 // whatever the rate.
-func (e *engine) dropUnsent(stopAt time.Time) {
+func (e *engine) dropUnsent(stopAt time.Time, why DropReason) {
 	e.schedMu.Lock()
 	n := e.sched.SkipBefore(stopAt.Sub(e.base))
 	e.schedMu.Unlock()
-	e.dropped.Add(int64(n))
+	e.drop(why, int64(n))
+}
+
+// drop counts n arrivals that were never sent, for reason why.
+func (e *engine) drop(why DropReason, n int64) {
+	if n <= 0 {
+		return
+	}
+	e.dropped.Add(n)
+	e.droppedBy[why].Add(n)
+}
+
+// noteGeneratorLate records an arrival that the generator sent lag late
+// while a worker was free (see genLate).
+func (e *engine) noteGeneratorLate(lag time.Duration) {
+	e.genLate.Add(1)
+	for {
+		m := e.genLateMax.Load()
+		if int64(lag) <= m || e.genLateMax.CompareAndSwap(m, int64(lag)) {
+			return
+		}
+	}
 }
 
 func (e *engine) do(w *worker, start time.Time, late lateness) {
+	if e.cancelled.Load() {
+		e.drop(DropCanceled, 1) // the run's requests are cancelled: it would never leave
+		return
+	}
 	w.rec.inFlight.Add(1)
 	w.s.Reset()
 	err := e.r.DoSample(e.reqCtx, &w.s)
 	lat := time.Since(start)
 	w.rec.inFlight.Add(-1)
+	if w.s.Unsent != UnsentNone {
+		// Nothing left the process: a dropped arrival, not a request.
+		e.drop(w.s.Unsent, 1)
+		return
+	}
 	w.record(w.s.Endpoint, lat, &w.s, err, late)
 }
 
@@ -750,7 +800,7 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 	o := e.o
 	sec := int(e.planNow() / time.Second)
 	win := NewProgressWindow(o.ProgressInterval)
-	var lastDropped int64
+	var lastDropped dropMarks
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	flush := func(final bool) {
@@ -788,8 +838,35 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 	}
 }
 
+// dropMarks are the engine's drop and generator-lateness counters as of
+// the previous snapshot, so that each snapshot gets its second's share.
+type dropMarks struct {
+	dropped [numDropReasons]int64
+	genLate int64
+}
+
+// snapshotDrops sets s's dropped arrivals (by reason) and generator
+// lateness since the previous snapshot.
+func (e *engine) snapshotDrops(s *Snapshot, last *dropMarks) {
+	for r := DropReason(1); r < numDropReasons; r++ {
+		d := e.droppedBy[r].Load()
+		if n := d - last.dropped[r]; n > 0 {
+			s.Dropped += n
+			if s.DroppedBy == nil {
+				s.DroppedBy = make(map[string]int64)
+			}
+			s.DroppedBy[r.String()] = n
+		}
+		last.dropped[r] = d
+	}
+	g := e.genLate.Load()
+	s.GeneratorLate = g - last.genLate
+	last.genLate = g
+	s.GeneratorLateMax = time.Duration(e.genLateMax.Swap(0))
+}
+
 // snapshot drains every worker's recorder into a new Snapshot for second sec.
-func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
+func (e *engine) snapshot(sec int, lastDropped *dropMarks) *Snapshot {
 	s := &Snapshot{Second: sec, Endpoints: make([]EndpointStats, len(e.names))}
 	s.Latency = NewHistogram()
 	var sum rawCounters
@@ -823,9 +900,7 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 	lat := s.Latency
 	fillStats(&s.Stats, &sum)
 	s.Latency = lat
-	d := e.dropped.Load()
-	s.Dropped = d - *lastDropped
-	*lastDropped = d
+	e.snapshotDrops(s, lastDropped)
 	if e.o.open() {
 		from := time.Duration(sec) * time.Second
 		s.TargetRPS = e.sched.PlannedCount(from, from+time.Second)

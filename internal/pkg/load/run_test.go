@@ -747,7 +747,7 @@ func TestRecorderMemoryFollowsEndpoints(t *testing.T) {
 		}
 		w := e.newWorker(0)
 		w.record(n-1, time.Millisecond, &Sample{Endpoint: n - 1}, nil, onTime)
-		s := e.snapshot(0, new(int64))
+		s := e.snapshot(0, new(dropMarks))
 		for j, ep := range s.Endpoints {
 			if (ep.Latency != nil) != (j == n-1) {
 				t.Fatalf("%d endpoints: snapshot endpoint %d has histogram %v, want one only for the endpoint that had a request", n, j, ep.Latency != nil)

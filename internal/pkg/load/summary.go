@@ -73,20 +73,25 @@ type EndpointSummary struct {
 
 // SecondSummary is one row of the per-second series of a [Summary].
 type SecondSummary struct {
-	Second       int              `json:"second"`
-	Requests     int64            `json:"requests"`
-	Errors       int64            `json:"errors"`
-	Dropped      int64            `json:"dropped"`
-	Late         int64            `json:"late"`
-	InFlight     int              `json:"in_flight"`
-	TargetRPS    float64          `json:"target_rps,omitempty"`
-	P50          float64          `json:"p50_ms"`
-	P90          float64          `json:"p90_ms"`
-	P95          float64          `json:"p95_ms"`
-	P99          float64          `json:"p99_ms"`
-	P999         float64          `json:"p99_9_ms"`
-	Status       map[string]int64 `json:"status,omitempty"`
-	ErrorClasses map[string]int64 `json:"error_classes,omitempty"`
+	Second    int              `json:"second"`
+	Requests  int64            `json:"requests"`
+	Errors    int64            `json:"errors"`
+	Dropped   int64            `json:"dropped"`
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
+	Late      int64            `json:"late"`
+	// GeneratorLate and GeneratorLateMaxMS are the second's evidence of
+	// the generator falling behind (see [Snapshot]).
+	GeneratorLate      int64            `json:"generator_late,omitempty"`
+	GeneratorLateMaxMS float64          `json:"generator_late_max_ms,omitempty"`
+	InFlight           int              `json:"in_flight"`
+	TargetRPS          float64          `json:"target_rps,omitempty"`
+	P50                float64          `json:"p50_ms"`
+	P90                float64          `json:"p90_ms"`
+	P95                float64          `json:"p95_ms"`
+	P99                float64          `json:"p99_ms"`
+	P999               float64          `json:"p99_9_ms"`
+	Status             map[string]int64 `json:"status,omitempty"`
+	ErrorClasses       map[string]int64 `json:"error_classes,omitempty"`
 }
 
 // SummarySchemaVersion is the version of the [Summary] JSON layout, written
@@ -97,25 +102,40 @@ const SummarySchemaVersion = 2
 // Summary is the reported view of a [Result]: what the text, JSON and
 // Markdown summaries show, and what the forge step outputs are read from.
 type Summary struct {
-	SchemaVersion    int               `json:"schema_version"`
-	ElapsedSeconds   float64           `json:"elapsed_s"`
-	Model            string            `json:"model"`
-	Requests         int64             `json:"requests"`
-	Errors           int64             `json:"errors"`
-	ErrorRate        float64           `json:"error_rate"`
-	RPS              float64           `json:"rps"`
-	TargetRPS        float64           `json:"target_rps,omitempty"`
-	Latency          Latency           `json:"latency"`
-	Status           map[string]int64  `json:"status,omitempty"`
-	ErrorClasses     map[string]int64  `json:"error_classes,omitempty"`
-	BytesIn          int64             `json:"bytes_in"`
-	BytesOut         int64             `json:"bytes_out"`
-	Retries          int64             `json:"retries"`
-	Dropped          int64             `json:"dropped"`
-	Late             int64             `json:"late"`
-	Queued           int64             `json:"queued"`
-	GeneratorBound   bool              `json:"generator_bound"`
-	WorkerBound      bool              `json:"worker_bound"`
+	SchemaVersion  int              `json:"schema_version"`
+	ElapsedSeconds float64          `json:"elapsed_s"`
+	Model          string           `json:"model"`
+	Requests       int64            `json:"requests"`
+	Errors         int64            `json:"errors"`
+	ErrorRate      float64          `json:"error_rate"`
+	RPS            float64          `json:"rps"`
+	TargetRPS      float64          `json:"target_rps,omitempty"`
+	Latency        Latency          `json:"latency"`
+	Status         map[string]int64 `json:"status,omitempty"`
+	ErrorClasses   map[string]int64 `json:"error_classes,omitempty"`
+	BytesIn        int64            `json:"bytes_in"`
+	BytesOut       int64            `json:"bytes_out"`
+	Retries        int64            `json:"retries"`
+	Dropped        int64            `json:"dropped"`
+	DroppedBy      map[string]int64 `json:"dropped_by,omitempty"`
+	Late           int64            `json:"late"`
+	Queued         int64            `json:"queued"`
+	// AchievedRatio is the achieved rate over the asked one (open model).
+	AchievedRatio float64 `json:"achieved_ratio,omitempty"`
+	// Workers and MaxWorkers are the open model's peak and cap of workers.
+	Workers    int `json:"workers,omitempty"`
+	MaxWorkers int `json:"max_workers,omitempty"`
+	// GeneratorLate, GeneratorLateMaxMS and GeneratorBehindSeconds are the
+	// evidence of the generator falling behind ([GeneratorBehind]).
+	GeneratorLate          int64   `json:"generator_late,omitempty"`
+	GeneratorLateMaxMS     float64 `json:"generator_late_max_ms,omitempty"`
+	GeneratorBehindSeconds []int   `json:"generator_behind_seconds,omitempty"`
+	GeneratorBound         bool    `json:"generator_bound"`
+	WorkerBound            bool    `json:"worker_bound"`
+	// Valid is false when the run did not deliver the load it was asked
+	// for; Invalid says why (see [Result.Validity]).
+	Valid            bool              `json:"valid"`
+	Invalid          []Invalidity      `json:"invalid,omitempty"`
 	Interrupted      bool              `json:"interrupted"`
 	Endpoints        []EndpointSummary `json:"endpoints"`
 	Seconds          []SecondSummary   `json:"seconds"`
@@ -162,6 +182,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		BytesOut:       r.BytesOut,
 		Retries:        r.Retries,
 		Dropped:        r.Dropped,
+		DroppedBy:      r.DroppedBy,
 		Late:           r.Late,
 		Queued:         r.Queued,
 		GeneratorBound: r.GeneratorBound,
@@ -179,6 +200,12 @@ func Summarize(r *Result, checks []Check) Summary {
 	if r.Open {
 		s.Model = "open"
 	}
+	s.AchievedRatio, _ = r.AchievedRatio()
+	s.Workers, s.MaxWorkers = r.Workers, r.MaxWorkers
+	b := GeneratorBehind(r)
+	s.GeneratorLate, s.GeneratorLateMaxMS, s.GeneratorBehindSeconds = b.Late, ms(b.Max), b.Seconds
+	s.Invalid = r.Invalid
+	s.Valid = len(s.Invalid) == 0
 	for i := range r.Endpoints {
 		e := &r.Endpoints[i]
 		es := EndpointSummary{Name: e.Name, Requests: e.Requests, Errors: e.Errors, ErrorRate: e.ErrorRate(), Latency: latencyOf(&e.Stats), Status: statusNames(e.Status)}
@@ -190,7 +217,8 @@ func Summarize(r *Result, checks []Check) Summary {
 	s.Seconds = make([]SecondSummary, 0, len(r.Seconds))
 	for _, x := range r.Seconds {
 		s.Seconds = append(s.Seconds, SecondSummary{
-			Second: x.Second, Requests: x.Requests, Errors: x.Errors, Dropped: x.Dropped, Late: x.Late,
+			Second: x.Second, Requests: x.Requests, Errors: x.Errors, Dropped: x.Dropped, DroppedBy: x.DroppedBy, Late: x.Late,
+			GeneratorLate: x.GeneratorLate, GeneratorLateMaxMS: ms(x.GeneratorLateMax),
 			InFlight: x.InFlight, TargetRPS: x.TargetRPS,
 			P50: ms(x.P50), P90: ms(x.P90), P95: ms(x.P95), P99: ms(x.P99), P999: ms(x.P999),
 			Status: statusNames(x.Status), ErrorClasses: x.Classes,
@@ -302,9 +330,13 @@ func summaryRows(s *Summary) [][2]string {
 	l := s.Latency
 	late := strconv.FormatInt(s.Dropped, 10) + " / " + strconv.FormatInt(s.Late, 10)
 	if s.Queued > 0 {
-		late += " (" + strconv.FormatInt(s.Queued, 10) + " of them waited for a free worker)"
+		late += " (" + strconv.FormatInt(s.Queued, 10) + " of the late waited for a free worker)"
+	}
+	if len(s.DroppedBy) > 0 {
+		late += "; dropped: " + fmtCounts(s.DroppedBy)
 	}
 	rows := [][2]string{
+		{"Validity", ValidityVerdict(s)},
 		{"Duration", duration},
 		{"Requests", strconv.FormatInt(s.Requests, 10)},
 		{"Rate", rate},
@@ -317,9 +349,14 @@ func summaryRows(s *Summary) [][2]string {
 		{"Bytes in / out", fmtBytes(s.BytesIn) + " / " + fmtBytes(s.BytesOut)},
 		{"Retries", strconv.FormatInt(s.Retries, 10)},
 		{"Dropped / late arrivals", late},
+	}
+	if s.MaxWorkers > 0 {
+		rows = append(rows, [2]string{"Workers (peak / max)", strconv.Itoa(s.Workers) + " / " + strconv.Itoa(s.MaxWorkers)})
+	}
+	rows = append(rows, [][2]string{
 		{"Generator-bound", GeneratorVerdict(s)},
 		{"Worker-bound", WorkerVerdict(s)},
-	}
+	}...)
 	for _, u := range s.SUT {
 		sampled := strconv.Itoa(u.Samples) + " readings"
 		if u.Samples == 1 {
@@ -344,11 +381,32 @@ func summaryRows(s *Summary) [][2]string {
 // GeneratorVerdict says whether the generator itself fell behind, and what
 // to do about it: "no", or a sentence starting with "YES".
 func GeneratorVerdict(s *Summary) string {
+	b := Behind{Late: s.GeneratorLate, Max: time.Duration(s.GeneratorLateMaxMS * float64(time.Millisecond)), Seconds: s.GeneratorBehindSeconds}
 	if !s.GeneratorBound {
-		return "no"
+		if b.Late == 0 {
+			return "no"
+		}
+		return "no (" + b.String() + "; it takes " + strconv.Itoa(GeneratorBehindSeconds) + " such seconds)"
 	}
-	return "YES: " + strconv.FormatInt(s.Late-s.Queued, 10) + " requests were sent late by the generator itself (its timers or CPU fell behind), " +
-		"so latencies include its delay. Lower the rate, or give the runner more CPU (or split the test over more hosts)"
+	return "YES: " + b.String() + ", so latencies include its delay. Lower the rate, or give the runner more CPU (or split the test over more hosts)"
+}
+
+// ValidityVerdict says whether the run delivered the load it was asked
+// for: "valid", or "INVALID: " and the first reason with its fix (and how
+// many more there are).
+func ValidityVerdict(s *Summary) string {
+	if len(s.Invalid) == 0 {
+		return "valid"
+	}
+	v := "INVALID: " + s.Invalid[0].Detail
+	if n := len(s.Invalid) - 1; n > 0 {
+		var more []string
+		for _, x := range s.Invalid[1:] {
+			more = append(more, x.Reason)
+		}
+		v += " (also: " + strings.Join(more, ", ") + ")"
+	}
+	return v
 }
 
 // WorkerVerdict says whether every worker was busy, so that the target or
@@ -359,8 +417,8 @@ func WorkerVerdict(s *Summary) string {
 		return "no"
 	}
 	return "YES: every worker was busy: " + strconv.FormatInt(s.Queued, 10) + " arrivals waited for a free worker and " +
-		strconv.FormatInt(s.Dropped, 10) + " were dropped. The target's latency or concurrency limited this test " +
-		"(latencies are still measured from the intended send time). Raise concurrency if the target should take more requests in flight"
+		strconv.FormatInt(s.Dropped, 10) + " were dropped. The target's latency or max_concurrency limited this test " +
+		"(latencies are still measured from the intended send time). Raise max_concurrency if the target should take more requests in flight"
 }
 
 func fmtCores(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

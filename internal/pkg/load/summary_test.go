@@ -19,6 +19,12 @@ func goldenResult() *Result {
 	r := &Result{Open: true, TargetRPS: 100, Elapsed: 10 * time.Second}
 	for sec := range 10 {
 		s := &Snapshot{Second: sec, TargetRPS: 100, Dropped: int64(sec % 2), InFlight: 2}
+		if s.Dropped > 0 {
+			s.DroppedBy = map[string]int64{"late": s.Dropped}
+		}
+		if sec >= 3 && sec < 7 {
+			s.GeneratorLate, s.GeneratorLateMax = 15, time.Duration(sec)*10*time.Millisecond
+		}
 		for j, name := range []string{"GET /users", "POST /orders"} {
 			e := EndpointStats{Name: name}
 			e.Latency = NewHistogram()
@@ -88,22 +94,44 @@ func TestSummaryGolden(t *testing.T) {
 }
 
 // TestSummaryFlagsWhatBoundTheRun checks that arrivals that waited for a
-// free worker flag the run worker-bound (the target or concurrency), and
-// only arrivals the generator itself sent late flag it generator-bound.
+// free worker flag the run worker-bound (the target or the worker cap),
+// and that only sustained evidence of the generator's own lateness (at
+// least GeneratorBehindSeconds seconds with arrivals sent more than
+// GeneratorLateTolerance late while a worker was free) flags it
+// generator-bound: a timer a few milliseconds late, or a hiccup of a
+// second or two, never does.
 func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name                string
-		late, queued, drops int64
-		gen, worker         bool
+		name         string
+		late, queued int64
+		dropped      map[string]int64
+		genLate      []int64 // per second, of 100 requests each
+		gen, worker  bool
 	}{
-		{"on time", 5, 0, 0, false, false},
-		{"target stalls", 300, 290, 0, false, true},
-		{"dropped", 0, 0, 3, false, true},
-		{"generator CPU", 300, 0, 0, true, false},
-		{"both", 300, 150, 0, true, true},
+		{name: "on time", late: 5},
+		{name: "target stalls", late: 300, queued: 290, worker: true},
+		{name: "dropped", dropped: map[string]int64{"late": 3}, worker: true},
+		// Late by a few ms on a busy machine: the old rule said YES.
+		{name: "timers a few ms late", late: 300},
+		{name: "hiccup of two seconds", late: 300, genLate: []int64{0, 60, 60, 0, 0}},
+		{name: "generator behind", late: 300, genLate: []int64{0, 30, 30, 30, 0}, gen: true},
+		{name: "both", late: 300, queued: 150, genLate: []int64{30, 30, 30, 30, 30}, gen: true, worker: true},
 	} {
-		r := &Result{Open: true, Elapsed: time.Second, Stats: Stats{Requests: 1000, Late: tc.late, Queued: tc.queued}, Dropped: tc.drops}
+		r := &Result{Open: true, Elapsed: 5 * time.Second}
+		for sec := range 5 {
+			snap := &Snapshot{Second: sec, Stats: Stats{Requests: 200, Late: tc.late / 5, Queued: tc.queued / 5}}
+			if sec < len(tc.genLate) && tc.genLate[sec] > 0 {
+				snap.GeneratorLate, snap.GeneratorLateMax = 2*tc.genLate[sec], 40*time.Millisecond
+			}
+			if sec == 0 {
+				snap.DroppedBy = tc.dropped
+				for _, n := range tc.dropped {
+					snap.Dropped += n
+				}
+			}
+			r.AddSnapshot(snap)
+		}
 		r.Finish()
 		if r.GeneratorBound != tc.gen || r.WorkerBound != tc.worker {
 			t.Errorf("%s: generator-bound %v, worker-bound %v; want %v, %v", tc.name, r.GeneratorBound, r.WorkerBound, tc.gen, tc.worker)
@@ -116,8 +144,11 @@ func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
 		if strings.Contains(out, "Generator-bound           YES") != tc.gen || strings.Contains(out, "Worker-bound              YES") != tc.worker {
 			t.Errorf("%s: summary flags do not match the result:\n%s", tc.name, out)
 		}
-		if tc.worker && !strings.Contains(out, "Raise concurrency") || tc.gen && !strings.Contains(out, "Lower the rate") {
+		if tc.worker && !strings.Contains(out, "Raise max_concurrency") || tc.gen && !strings.Contains(out, "Lower the rate") {
 			t.Errorf("%s: summary does not say what to change:\n%s", tc.name, out)
+		}
+		if tc.gen && !strings.Contains(out, "(up to 40.00ms late); behind in ") {
+			t.Errorf("%s: summary shows no evidence (how many, how late, when):\n%s", tc.name, out)
 		}
 		if strings.Contains(out, "Thresholds") {
 			t.Error("text summary has a thresholds section without checks")

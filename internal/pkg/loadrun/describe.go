@@ -30,6 +30,9 @@ func Describe(cfg *spec.Config, o *load.Options) string {
 		fmt.Fprintf(&b, ", closed loop")
 	}
 	fmt.Fprintf(&b, ", concurrency %d", o.Concurrency)
+	if o.Open() && o.MaxConcurrency > o.Concurrency {
+		fmt.Fprintf(&b, " (grows to %d)", o.MaxConcurrency)
+	}
 	if o.Duration > 0 {
 		fmt.Fprintf(&b, ", for %s", o.Duration)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -131,7 +132,7 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 		p.watchAborts()
 	}
 
-	workers := o.Concurrency
+	workers := max(o.Concurrency, o.MaxConcurrency) // the open model's pool grows up to MaxConcurrency
 	if !o.Open() && (o.VUs > 0 || len(o.VUStages) > 0) {
 		workers = max(o.VUs, cfg.VUs.Count)
 		for _, st := range o.VUStages {
@@ -228,10 +229,33 @@ func EngineOptions(cfg *spec.Config, l Limits) (load.Options, []threshold.Thresh
 		o.VUs = cfg.VUs.Count
 	}
 	o.ThinkTime, o.ThinkTimeMax = cfg.ThinkTime.Min, cfg.ThinkTime.Max
+	o.MaxConcurrency = cfg.MaxConcurrency
 	if err := l.Check(&o); err != nil {
 		return o, nil, err
 	}
+	if o.MaxConcurrency == 0 && o.Open() {
+		o.MaxConcurrency = DefaultMaxConcurrency(&o, cfg.Timeout, l)
+	}
 	return o, ths, nil
+}
+
+// DefaultMaxConcurrency is the open model's worker cap when the config
+// sets none: as many requests as can be in flight at the peak rate when
+// each takes the whole timeout (rate × timeout), at most
+// spec.DefaultMaxConcurrency and the runner's load.max_concurrency, and
+// never below concurrency.
+func DefaultMaxConcurrency(o *load.Options, timeout time.Duration, l Limits) int {
+	if timeout <= 0 {
+		timeout = spec.DefaultTimeout
+	}
+	n := spec.DefaultMaxConcurrency
+	if need := math.Ceil(PeakRate(o) * timeout.Seconds()); need < float64(n) {
+		n = int(need)
+	}
+	if l.MaxConcurrency > 0 {
+		n = min(n, l.MaxConcurrency)
+	}
+	return max(n, o.Concurrency)
 }
 
 // Run runs the engine and returns its measurements; the thresholds are
@@ -535,7 +559,19 @@ func (s source) Resources() map[string]threshold.ResourceMetrics {
 	return out
 }
 
-func (s source) Overall() threshold.Metrics { return metrics{&s.r.Stats, s.r.Elapsed} }
+func (s source) Overall() threshold.Metrics { return overall{metrics{&s.r.Stats, s.r.Elapsed}, s.r} }
+
+// overall adds the run's arrival metrics (dropped, achieved ratio) to
+// its totals.
+type overall struct {
+	metrics
+	r *load.Result
+}
+
+var _ threshold.ArrivalMetrics = overall{}
+
+func (o overall) Dropped() int64                 { return o.r.Dropped }
+func (o overall) AchievedRatio() (float64, bool) { return o.r.AchievedRatio() }
 
 func (s source) Endpoint(name string) (threshold.Metrics, bool) {
 	for i := range s.r.Endpoints {
@@ -553,6 +589,7 @@ type metrics struct {
 
 func (m metrics) Requests() int64        { return m.s.Requests }
 func (m metrics) Failures() int64        { return m.s.Errors }
+func (m metrics) Late() int64            { return m.s.Late }
 func (m metrics) Elapsed() time.Duration { return m.elapsed }
 func (m metrics) LatencyMin() time.Duration {
 	return m.hist(func(h *load.Histogram) time.Duration { return h.Min() })

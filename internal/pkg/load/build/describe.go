@@ -53,6 +53,8 @@ func Describe(cfg *spec.Config) []load.ConfigRow {
 	add("body_file", cfg.BodyFile)
 	add("rate", f(cfg.Rate))
 	add("concurrency", strconv.Itoa(cfg.Concurrency))
+	add("max_concurrency", strconv.Itoa(cfg.MaxConcurrency))
+	add("validity", string(cfg.Validity))
 	if cfg.Duration > 0 {
 		add("duration", cfg.Duration.String())
 	}

@@ -85,6 +85,8 @@ func (l Limits) Check(o *load.Options) error {
 	if l.MaxConcurrency > 0 {
 		if c := max(o.Concurrency, PeakVUs(o)); c > l.MaxConcurrency {
 			errs = append(errs, fmt.Errorf("concurrency/vus %d is above this runner's limit of %d (load.max_concurrency in the runner config): lower concurrency or vus", c, l.MaxConcurrency))
+		} else if o.MaxConcurrency > l.MaxConcurrency {
+			errs = append(errs, fmt.Errorf("max_concurrency %d is above this runner's limit of %d (load.max_concurrency in the runner config): lower max_concurrency, or leave it out for the runner's most", o.MaxConcurrency, l.MaxConcurrency))
 		}
 	}
 	if l.MaxDuration > 0 {
@@ -120,6 +122,8 @@ func (l Limits) CheckShare(o *load.Options, share float64, scale func(int) int) 
 				c = scale(c)
 			}
 		}
+		// The pool grows on demand: on this worker, up to its own cap.
+		o.MaxConcurrency = min(o.MaxConcurrency, l.MaxConcurrency)
 		if c > l.MaxConcurrency {
 			errs = append(errs, fmt.Errorf("this worker's concurrency/vus %d is above its limit of %d (load.max_concurrency in this runner's config): lower concurrency or vus", c, l.MaxConcurrency))
 		}

@@ -62,3 +62,34 @@ func TestLimitsNameTheirUnits(t *testing.T) {
 		t.Errorf("CheckShare = %v, want it to contain %q", err, want)
 	}
 }
+
+// TestDefaultMaxConcurrency: an arrival-rate run's pool grows up to
+// min(1000, peak rate × timeout), capped by the runner's
+// load.max_concurrency and never below concurrency; an explicit
+// max_concurrency above the runner's limit is refused, naming it.
+func TestDefaultMaxConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		yaml  string
+		limit int
+		want  int
+	}{
+		{"target: http://x/\nrate: 200\nduration: 5s\n", 0, 1000},
+		{"target: http://x/\nrate: 10\nduration: 5s\n", 0, 300},
+		{"target: http://x/\nrate: 10\ntimeout: 2s\nduration: 5s\n", 0, 20},
+		{"target: http://x/\nrate: 200\nduration: 5s\n", 50, 50},
+		{"target: http://x/\nrate: 1\nconcurrency: 40\nduration: 5s\n", 0, 40},
+		{"target: http://x/\nload_patterns: [{type: ramp, from_rps: 1, to_rps: 20, duration: 5s}]\n", 0, 600},
+		{"target: http://x/\nrate: 10\nmax_concurrency: 7\nduration: 5s\n", 0, 7},
+		{"target: http://x/\nconcurrency: 3\nduration: 5s\n", 0, 0},
+	} {
+		o, _, err := EngineOptions(parse(t, tc.yaml), Limits{MaxConcurrency: tc.limit})
+		if err != nil || o.MaxConcurrency != tc.want {
+			t.Errorf("%q (limit %d): max concurrency %d, err %v; want %d", tc.yaml, tc.limit, o.MaxConcurrency, err, tc.want)
+		}
+	}
+	_, _, err := EngineOptions(parse(t, "target: http://x/\nrate: 10\nmax_concurrency: 70\nduration: 5s\n"), Limits{MaxConcurrency: 50})
+	if err == nil || !strings.Contains(err.Error(), "max_concurrency 70 is above this runner's limit of 50 (load.max_concurrency") {
+		t.Errorf("explicit max_concurrency above the limit: %v", err)
+	}
+}

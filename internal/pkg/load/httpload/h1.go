@@ -31,6 +31,8 @@ type h1Conn struct {
 	r    *bufio.Reader
 	n    int64 // bytes read for the current response
 	body int64 // body bytes of the current response
+	// wrote is set once a byte of the current request was written.
+	wrote bool
 	// ctx is the context whose cancellation stop is registered for; the
 	// engine passes one context per run, so this is registered once.
 	ctx  context.Context
@@ -190,6 +192,9 @@ func (h *h1Client) do(ctx context.Context, req *h1Request, timeout time.Duration
 		c, reused, err := h.get(ctx, req.addr)
 		if err != nil {
 			s.Class = load.Classify(err)
+			if ctx.Err() != nil {
+				s.Unsent = load.DropCanceled // cancelled while dialling: nothing left
+			}
 			return err
 		}
 		s.BytesOut = int64(len(req.wire)) // a connection exists: the request goes out
@@ -202,6 +207,9 @@ func (h *h1Client) do(ctx context.Context, req *h1Request, timeout time.Duration
 			s.BytesIn, s.Status = c.body, status
 			if ctx.Err() != nil {
 				err = fmt.Errorf("http request: %w", ctx.Err())
+				if !c.wrote {
+					s.Unsent, s.BytesOut = load.DropCanceled, 0 // cancelled before a byte left
+				}
 			}
 			s.Class = load.Classify(err)
 			if s.Class == load.ClassOther {
@@ -229,6 +237,7 @@ func isReset(err error) bool {
 }
 
 func (h *h1Client) roundTrip(ctx context.Context, c *h1Conn, req *h1Request, timeout time.Duration) (status int, keep bool, err error) {
+	c.wrote = false
 	if c.ctx != ctx {
 		if c.stop != nil {
 			c.stop()
@@ -251,7 +260,9 @@ func (h *h1Client) roundTrip(ctx context.Context, c *h1Conn, req *h1Request, tim
 		return 0, false, err
 	}
 	c.n, c.body = 0, 0
-	if _, err := c.conn.Write(req.wire); err != nil {
+	n, err := c.conn.Write(req.wire)
+	c.wrote = n > 0
+	if err != nil {
 		return 0, false, err
 	}
 	for {

@@ -12,9 +12,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -446,9 +448,22 @@ var bodyBufs = sync.Pool{New: func() any { return new(bodyBuf) }}
 // request's approximate size on the wire. The endpoint's extractors store
 // what they find in u.
 func (d *Driver) send(req *http.Request, ep *endpoint, reqLen int64, s *load.Sample, u *vars.User) error {
+	// net/http does not say whether a failed request got as far as a
+	// connection: a trace does (GotConn runs before the request is
+	// written, and before Do returns), so that a request cancelled while
+	// it waited for a connection is not counted as sent. This path
+	// allocates per request anyway; the fast path needs no trace.
+	wrote := new(atomic.Bool)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { wrote.Store(true) },
+	}))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		s.Class = load.Classify(err)
+		if !wrote.Load() && req.Context().Err() != nil && !errors.Is(req.Context().Err(), context.DeadlineExceeded) {
+			s.Unsent = load.DropCanceled // the run stopped before a byte left
+			return err
+		}
 		if !isDialError(err) {
 			s.BytesOut = reqLen // written, or at least attempted on a connection
 		}

@@ -43,6 +43,10 @@ type Input struct {
 	// Where qualifies the data in the verdict's reasons, e.g. " on the
 	// merged result".
 	Where string
+	// ValidityWarn (the config's `validity: warn`) turns an invalid run
+	// (one that did not deliver the load asked for, [load.Result.Validity])
+	// into warnings instead of a failure.
+	ValidityWarn bool
 }
 
 // Outcome is a load test's outcome, built once by [New].
@@ -101,7 +105,16 @@ const (
 	// Cancelled: the caller cancelled the run before its end; its
 	// thresholds are not judged on the partial data.
 	Cancelled
+	// Invalid: the run did not deliver the load it was asked for
+	// (dropped arrivals, an achieved rate under 99% of the asked one, a
+	// full worker pool, a generator behind its schedule), so its numbers
+	// do not describe that load. It fails like Fail.
+	Invalid
 )
+
+// Fails reports whether a verdict of kind k fails the step or the
+// command (Fail and Invalid).
+func (k Kind) Fails() bool { return k == Fail || k == Invalid }
 
 func (k Kind) String() string {
 	switch k {
@@ -111,22 +124,28 @@ func (k Kind) String() string {
 		return "fail"
 	case Cancelled:
 		return "cancelled"
+	case Invalid:
+		return "invalid"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // Verdict is whether a run passed. Its order, the same for every caller
 // (docs/load.md, "Verdict"), is: aborted by an abort_on_fail threshold
-// (fail), stopped on its own (fail), cancelled,
-// failed thresholds (fail), a multi-host shortfall (fail), nothing
-// measured (fail), else pass. The first that applies gives the Kind;
-// Reasons lists every failure that applies after a stop or a cancel is
-// ruled out, in that order.
+// (fail), stopped on its own (fail), cancelled, invalid (the load asked
+// for was not delivered; a warning with `validity: warn`), failed
+// thresholds (fail), a multi-host shortfall (fail), nothing measured
+// (fail), else pass. The first that applies gives the Kind; Reasons lists
+// every failure that applies after a stop or a cancel is ruled out, in
+// that order.
 type Verdict struct {
 	Kind Kind
 	// Reasons say why the run did not pass, most important first; empty
 	// on a pass.
 	Reasons []string
+	// Warnings say why the run would have been invalid, under
+	// `validity: warn`.
+	Warnings []string
 	// Failed are the thresholds that failed.
 	Failed []load.Check
 }
@@ -156,6 +175,15 @@ func judge(in Input, res *load.Result, checks []load.Check) Verdict {
 	case in.Cancelled || res.Interrupted:
 		return Verdict{Kind: Cancelled, Reasons: []string{"load test interrupted before its end"}, Failed: v.Failed}
 	}
+	for _, x := range res.Invalid {
+		r := fmt.Sprintf("INVALID%s: %s", in.Where, x.Detail)
+		if in.ValidityWarn {
+			v.Warnings = append(v.Warnings, r+" (validity: warn, so the run is judged on its thresholds)")
+		} else {
+			v.Reasons = append(v.Reasons, r)
+		}
+	}
+	invalid := len(v.Reasons) > 0
 	if len(v.Failed) > 0 {
 		var names []string
 		for _, c := range v.Failed {
@@ -169,7 +197,10 @@ func judge(in Input, res *load.Result, checks []load.Check) Verdict {
 	if len(v.Reasons) == 0 && res.MeasuredNothing() {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%d of %d requests failed%s)", build.NothingMeasured, res.Errors, res.Requests, in.Where))
 	}
-	if len(v.Reasons) > 0 {
+	switch {
+	case invalid:
+		v.Kind = Invalid
+	case len(v.Reasons) > 0:
 		v.Kind = Fail
 	}
 	return v

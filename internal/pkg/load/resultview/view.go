@@ -2,6 +2,7 @@ package resultview
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -149,10 +150,15 @@ func (v *View) health() {
 	if s.Interrupted {
 		interrupted = "yes: stopped before its end"
 	}
+	dropped := strconv.FormatInt(s.Dropped, 10)
+	for _, k := range slices.Sorted(maps.Keys(s.DroppedBy)) {
+		dropped += ", " + k + ": " + strconv.FormatInt(s.DroppedBy[k], 10)
+	}
 	v.Health = []HealthRow{
+		{Label: "Validity", Value: load.ValidityVerdict(s), Bad: len(s.Invalid) > 0},
 		{Label: "Generator-bound", Value: load.GeneratorVerdict(s), Bad: s.GeneratorBound},
 		{Label: "Worker-bound", Value: load.WorkerVerdict(s), Bad: s.WorkerBound},
-		{Label: "Dropped arrivals", Value: strconv.FormatInt(s.Dropped, 10), Bad: s.Dropped > 0},
+		{Label: "Dropped arrivals", Value: dropped, Bad: s.Dropped > 0},
 		{Label: "Late arrivals (of which waited for a worker)", Value: strconv.FormatInt(s.Late, 10) + " (" + strconv.FormatInt(s.Queued, 10) + ")", Bad: s.Late*100 > s.Requests},
 		{Label: "Retries", Value: strconv.FormatInt(s.Retries, 10)},
 		{Label: "Bytes in / out", Value: load.FormatBytes(s.BytesIn) + " / " + load.FormatBytes(s.BytesOut)},

@@ -33,6 +33,7 @@ func (d *decoder) topFields() []field {
 		{name: "body", set: func(n *yaml.Node, p string) { d.rawStr(n, p, &c.Body) }},
 		{name: "body_file", set: func(n *yaml.Node, p string) { d.str(n, p, &c.BodyFile) }},
 		{name: "concurrency", set: func(n *yaml.Node, p string) { d.intField(n, p, wantConcurrency, &c.Concurrency) }},
+		{name: "max_concurrency", set: func(n *yaml.Node, p string) { d.intField(n, p, wantConcurrency, &c.MaxConcurrency) }},
 		{name: "rate", set: func(n *yaml.Node, p string) { d.float(n, p, wantRate, &c.Rate) }},
 		{name: "duration", set: func(n *yaml.Node, p string) { d.duration(n, p, &c.Duration) }},
 		{name: "total", set: func(n *yaml.Node, p string) { d.integer(n, p, wantTotal, &c.Total) }},
@@ -63,6 +64,11 @@ func (d *decoder) topFields() []field {
 		{name: "thresholds", set: d.thresholds},
 		{name: "checks", structured: true, set: func(n *yaml.Node, p string) { d.checks(n, p, &c.Checks) }},
 		{name: "checks_max_body", set: func(n *yaml.Node, p string) { d.integer(n, p, wantMaxBody, &c.ChecksMaxBody) }},
+		{name: "validity", set: func(n *yaml.Node, p string) {
+			var s string
+			d.str(n, p, &s)
+			c.Validity = Validity(strings.ToLower(s))
+		}},
 		{name: "distributed", structured: true, set: d.distributed},
 		{name: "json_output", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.JSONOutput) }},
 		{name: "dashboard", set: func(n *yaml.Node, p string) { d.boolean(n, p, &c.Dashboard) }},

@@ -19,6 +19,8 @@ const (
 	DefaultMethod = "GET"
 	// DefaultTimeout is the per-request timeout, as in Crankfire.
 	DefaultTimeout = 30 * time.Second
+	// DefaultMaxConcurrency caps the default of max_concurrency.
+	DefaultMaxConcurrency = 1000
 	// DefaultJoinTimeout is how long a distributed run waits for its workers.
 	DefaultJoinTimeout = 60 * time.Second
 	// DefaultConcurrency is the number of workers Crankfire uses when a
@@ -100,6 +102,15 @@ type Config struct {
 	// in flight; closed model without vus: the number of loops). 0 means
 	// not given; see DefaultConcurrency. Key: concurrency.
 	Concurrency int
+	// MaxConcurrency is, in the open model, the most workers the pool may
+	// grow to when every worker is busy; 0 means the default,
+	// min(1000, peak rate × timeout), and never less than Concurrency.
+	// Key: max_concurrency.
+	MaxConcurrency int
+	// Validity is what an invalid run (one that did not deliver the load
+	// asked for) does: ValidityFail (the default, "") fails it,
+	// ValidityWarn only warns. Key: validity.
+	Validity Validity
 	// Rate is the target arrival rate in requests per second for the open
 	// model; 0 means unlimited (closed loop). Key: rate.
 	Rate float64
@@ -474,3 +485,14 @@ type SSE struct {
 	ReadTimeout time.Duration // key: read_timeout
 	MaxEvents   int           // key: max_events
 }
+
+// Validity is the value of the validity key.
+type Validity string
+
+// The validity values.
+const (
+	// ValidityFail fails a run that did not deliver the load asked for.
+	ValidityFail Validity = "fail"
+	// ValidityWarn only warns about it.
+	ValidityWarn Validity = "warn"
+)

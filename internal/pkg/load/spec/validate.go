@@ -307,6 +307,24 @@ func (v *validator) endpoints() {
 	}
 }
 
+// validity checks max_concurrency and validity: what the open model may
+// grow to, and what a run that did not deliver its load does.
+func (v *validator) validity() {
+	c := v.c
+	if c.MaxConcurrency < 0 {
+		v.fail("max_concurrency", "%d is negative (want a whole number of workers, e.g. 500, or leave it out for min(1000, rate × timeout))", c.MaxConcurrency)
+	}
+	if c.MaxConcurrency > 0 && c.MaxConcurrency < c.Concurrency {
+		v.fail("max_concurrency", "%d is below concurrency %d: the pool starts at concurrency and grows up to max_concurrency; raise max_concurrency or lower concurrency", c.MaxConcurrency, c.Concurrency)
+	}
+	if c.MaxConcurrency > 0 && c.Rate == 0 && len(c.Patterns) == 0 {
+		v.fail("max_concurrency", "applies to the open model only (rate or load_patterns), where the worker pool grows on demand: remove it, or set concurrency (closed model) or vus")
+	}
+	if c.Validity != "" && c.Validity != ValidityFail && c.Validity != ValidityWarn {
+		v.fail("validity", "%q is not a validity policy (want fail, the default, or warn)", string(c.Validity))
+	}
+}
+
 func (v *validator) loadModel() {
 	c := v.c
 	if c.Rate < 0 {
@@ -315,6 +333,7 @@ func (v *validator) loadModel() {
 	if c.Concurrency < 0 {
 		v.fail("concurrency", "%d is negative (want a whole number of workers, e.g. 50)", c.Concurrency)
 	}
+	v.validity()
 	if c.Total < 0 {
 		v.fail("total", "%d is negative (want a number of requests, or 0 for no cap)", c.Total)
 	}

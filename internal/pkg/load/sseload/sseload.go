@@ -10,10 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -296,10 +298,17 @@ func (d *Driver) open(ctx context.Context, req *http.Request, key string, s *loa
 	stopWatch := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer stopWatch()
 	opened := time.Now()
-	resp, err := d.client.Do(req.Clone(sctx))
+	// Whether the request got as far as a connection: a stream the run
+	// cancelled before that never left (see load.Sample.Unsent).
+	got := new(atomic.Bool)
+	tctx := httptrace.WithClientTrace(sctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
+	resp, err := d.client.Do(req.Clone(tctx))
 	if err != nil {
 		cancel(nil)
 		s.Class = load.Classify(err)
+		if !got.Load() && errors.Is(ctx.Err(), context.Canceled) {
+			s.Unsent = load.DropCanceled
+		}
 		return nil, fmt.Errorf("sse connect to %s: %w", d.o.URL, err)
 	}
 	d.rec.Add("streams_opened", 1)

@@ -104,6 +104,9 @@ func measure(t Threshold, src Source) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if t.isArrival() {
+		return measureArrivals(t, src)
+	}
 	var m Metrics
 	if t.Endpoint == "" {
 		m = src.Overall()
@@ -248,7 +251,7 @@ func FormatValue(t Threshold, v float64) string {
 		default:
 			return fmt.Sprintf("%.2fs", v)
 		}
-	case kindRatio:
+	case kindRatio, kindAchieved:
 		return fmt.Sprintf("%.2f%%", v*100)
 	case kindCount:
 		return fmt.Sprintf("%.0f", v)

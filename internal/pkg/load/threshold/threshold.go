@@ -100,7 +100,7 @@ func (t Threshold) boundNote() string {
 	last, _ := utf8.DecodeLastRuneInString(t.Source)
 	plain := last == '.' || last >= '0' && last <= '9'
 	switch t.kind() {
-	case kindRatio:
+	case kindRatio, kindAchieved:
 		if plain {
 			return formatNumber(t.Value*100) + "%"
 		}
@@ -147,10 +147,13 @@ const (
 	kindShare                // fraction of a resource limit
 	kindCores                // CPU cores
 	kindBytes                // bytes of memory
+	kindAchieved             // achieved/asked rate, a fraction that may pass 1
 )
 
 func (t Threshold) kind() kind {
 	switch {
+	case t.Metric == MetricAchieved:
+		return kindAchieved
 	case t.Unit == "%":
 		return kindShare
 	case t.Metric == MetricSUTCPU:
@@ -161,7 +164,7 @@ func (t Threshold) kind() kind {
 		return kindDuration
 	case t.Aggregate == "count":
 		return kindCount
-	case t.Metric == MetricFailed, t.Metric == MetricChecks:
+	case t.Metric == MetricFailed, t.Metric == MetricChecks, t.Metric == MetricDropped, t.Metric == MetricLate:
 		return kindRatio
 	default:
 		return kindRPS
@@ -175,14 +178,17 @@ var metricAggregates = map[string]string{
 	MetricSUTCPU:   "max, avg",
 	MetricSUTMem:   "max, avg",
 	MetricChecks:   "rate",
+	MetricDropped:  "count, rate",
+	MetricLate:     "count, rate",
+	MetricAchieved: "value",
 }
 
-const metricList = "http_req_duration, http_req_failed, http_requests, checks, sut_cpu or sut_mem"
+const metricList = "http_req_duration, http_req_failed, http_requests, checks, sut_cpu, sut_mem, dropped, late or achieved_ratio"
 
 // didYouMean is "; did you mean NAME?" for the metric closest to a
 // misspelt one, or "". It names a known metric, never the text written.
 func didYouMean(metric string) string {
-	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricChecks, MetricSUTCPU, MetricSUTMem, MetricRPS}
+	names := []string{MetricDuration, MetricFailed, MetricRequests, MetricChecks, MetricSUTCPU, MetricSUTMem, MetricRPS, MetricDropped, MetricLate, MetricAchieved}
 	if c := suggest.Closest(metric, names, strings.ToLower); c != "" {
 		return "; did you mean " + c + "?"
 	}
@@ -318,11 +324,22 @@ func (p *parser) target(t *Threshold) error {
 		t.Service = sel
 		return nil
 	}
-	return p.selectors(t)
+	at := p.pos
+	if err := p.selectors(t); err != nil {
+		return err
+	}
+	if t.Endpoint != "" && !perEndpoint(t.Metric) {
+		return p.errorf(at, "%s is measured over the whole run, not per endpoint: remove the {endpoint:…} selector", t.Metric)
+	}
+	return nil
 }
 
 // aggregate reads ':' and the metric's aggregate, normalised, into t.
 func (p *parser) aggregate(t *Threshold) error {
+	if t.Metric == MetricAchieved && !strings.HasPrefix(p.rest(), ":") {
+		t.Aggregate = "value" // its only aggregate: "achieved_ratio >= 99%"
+		return nil
+	}
 	if !strings.HasPrefix(p.rest(), ":") {
 		return p.errorf(p.pos, "want ':' and an aggregate after the metric (e.g. %s:p99), got %s", t.Metric, p.describe())
 	}
@@ -433,6 +450,8 @@ func normaliseAggregate(metric, agg string) (string, bool) {
 			return agg, true
 		}
 		return "", false
+	case MetricAchieved:
+		return agg, agg == "value"
 	default:
 		if agg == "rate" || agg == "count" {
 			return agg, true
@@ -471,6 +490,7 @@ var wantValue = map[kind]string{
 	kindRatio:    "a failure rate such as 1% or 0.01",
 	kindCount:    "a whole number such as 10",
 	kindRPS:      "a rate in requests per second such as 450",
+	kindAchieved: "a share of the asked rate such as 99% or 0.99",
 }
 
 func (p *parser) value(k kind) (float64, error) {
@@ -492,6 +512,8 @@ func (p *parser) value(k kind) (float64, error) {
 	p.pos = len(p.src)
 
 	switch k {
+	case kindAchieved:
+		return p.achievedValue(at, unitAt, unit, v)
 	case kindDuration:
 		scale, ok := durationUnits[unit]
 		if !ok {

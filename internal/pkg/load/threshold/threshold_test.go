@@ -68,8 +68,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
 		{"   ", "threshold is empty: want metric:aggregate op value, e.g. http_req_duration:p99 < 300ms"},
-		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed, http_requests, checks, sut_cpu or sut_mem), got ":p9"…`},
-		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric: want http_req_duration, http_req_failed, http_requests, checks, sut_cpu or sut_mem`},
+		{":p99 < 1", `threshold ":p99 < 1": column 1: want a metric name (http_req_duration, http_req_failed, http_requests, checks, sut_cpu, sut_mem, dropped, late or achieved_ratio), got ":p9"…`},
+		{"latency:p99 < 1", `threshold "latency:p99 < 1": column 1: unknown metric: want http_req_duration, http_req_failed, http_requests, checks, sut_cpu, sut_mem, dropped, late or achieved_ratio`},
 		{"http_req_duration p99 < 1", `threshold "http_req_duration p99 < 1": column 18: want ':' and an aggregate after the metric (e.g. http_req_duration:p99), got " p9"…`},
 		{"http_req_duration: < 1", `threshold "http_req_duration: < 1": column 19: want an aggregate of http_req_duration (p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max), got " < "…`},
 		{"http_req_duration:rate < 1", `threshold "http_req_duration:rate < 1": column 19: this aggregate is not valid for http_req_duration: want p50, p90, p95, p99 (or any pNN such as p99.9), avg, min, max`},

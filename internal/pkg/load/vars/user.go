@@ -119,6 +119,10 @@ func (src *Source) Begin(ctx context.Context, s *load.Sample) (*User, error) {
 		a, err := src.Auth(ctx)
 		if err != nil {
 			s.Class = load.ClassOther
+			s.Unsent = load.DropAuth
+			if ctx.Err() != nil {
+				s.Unsent = load.DropCanceled
+			}
 			return nil, err
 		}
 		u.Auth = a
@@ -137,8 +141,12 @@ func (src *Source) Begin(ctx context.Context, s *load.Sample) (*User, error) {
 	row, err := src.Feed.Next(ctx)
 	if err != nil {
 		u.Row = nil
-		if src.OnExhausted != nil && errors.Is(err, ErrExhausted) {
-			src.OnExhausted(err)
+		s.Unsent = load.DropCanceled
+		if errors.Is(err, ErrExhausted) {
+			s.Unsent = load.DropFeeder
+			if src.OnExhausted != nil {
+				src.OnExhausted(err)
+			}
 		}
 		s.Class = load.ClassCanceled
 		return nil, err

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -440,8 +442,16 @@ func (d *Driver) conn(ctx context.Context, s *load.Sample, url string, header ht
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.o.HandshakeTimeout)
 	defer cancel()
+	// Whether the handshake got as far as a connection: a session the run
+	// cancelled before that never left (see load.Sample.Unsent).
+	got := new(atomic.Bool)
+	hctx = httptrace.WithClientTrace(hctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
 	start := time.Now()
 	c, resp, err := websocket.Dial(hctx, url, &websocket.DialOptions{HTTPClient: d.client, HTTPHeader: header})
+	if err != nil && !got.Load() && errors.Is(ctx.Err(), context.Canceled) {
+		s.Unsent, s.Class = load.DropCanceled, load.ClassCanceled
+		return nil, fmt.Errorf("websocket connect to %s: %w", d.o.URL, err)
+	}
 	if err != nil {
 		d.rec.Add("connect_errors", 1)
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {

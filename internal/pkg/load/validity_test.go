@@ -1,0 +1,124 @@
+package load
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestOpenPoolGrowsToMaxConcurrency: at 200 req/s against a 50 ms target
+// (fake clock) about 10 requests are in flight. With one worker to start
+// and MaxConcurrency 100 the pool grows to what the load needs, every
+// arrival is sent on time and the run is valid. Capped at one worker, the
+// same run queues: its lateness is the workers' (queued), never the
+// generator's, and it is INVALID for the full pool and the dropped
+// arrivals.
+func TestOpenPoolGrowsToMaxConcurrency(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{sleep: 50 * time.Millisecond}
+		res, err := Run(t.Context(), Options{Requester: req, Rate: 200, Duration: 5 * time.Second, MaxConcurrency: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 1000 || res.Dropped != 0 || res.Late != 0 || len(res.Invalid) != 0 {
+			t.Errorf("grown pool: requests %d, dropped %d, late %d, invalid %+v; want 1000 on time, valid", res.Requests, res.Dropped, res.Late, res.Invalid)
+		}
+		if res.Workers < 10 || res.Workers > 20 || res.MaxWorkers != 100 {
+			t.Errorf("workers %d of %d, want about 11 of 100", res.Workers, res.MaxWorkers)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{sleep: 50 * time.Millisecond}
+		res, err := Run(t.Context(), Options{Requester: req, Rate: 200, Duration: 5 * time.Second, MaxLateness: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests+res.Dropped != 1000 || res.Requests > 121 || res.DroppedBy["late"] == 0 {
+			t.Errorf("one worker: requests %d, dropped %d by %v; want about 120 sent (6 s with the grace, at 50 ms), the rest dropped late", res.Requests, res.Dropped, res.DroppedBy)
+		}
+		if res.GeneratorLate != 0 || res.GeneratorBound || !res.WorkerBound || res.Queued == 0 {
+			t.Errorf("one worker: generator late %d (bound %v), worker-bound %v, queued %d; want the lateness the workers'",
+				res.GeneratorLate, res.GeneratorBound, res.WorkerBound, res.Queued)
+		}
+		reasons := map[string]bool{}
+		for _, x := range res.Invalid {
+			reasons[x.Reason] = true
+		}
+		if !reasons["achieved_rate"] || !reasons["max_concurrency"] || reasons["generator_bound"] {
+			t.Errorf("invalid = %+v, want achieved_rate and max_concurrency, not generator_bound", res.Invalid)
+		}
+	})
+}
+
+// unsentAfter reports the requests after the first n unsent, as a driver
+// whose feeder ran out does.
+type unsentAfter struct {
+	countingRequester
+	sent int64
+}
+
+func (u *unsentAfter) DoSample(ctx context.Context, s *Sample) error {
+	if u.n.Load() >= u.sent {
+		s.Unsent = DropFeeder
+		return context.Canceled
+	}
+	return u.Do(ctx)
+}
+
+// TestUnsentIsDroppedNotARequest: a request the driver reports unsent is a
+// dropped arrival with its reason, in the per-second snapshots and the
+// totals, not a request with an error; and once the requests' context is
+// cancelled, nothing more is handed to the driver.
+func TestUnsentIsDroppedNotARequest(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &unsentAfter{sent: 3}
+		var perSecond int64
+		res, err := Run(t.Context(), Options{Requester: req, Rate: 10, Duration: 2 * time.Second,
+			OnSecond: func(s *Snapshot) { perSecond += s.DroppedBy["feeder_exhausted"] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 3 || res.Errors != 0 || res.DroppedBy["feeder_exhausted"] != 17 || perSecond != 17 {
+			t.Errorf("requests %d (errors %d), dropped by %v (per second %d); want 3 requests, 17 feeder_exhausted", res.Requests, res.Errors, res.DroppedBy, perSecond)
+		}
+	})
+}
+
+// TestLogFailuresSkipsUnsent: a request that never left is a dropped
+// arrival, not a failed request, so log_errors does not log it; and a
+// retry does not resend it.
+func TestLogFailuresSkipsUnsent(t *testing.T) {
+	t.Parallel()
+	logged := 0
+	u := &unsentAfter{sent: 0}
+	r := Retry(LogFailures(u, func(*Sample, error) { logged++ }), RetryPolicy{Retries: 3})
+	var s Sample
+	if err := r.DoSample(t.Context(), &s); err == nil || s.Unsent != DropFeeder || s.Attempts != 1 || logged != 0 {
+		t.Errorf("err %v, unsent %v, attempts %d, logged %d; want an unsent error, one attempt, nothing logged", err, s.Unsent, s.Attempts, logged)
+	}
+}
+
+// TestMergedDropsWithoutReasons: a multi-host merge whose workers shipped
+// drop counts without reasons (a takeover's handover) is judged by the
+// achieved rate only; a host's own drops, with reasons, by any drop.
+func TestMergedDropsWithoutReasons(t *testing.T) {
+	t.Parallel()
+	merged := &Result{Open: true, Stats: Stats{Requests: 1794}, Dropped: 2}
+	merged.Finish()
+	if len(merged.Invalid) != 0 {
+		t.Errorf("merged, 99.9%% sent: invalid = %+v, want valid", merged.Invalid)
+	}
+	merged = &Result{Open: true, Stats: Stats{Requests: 900}, Dropped: 100}
+	merged.Finish()
+	if len(merged.Invalid) != 1 || merged.Invalid[0].Reason != "achieved_rate" {
+		t.Errorf("merged, 90%% sent: invalid = %+v, want achieved_rate", merged.Invalid)
+	}
+	own := &Result{Open: true, Stats: Stats{Requests: 1794}, Dropped: 2, DroppedBy: map[string]int64{"late": 2}}
+	own.Finish()
+	if len(own.Invalid) != 1 || own.Invalid[0].Reason != "dropped" {
+		t.Errorf("one host, 2 dropped late: invalid = %+v, want dropped", own.Invalid)
+	}
+}
