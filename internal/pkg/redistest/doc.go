@@ -10,4 +10,7 @@
 // from its Redis. It runs in the test's process ([StartProxy]) or, for
 // clients in other processes on a loaded machine, in a process of its own
 // ([StartProxyProcess], which needs [ServeProxyIfAsked] in TestMain).
+// A time proxy ([StartTimeProxy], [StartTimeProxyProcess]) also reads the
+// Redis protocol and rewrites TIME replies, so a test can step Redis's
+// clock by an offset or freeze it, with no privileges.
 package redistest
