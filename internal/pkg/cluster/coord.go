@@ -204,6 +204,17 @@ type workerInfo struct {
 	stopped  bool
 	final    bool
 	failed   bool // stopped on an error, its share unfinished
+
+	// The lease as the coordinator judges it, on its own monotonic
+	// clock: renewals is the worker's renewal count as last read, seenAt
+	// when a read first returned it (after Redis had run that renewal, so
+	// after the worker sent it), and leaseWait the worker's lease. The
+	// worker stops by seenAt + its fence; its share may move once
+	// leaseWait has passed since seenAt with no new renewal.
+	renewals  string
+	seenAt    time.Time
+	leaseWait time.Duration
+	fence     time.Duration
 }
 
 type coordinator struct {
@@ -218,20 +229,23 @@ type coordinator struct {
 	ttl     time.Duration
 	redisID string
 
-	workers  map[string]*workerInfo
-	order    []string
-	owners   map[int]string // seg → "wid:gen"
-	seq      *segment.Sequence
-	startAt  int64
-	out      *Outcome
-	mg       *merger
-	claimed  []string
-	evCursor string
-	mtCursor string
-	nextSec  int
-	secSeen  map[int]time.Time
-	leaseErr chan error
-	prior    map[int]int64 // seg → requests reported by its earlier owners
+	workers map[string]*workerInfo
+	order   []string
+	owners  map[int]string // seg → "wid:gen"
+	seq     *segment.Sequence
+	startAt int64
+	// startLocal is startAt on this host's monotonic clock: the plan's
+	// time, and so the run's end, is counted on it, never on Redis's.
+	startLocal time.Time
+	out        *Outcome
+	mg         *merger
+	claimed    []string
+	evCursor   string
+	mtCursor   string
+	nextSec    int
+	secSeen    map[int]time.Time
+	leaseErr   chan error
+	prior      map[int]int64 // seg → requests reported by its earlier owners
 	// endedEarly: an EndsEarly run was finished before its Duration.
 	endedEarly bool
 
@@ -768,6 +782,7 @@ func (c *coordinator) start(ctx context.Context) error {
 	}
 	lead := max(c.o.StartLead, 5*maxRTT)
 	c.startAt = cl.redisNow().Add(lead).UnixMilli()
+	c.startLocal = cl.local(c.startAt)
 	c.out.StartAt = time.UnixMilli(c.startAt)
 	ok, err := casState(ctx, c.rdb, c.k, StateRunning, StatePreparing)
 	if err != nil {
@@ -824,12 +839,14 @@ func (c *coordinator) checkRedis(ctx context.Context) error {
 	return nil
 }
 
-func (c *coordinator) redisNowMs(ctx context.Context) (int64, error) {
-	t, err := c.rdb.Time(ctx).Result()
-	if err != nil {
-		return 0, err
+// planNowMs is the plan's current instant as Redis-clock ms (startAt plus
+// the time since the start on this host's monotonic clock): a step or a
+// freeze of Redis's clock cannot move it.
+func (c *coordinator) planNowMs() int64 {
+	if c.startLocal.IsZero() { // not started
+		return time.Now().UnixMilli()
 	}
-	return t.UnixMilli(), nil
+	return c.startAt + time.Since(c.startLocal).Milliseconds()
 }
 
 // runLoop watches events and metrics, sweeps for dead workers, and returns
@@ -874,14 +891,14 @@ func (c *coordinator) runStep(ctx context.Context, endMs int64, nextSweep, stopD
 		return false, err
 	}
 	sent := time.Since(c.base)
-	now, terr := c.redisNowMs(sctx)
-	if terr != nil {
+	if terr := c.rdb.Ping(sctx).Err(); terr != nil {
 		if ctx.Err() == nil {
 			c.lastErr.Store(&terr)
 		}
 		return false, nil
 	}
 	c.reached(sent)
+	now := c.planNowMs()
 	ended := now >= endMs
 	switch {
 	case !finished || ended:
@@ -1013,47 +1030,91 @@ func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
 	return nil
 }
 
-// sweep finds workers whose alive lease is gone.
+// sweep finds workers whose lease has run out on the coordinator's own
+// monotonic clock: no new renewal seen for their lease. Redis's key expiry
+// plays no part, so a step of Redis's clock neither moves a share early
+// (forward) nor holds it (back).
 func (c *coordinator) sweep(ctx context.Context, ended bool) error {
 	pipe := c.rdb.Pipeline()
-	ex := map[string]*redis.IntCmd{}
+	rn := map[string]*redis.StringCmd{}
+	st := map[string]*redis.SliceCmd{}
 	for _, id := range c.order {
 		if !c.workers[id].lost {
-			ex[id] = pipe.Exists(ctx, c.k.alive(id))
+			rn[id] = pipe.Get(ctx, c.k.renewals(id))
+			st[id] = pipe.HMGet(ctx, c.k.status(id), "lease_ms", "fence_ms")
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil // cannot tell; the next sweep decides
-	}
-	for _, id := range c.order {
-		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 && !(ended && c.workers[id].stopped) {
-			// A worker that hands its segments back (SIGTERM) writes
-			// "abandoned" and then deletes its alive key: take in what
-			// it wrote since the last read (without blocking) before
-			// calling its disappearance a lease expiry. Without that
-			// read, its segment would be handed on with less than it
-			// reported, and a closed-model total sent twice in part.
-			read, err := c.readStreams(ctx, -1)
-			if err != nil {
-				return err
-			}
-			if !read {
-				return nil // cannot tell what it shipped; the next sweep decides
-			}
-			break
+	_, _ = pipe.Exec(ctx)
+	for _, cmd := range rn {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil // cannot tell; the next sweep decides
 		}
 	}
+	now := time.Now() // after the read: after Redis ran every renewal it returned
+	var expired []string
 	for _, id := range c.order {
-		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 {
-			if ended && c.workers[id].stopped {
-				continue
-			}
-			if err := c.lose(ctx, id, "lease expired"); err != nil {
-				return err
-			}
+		if rn[id] == nil {
+			continue
+		}
+		wi := c.workers[id]
+		wi.observe(rn[id].Val(), st[id].Val(), now)
+		if now.Sub(wi.seenAt) >= wi.leaseWait && !(ended && wi.stopped) {
+			expired = append(expired, id)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	// Take in what the expired workers shipped since the last read
+	// before handing their shares on with what they reported: without
+	// it, a closed-model total would be sent twice in part.
+	read, err := c.readStreams(ctx, -1)
+	if err != nil {
+		return err
+	}
+	if !read {
+		return nil // cannot tell what it shipped; the next sweep decides
+	}
+	for _, id := range expired {
+		if err := c.loseExpired(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// observe records a read of the worker's renewal count and lease timings.
+func (wi *workerInfo) observe(renewals string, timings []any, now time.Time) {
+	if wi.seenAt.IsZero() || renewals != wi.renewals {
+		wi.renewals, wi.seenAt = renewals, now
+	}
+	wi.leaseWait, wi.fence = DefaultLeaseTTL, DefaultFenceAfter
+	if ms, err := strconv.ParseInt(fmt.Sprint(timings[0]), 10, 64); err == nil && ms > 0 {
+		wi.leaseWait = time.Duration(ms) * time.Millisecond
+	}
+	if ms, err := strconv.ParseInt(fmt.Sprint(timings[1]), 10, 64); err == nil && ms > 0 {
+		wi.fence = time.Duration(ms) * time.Millisecond
+	}
+	// Whatever a worker reports, wait out its fence.
+	wi.leaseWait = max(wi.leaseWait, wi.fence)
+}
+
+// whyExpired is the loss reason of a worker whose lease ran out.
+const whyExpired = "lease expired"
+
+// loseExpired calls a worker lost whose lease ran out, unless it renewed
+// since the sweep read its count: the reap and that check are one script,
+// so once it is reaped no renewal of it can succeed.
+func (c *coordinator) loseExpired(ctx context.Context, id string) error {
+	wi := c.workers[id]
+	n, err := reapUnrenewedScript.Run(ctx, c.rdb, []string{c.k.workers(), c.k.alive(id), c.k.renewals(id)}, id, wi.renewals).Int()
+	if err != nil {
+		return nil // cannot tell; the next sweep decides
+	}
+	if n == 0 {
+		return nil // it renewed: the next sweep sees the new count
+	}
+	return c.lose(ctx, id, whyExpired)
 }
 
 // lose handles a dead or abandoning worker according to the loss policy.
@@ -1063,17 +1124,7 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		return nil
 	}
 	wi.lost, wi.reason = true, why
-	if now, err := c.redisNowMs(ctx); err == nil {
-		wi.lostAtMs = now - c.startAt
-	}
-	// It sent nothing after its last heartbeat plus its fence.
-	if st, err := c.rdb.HMGet(ctx, c.k.status(id), "hb_ms", "fence_ms").Result(); err == nil {
-		hb, e1 := strconv.ParseInt(fmt.Sprint(st[0]), 10, 64)
-		fence, e2 := strconv.ParseInt(fmt.Sprint(st[1]), 10, 64)
-		if e1 == nil && e2 == nil && hb+fence-c.startAt < wi.lostAtMs {
-			wi.lostAtMs = max(hb+fence-c.startAt, 0)
-		}
-	}
+	c.setLostAt(wi, why == whyExpired)
 	for s := range wi.segs {
 		f, _ := c.seq.Segment(s).Len().Float64()
 		wi.lostFrac += f
@@ -1095,8 +1146,7 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	lostSegs := c.segsOf(id)
 	c.handOn(id, lostSegs)
 	wi.segs = map[int]bool{}
-	now, _ := c.redisNowMs(ctx)
-	if now >= c.startAt+c.def.Duration.Milliseconds() {
+	if c.planNowMs() >= c.startAt+c.def.Duration.Milliseconds() {
 		return nil // the plan is over; nothing to hand on
 	}
 	for _, s := range lostSegs {
@@ -1137,6 +1187,17 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		c.logf("segment %d reassigned %s → %s (gen %d)", s, id, target, gen)
 	}
 	return nil
+}
+
+// setLostAt records the plan time after which lost worker wi can have
+// sent nothing: now, or, for an expired lease, the end of the fence that
+// began with the last renewal this coordinator saw (the reap made sure
+// none came after it), both on this coordinator's monotonic clock.
+func (c *coordinator) setLostAt(wi *workerInfo, expired bool) {
+	wi.lostAtMs = c.planNowMs() - c.startAt
+	if expired && !wi.seenAt.IsZero() && !c.startLocal.IsZero() {
+		wi.lostAtMs = min(wi.lostAtMs, max(wi.seenAt.Add(wi.fence).Sub(c.startLocal).Milliseconds(), 0))
+	}
 }
 
 // handOn adds what lost worker id reported to the prior count of the
