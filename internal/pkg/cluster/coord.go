@@ -253,7 +253,8 @@ type coordinator struct {
 	base     time.Time    // monotonic origin of okAt
 	okAt     atomic.Int64 // nanoseconds after base of the last successful call
 	lastErr  atomic.Pointer[error]
-	saidLost bool // drive goroutine: the "cannot reach Redis" line was logged
+	saidLost bool          // drive goroutine: the "cannot reach Redis" line was logged
+	downFrom time.Duration // drive goroutine: okAt when that line was logged
 }
 
 // Coordinate runs r as one distributed test: it creates the run,
@@ -482,7 +483,10 @@ func (c *coordinator) reachable() error {
 	if since <= min(c.o.Lease/7+stepTimeout, c.o.Lease/2) {
 		if c.saidLost {
 			c.saidLost = false
-			c.logf("reached Redis again after %s", since.Round(100*time.Millisecond))
+			// The outage: from the last call that got through before it
+			// to the first one after it.
+			outage := time.Duration(c.okAt.Load()) - c.downFrom
+			c.logf("reached Redis again after %s", outage.Round(100*time.Millisecond))
 		}
 		return nil
 	}
@@ -495,6 +499,7 @@ func (c *coordinator) reachable() error {
 	}
 	if !c.saidLost {
 		c.saidLost = true
+		c.downFrom = time.Duration(c.okAt.Load())
 		c.logf("cannot reach Redis for %s (%s); the run fails if this lasts %s", since.Round(100*time.Millisecond), last, c.o.Lease)
 	}
 	return nil

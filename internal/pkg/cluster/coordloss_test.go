@@ -72,6 +72,11 @@ func TestCoordinatorReachableOnItsLease(t *testing.T) {
 			check("after a stale answer", false, 1)
 			c.reached(time.Since(c.base))
 			check("after an answer", false, 2)
+			// The line gives the outage's length, from the last call
+			// that got through to this one, not the time since this one.
+			if want := "reached Redis again after " + (tc.quiet + time.Millisecond).Round(100*time.Millisecond).String(); !strings.Contains(lines.String(), want) {
+				t.Errorf("lease %s: recovery line does not say %q:\n%s", tc.lease, want, lines)
+			}
 			time.Sleep(tc.lease)
 			check("silent for the whole lease", false, 3)
 			time.Sleep(time.Millisecond)
