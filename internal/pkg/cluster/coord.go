@@ -1104,6 +1104,20 @@ func (wi *workerInfo) observe(renewals string, timings []any, now time.Time) {
 	wi.leaseWait = max(wi.leaseWait, wi.fence)
 }
 
+// noneLeft fails the run once every worker is lost: nothing sends its
+// load any more, and waiting for its end would only hide why.
+func (c *coordinator) noneLeft() error {
+	var why []string
+	for _, id := range c.order {
+		w := c.workers[id]
+		if !w.lost {
+			return nil
+		}
+		why = append(why, id+": "+w.reason)
+	}
+	return fmt.Errorf("run %s: no worker left alive (%s), so nothing sends the load; a worker that self-fenced lost Redis for longer than its fence_after (a Redis or network stall), see the daemons' logs", c.run, strings.Join(why, "; "))
+}
+
 // whyExpired is the loss reason of a worker whose lease ran out.
 const whyExpired = "lease expired"
 
@@ -1142,6 +1156,9 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	}
 	c.o.Observer.SetWorkers(alive)
 	c.logf("worker %s lost (%s)", id, why)
+	if err := c.noneLeft(); err != nil {
+		return err
+	}
 	if c.def.OnWorkerLoss == LossAbort {
 		return fmt.Errorf("run %s: worker %s lost (%s) and distributed.on_worker_loss is abort", c.run, id, why)
 	}
