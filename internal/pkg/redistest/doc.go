@@ -1,8 +1,9 @@
 // Package redistest starts a private, throw-away redis-server for tests.
 //
-// [Server.Pause] and [Server.Resume] freeze and thaw the server (SIGSTOP,
-// SIGCONT), as a stalled Redis host. Every [Server] listens on 127.0.0.1 on a port of its own, keeps no data on
-// disk (no RDB snapshots, no AOF) and is stopped when the test ends. Tests
+// Every [Server] listens on 127.0.0.1 on a port of its own, keeps no data
+// on disk (no RDB snapshots, no AOF) and is stopped when the test ends.
+// [Server.Pause] and [Server.Resume] freeze and thaw it (SIGSTOP,
+// SIGCONT), as a stalled Redis host. Tests
 // never share a Redis: each one that needs Redis calls [Start]. When the
 // redis-server binary is missing the test is skipped with a message saying
 // how to install it (CI installs it, so there it never skips).
