@@ -140,6 +140,9 @@ type engine struct {
 	schedMu sync.Mutex
 	sched   *Schedule
 	dropped atomic.Int64
+	stalled atomic.Int64 // see skipStalled
+	// lastStalled is stalled at the last snapshot (collector only).
+	lastStalled int64
 
 	issued    atomic.Uint64
 	active    atomic.Int64
@@ -540,6 +543,9 @@ func (e *engine) openWorker(w *worker) {
 				continue
 			}
 		}
+		if e.stalledPast(intended, late == queued) {
+			continue
+		}
 		if e.o.Lease != nil && !e.o.Lease() {
 			e.dropped.Add(1) // due, but this host does not hold the lease now
 			continue
@@ -823,6 +829,8 @@ func (e *engine) snapshot(sec int, lastDropped *int64) *Snapshot {
 	d := e.dropped.Load()
 	s.Dropped = d - *lastDropped
 	*lastDropped = d
+	st := e.stalled.Load()
+	s.Stalled, e.lastStalled = st-e.lastStalled, st
 	if e.o.open() {
 		from := time.Duration(sec) * time.Second
 		s.TargetRPS = e.sched.PlannedCount(from, from+time.Second)

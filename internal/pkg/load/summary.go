@@ -114,6 +114,7 @@ type Summary struct {
 	Dropped          int64             `json:"dropped"`
 	Late             int64             `json:"late"`
 	Queued           int64             `json:"queued"`
+	Stalled          int64             `json:"stalled,omitempty"`
 	GeneratorBound   bool              `json:"generator_bound"`
 	WorkerBound      bool              `json:"worker_bound"`
 	Interrupted      bool              `json:"interrupted"`
@@ -155,6 +156,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		Dropped:        r.Dropped,
 		Late:           r.Late,
 		Queued:         r.Queued,
+		Stalled:        r.Stalled,
 		GeneratorBound: r.GeneratorBound,
 		WorkerBound:    r.WorkerBound,
 		Interrupted:    r.Interrupted,
@@ -335,6 +337,10 @@ func summaryRows(s *Summary) [][2]string {
 func GeneratorVerdict(s *Summary) string {
 	if !s.GeneratorBound {
 		return "no"
+	}
+	if s.Stalled > 0 {
+		return "YES: the generator stalled (a frozen process or host, not the target) and skipped " + strconv.FormatInt(s.Stalled, 10) +
+			" overdue arrivals, counted as dropped, rather than send them at once in a burst. Look for what froze the runner (a VM pause, swapping, a long GC)"
 	}
 	return "YES: " + strconv.FormatInt(s.Late-s.Queued, 10) + " requests were sent late by the generator itself (its timers or CPU fell behind), " +
 		"so latencies include its delay. Lower the rate, or give the runner more CPU (or split the test over more hosts)"
