@@ -189,6 +189,10 @@ type WorkerRow struct {
 	LostShare float64
 	// Total is the merge of everything it shipped.
 	Total *snapshot.Snapshot
+	// SentAtLeast is, for a lost worker, how many requests its last
+	// status said it had sent (passed its lease check): at least that
+	// many reached the target or failed, even when its metrics never came.
+	SentAtLeast int64
 }
 
 type workerInfo struct {
@@ -215,6 +219,8 @@ type workerInfo struct {
 	seenAt    time.Time
 	leaseWait time.Duration
 	fence     time.Duration
+	// sentAtLeast: a lost worker's "sent" as its last status gave it.
+	sentAtLeast int64
 }
 
 type coordinator struct {
@@ -1144,6 +1150,9 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	}
 	wi.lost, wi.reason = true, why
 	c.setLostAt(wi, why == whyExpired)
+	if n, err := c.rdb.HGet(ctx, c.k.status(id), "sent").Int64(); err == nil {
+		wi.sentAtLeast = n
+	}
 	for s := range wi.segs {
 		f, _ := c.seq.Segment(s).Len().Float64()
 		wi.lostFrac += f
@@ -1226,9 +1235,12 @@ func (c *coordinator) setLostAt(wi *workerInfo, expired bool) {
 // segments it held, split by segment length when it held several, so the
 // next owner of a closed-model total sends only what is left.
 func (c *coordinator) handOn(id string, segs []int) {
-	pw := c.mg.perWorker[id]
-	if pw == nil || len(segs) == 0 {
+	if len(segs) == 0 {
 		return
+	}
+	var shipped int64
+	if pw := c.mg.perWorker[id]; pw != nil {
+		shipped = pw.Requests
 	}
 	ever := c.workers[id].everSegs
 	total := 0.0
@@ -1237,7 +1249,9 @@ func (c *coordinator) handOn(id string, segs []int) {
 		lens[s], _ = c.seq.Segment(s).Len().Float64()
 		total += lens[s]
 	}
-	own := float64(pw.Requests) // this worker's own requests only
+	// This worker's own requests: what it shipped, or what its last
+	// status said it had sent, if more (it died before shipping them).
+	own := float64(max(shipped, c.workers[id].sentAtLeast))
 	for _, s := range segs {
 		if total > 0 {
 			c.prior[s] += int64(own * lens[s] / total)
@@ -1392,6 +1406,7 @@ func (c *coordinator) buildOutcome(ctx context.Context) {
 		}
 		if w.lost {
 			row.LostAt, row.LostShare = time.Duration(w.lostAtMs)*time.Millisecond, w.lostFrac
+			row.SentAtLeast = w.sentAtLeast
 		}
 		if row.Total == nil {
 			row.Total = snapshot.New(-1)

@@ -67,6 +67,11 @@ type member struct {
 	// runner stops before anyone else may take its segments.
 	leaseBase  time.Time
 	leaseUntil atomic.Int64
+	// sent counts the requests that passed the lease check, which the
+	// engine makes right before it sends one: the status's "sent", so
+	// the coordinator knows at least this much went out even when the
+	// worker dies before it ships the metrics.
+	sent atomic.Int64
 
 	// keeping runs keepLease until stopKeeping.
 	keeping  sync.WaitGroup
@@ -280,7 +285,11 @@ func (m *member) leaseLeft() time.Duration {
 // monotonic clock. It is the engine's Options.Lease: called before every
 // request, so it only reads the clock and one atomic.
 func (m *member) leaseValid() bool {
-	return int64(time.Since(m.leaseBase)) < m.leaseUntil.Load()
+	if int64(time.Since(m.leaseBase)) >= m.leaseUntil.Load() {
+		return false
+	}
+	m.sent.Add(1)
+	return true
 }
 
 // renewed records a successful renewal that was sent at sent (since
@@ -473,6 +482,7 @@ func (m *member) statusFields() map[string]any {
 		// before this runner's share may move: its lease, which the
 		// config keeps longer than its fence.
 		"lease_ms": m.p.o.LeaseTTL.Milliseconds(),
+		"sent":     m.sent.Load(),
 	}
 }
 
