@@ -867,6 +867,7 @@ func (c *coordinator) runLoop(ctx context.Context) error {
 	var stopDeadline time.Time
 	nextSweep := time.Now()
 	for {
+		began := time.Now()
 		done, err := c.runStep(ctx, endMs, &nextSweep, &stopDeadline)
 		if err != nil || done {
 			return err
@@ -874,10 +875,31 @@ func (c *coordinator) runLoop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("run %s: %w", c.run, ctx.Err())
 		}
-		if err := c.reachable(); err != nil {
+		if err := c.judgeReach(ctx, began); err != nil {
 			return fmt.Errorf("run %s: %w", c.run, err)
 		}
 	}
+}
+
+// judgeReach is [coordinator.reachable] after a step that began at began.
+// A step far longer than its calls' bound means this coordinator itself
+// did not run (its process or host froze), and its calls then failed on
+// their own expired deadlines, not because Redis was away: it asks Redis
+// once more before judging, so a frozen coordinator is not reported as
+// "redis unreachable" (if its lease ran out meanwhile, the lease renewal
+// says so).
+func (c *coordinator) judgeReach(ctx context.Context, began time.Time) error {
+	if gap := time.Since(began); gap > stepTimeout+c.o.Lease/7 {
+		pctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		sent := time.Since(c.base)
+		err := c.rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			c.reached(sent)
+			c.logf("this coordinator did not run for %s (its process or host stalled); Redis answers", gap.Round(100*time.Millisecond))
+		}
+	}
+	return c.reachable()
 }
 
 // runStep is one round of the run loop, its Redis calls bounded by

@@ -178,3 +178,23 @@ func coordinatorLosesRedis(t *testing.T, fault string) {
 		t.Errorf("state TTL %s after the run was abandoned, want at most an hour", ttl)
 	}
 }
+
+// TestFrozenCoordinatorBlamesItself: a coordinator whose own process
+// froze (its last step began 10 s ago and every call of it failed on its
+// expired deadline) while Redis was fine is not failed as "redis
+// unreachable": it asks Redis once more, finds it answering, and says
+// that it was the one that stalled.
+func TestFrozenCoordinatorBlamesItself(t *testing.T) {
+	gate.Short(t)
+	_, rdb := startRedis(t)
+	lines := &lineLog{}
+	c := &coordinator{rdb: rdb, o: CoordOptions{Lease: DefaultCoordLease, Logf: lines.logf}, run: "R", base: time.Now().Add(-10 * time.Second)}
+	deadline := error(context.DeadlineExceeded)
+	c.lastErr.Store(&deadline)
+	if err := c.judgeReach(context.Background(), time.Now().Add(-10*time.Second)); err != nil {
+		t.Fatalf("a coordinator that froze 10 s while Redis answered: %v", err)
+	}
+	if !strings.Contains(lines.String(), "this coordinator did not run for") {
+		t.Errorf("the log does not say the coordinator itself stalled:\n%s", lines)
+	}
+}

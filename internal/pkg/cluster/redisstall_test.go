@@ -41,3 +41,38 @@ func TestNoWorkerLeftFailsPromptly(t *testing.T) {
 		t.Fatal("the run went on 10 s after every worker had left")
 	}
 }
+
+// TestShortRedisStallKeepsEveryone: Redis stalls (SIGSTOP) for less than
+// the workers' fence. They renew as soon as it answers again: no worker
+// is lost, no share moves, and the run ends green.
+func TestShortRedisStallKeepsEveryone(t *testing.T) {
+	gate.Long(t, 8)
+	srv, rdb := startRedis(t)
+	log := newArrivalLog()
+	for _, id := range []string{"a", "b"} {
+		startPool(t, srv.Addr(), id, log.runner(id), nil)
+	}
+	waitRunners(t, rdb, 2)
+	res := coordinateAsync(t, rdb, Run{Spec: []byte(`{"rate":20}`), Duration: 6 * time.Second, Workers: 2},
+		CoordOptions{StartLead: 300 * time.Millisecond, Logf: t.Logf, SweepInterval: quickSweep})
+	waitFor(t, 30*time.Second, "the workers to send", func() bool { return sentBy(log, "a") >= 2 && sentBy(log, "b") >= 2 })
+	srv.Pause()
+	// The stall is the fault, not a synchronisation: 1 s, well inside the
+	// 3.5 s fence even if it began just before a renewal was due.
+	stalled := time.Now()
+	waitFor(t, 10*time.Second, "the stall", func() bool { return time.Since(stalled) > time.Second })
+	srv.Resume()
+	r := <-res
+	if r.err != nil {
+		t.Fatalf("Coordinate after a 1 s Redis stall: %v", r.err)
+	}
+	for _, w := range r.out.Workers {
+		if w.Lost {
+			t.Errorf("worker %s lost (%s) after a Redis stall shorter than its fence", w.ID, w.Reason)
+		}
+	}
+	if r.out.Reassignments != 0 {
+		t.Errorf("reassignments = %d after a short Redis stall, want 0", r.out.Reassignments)
+	}
+	log.checkNoDoubleOwner(t)
+}
