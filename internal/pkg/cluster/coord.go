@@ -190,8 +190,10 @@ type WorkerRow struct {
 	// Total is the merge of everything it shipped.
 	Total *snapshot.Snapshot
 	// SentAtLeast is, for a lost worker, how many requests its last
-	// status said it had sent (passed its lease check): at least that
-	// many reached the target or failed, even when its metrics never came.
+	// status said it had sent (passed its lease check, right before each
+	// send): that many went out or failed, even when its metrics never
+	// came, but for a request cancelled between the check and the send
+	// and, once a closed-model share is all sent, one last check per VU.
 	SentAtLeast int64
 }
 

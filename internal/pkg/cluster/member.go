@@ -69,8 +69,9 @@ type member struct {
 	leaseUntil atomic.Int64
 	// sent counts the requests that passed the lease check, which the
 	// engine makes right before it sends one: the status's "sent", so
-	// the coordinator knows at least this much went out even when the
-	// worker dies before it ships the metrics.
+	// the coordinator knows this much went out even when the worker dies
+	// before it ships the metrics (see WorkerRow.SentAtLeast for the
+	// few checks that send nothing).
 	sent atomic.Int64
 
 	// keeping runs keepLease until stopKeeping.
