@@ -189,6 +189,12 @@ type WorkerRow struct {
 	LostShare float64
 	// Total is the merge of everything it shipped.
 	Total *snapshot.Snapshot
+	// SentAtLeast is, for a lost worker, how many requests its last
+	// status said it had sent (passed its lease check, right before each
+	// send): that many went out or failed, even when its metrics never
+	// came, but for a request cancelled between the check and the send
+	// and, once a closed-model share is all sent, one last check per VU.
+	SentAtLeast int64
 }
 
 type workerInfo struct {
@@ -204,6 +210,19 @@ type workerInfo struct {
 	stopped  bool
 	final    bool
 	failed   bool // stopped on an error, its share unfinished
+
+	// The lease as the coordinator judges it, on its own monotonic
+	// clock: renewals is the worker's renewal count as last read, seenAt
+	// when a read first returned it (after Redis had run that renewal, so
+	// after the worker sent it), and leaseWait the worker's lease. The
+	// worker stops by seenAt + its fence; its share may move once
+	// leaseWait has passed since seenAt with no new renewal.
+	renewals  string
+	seenAt    time.Time
+	leaseWait time.Duration
+	fence     time.Duration
+	// sentAtLeast: a lost worker's "sent" as its last status gave it.
+	sentAtLeast int64
 }
 
 type coordinator struct {
@@ -218,20 +237,23 @@ type coordinator struct {
 	ttl     time.Duration
 	redisID string
 
-	workers  map[string]*workerInfo
-	order    []string
-	owners   map[int]string // seg → "wid:gen"
-	seq      *segment.Sequence
-	startAt  int64
-	out      *Outcome
-	mg       *merger
-	claimed  []string
-	evCursor string
-	mtCursor string
-	nextSec  int
-	secSeen  map[int]time.Time
-	leaseErr chan error
-	prior    map[int]int64 // seg → requests reported by its earlier owners
+	workers map[string]*workerInfo
+	order   []string
+	owners  map[int]string // seg → "wid:gen"
+	seq     *segment.Sequence
+	startAt int64
+	// startLocal is startAt on this host's monotonic clock: the plan's
+	// time, and so the run's end, is counted on it, never on Redis's.
+	startLocal time.Time
+	out        *Outcome
+	mg         *merger
+	claimed    []string
+	evCursor   string
+	mtCursor   string
+	nextSec    int
+	secSeen    map[int]time.Time
+	leaseErr   chan error
+	prior      map[int]int64 // seg → requests reported by its earlier owners
 	// endedEarly: an EndsEarly run was finished before its Duration.
 	endedEarly bool
 
@@ -239,7 +261,8 @@ type coordinator struct {
 	base     time.Time    // monotonic origin of okAt
 	okAt     atomic.Int64 // nanoseconds after base of the last successful call
 	lastErr  atomic.Pointer[error]
-	saidLost bool // drive goroutine: the "cannot reach Redis" line was logged
+	saidLost bool          // drive goroutine: the "cannot reach Redis" line was logged
+	downFrom time.Duration // drive goroutine: okAt when that line was logged
 }
 
 // Coordinate runs r as one distributed test: it creates the run,
@@ -468,7 +491,10 @@ func (c *coordinator) reachable() error {
 	if since <= min(c.o.Lease/7+stepTimeout, c.o.Lease/2) {
 		if c.saidLost {
 			c.saidLost = false
-			c.logf("reached Redis again after %s", since.Round(100*time.Millisecond))
+			// The outage: from the last call that got through before it
+			// to the first one after it.
+			outage := time.Duration(c.okAt.Load()) - c.downFrom
+			c.logf("reached Redis again after %s", outage.Round(100*time.Millisecond))
 		}
 		return nil
 	}
@@ -481,6 +507,7 @@ func (c *coordinator) reachable() error {
 	}
 	if !c.saidLost {
 		c.saidLost = true
+		c.downFrom = time.Duration(c.okAt.Load())
 		c.logf("cannot reach Redis for %s (%s); the run fails if this lasts %s", since.Round(100*time.Millisecond), last, c.o.Lease)
 	}
 	return nil
@@ -768,6 +795,7 @@ func (c *coordinator) start(ctx context.Context) error {
 	}
 	lead := max(c.o.StartLead, 5*maxRTT)
 	c.startAt = cl.redisNow().Add(lead).UnixMilli()
+	c.startLocal = cl.local(c.startAt)
 	c.out.StartAt = time.UnixMilli(c.startAt)
 	ok, err := casState(ctx, c.rdb, c.k, StateRunning, StatePreparing)
 	if err != nil {
@@ -824,12 +852,14 @@ func (c *coordinator) checkRedis(ctx context.Context) error {
 	return nil
 }
 
-func (c *coordinator) redisNowMs(ctx context.Context) (int64, error) {
-	t, err := c.rdb.Time(ctx).Result()
-	if err != nil {
-		return 0, err
+// planNowMs is the plan's current instant as Redis-clock ms (startAt plus
+// the time since the start on this host's monotonic clock): a step or a
+// freeze of Redis's clock cannot move it.
+func (c *coordinator) planNowMs() int64 {
+	if c.startLocal.IsZero() { // not started
+		return time.Now().UnixMilli()
 	}
-	return t.UnixMilli(), nil
+	return c.startAt + time.Since(c.startLocal).Milliseconds()
 }
 
 // runLoop watches events and metrics, sweeps for dead workers, and returns
@@ -839,6 +869,7 @@ func (c *coordinator) runLoop(ctx context.Context) error {
 	var stopDeadline time.Time
 	nextSweep := time.Now()
 	for {
+		began := time.Now()
 		done, err := c.runStep(ctx, endMs, &nextSweep, &stopDeadline)
 		if err != nil || done {
 			return err
@@ -846,10 +877,31 @@ func (c *coordinator) runLoop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("run %s: %w", c.run, ctx.Err())
 		}
-		if err := c.reachable(); err != nil {
+		if err := c.judgeReach(ctx, began); err != nil {
 			return fmt.Errorf("run %s: %w", c.run, err)
 		}
 	}
+}
+
+// judgeReach is [coordinator.reachable] after a step that began at began.
+// A step far longer than its calls' bound means this coordinator itself
+// did not run (its process or host froze), and its calls then failed on
+// their own expired deadlines, not because Redis was away: it asks Redis
+// once more before judging, so a frozen coordinator is not reported as
+// "redis unreachable" (if its lease ran out meanwhile, the lease renewal
+// says so).
+func (c *coordinator) judgeReach(ctx context.Context, began time.Time) error {
+	if gap := time.Since(began); gap > stepTimeout+c.o.Lease/7 {
+		pctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		sent := time.Since(c.base)
+		err := c.rdb.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			c.reached(sent)
+			c.logf("this coordinator did not run for %s (its process or host stalled); Redis answers", gap.Round(100*time.Millisecond))
+		}
+	}
+	return c.reachable()
 }
 
 // runStep is one round of the run loop, its Redis calls bounded by
@@ -874,14 +926,14 @@ func (c *coordinator) runStep(ctx context.Context, endMs int64, nextSweep, stopD
 		return false, err
 	}
 	sent := time.Since(c.base)
-	now, terr := c.redisNowMs(sctx)
-	if terr != nil {
+	if terr := c.rdb.Ping(sctx).Err(); terr != nil {
 		if ctx.Err() == nil {
 			c.lastErr.Store(&terr)
 		}
 		return false, nil
 	}
 	c.reached(sent)
+	now := c.planNowMs()
 	ended := now >= endMs
 	switch {
 	case !finished || ended:
@@ -1013,47 +1065,105 @@ func (c *coordinator) onEvent(ctx context.Context, v map[string]any) error {
 	return nil
 }
 
-// sweep finds workers whose alive lease is gone.
+// sweep finds workers whose lease has run out on the coordinator's own
+// monotonic clock: no new renewal seen for their lease. Redis's key expiry
+// plays no part, so a step of Redis's clock neither moves a share early
+// (forward) nor holds it (back).
 func (c *coordinator) sweep(ctx context.Context, ended bool) error {
 	pipe := c.rdb.Pipeline()
-	ex := map[string]*redis.IntCmd{}
+	rn := map[string]*redis.StringCmd{}
+	st := map[string]*redis.SliceCmd{}
 	for _, id := range c.order {
 		if !c.workers[id].lost {
-			ex[id] = pipe.Exists(ctx, c.k.alive(id))
+			rn[id] = pipe.Get(ctx, c.k.renewals(id))
+			st[id] = pipe.HMGet(ctx, c.k.status(id), "lease_ms", "fence_ms")
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil // cannot tell; the next sweep decides
-	}
-	for _, id := range c.order {
-		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 && !(ended && c.workers[id].stopped) {
-			// A worker that hands its segments back (SIGTERM) writes
-			// "abandoned" and then deletes its alive key: take in what
-			// it wrote since the last read (without blocking) before
-			// calling its disappearance a lease expiry. Without that
-			// read, its segment would be handed on with less than it
-			// reported, and a closed-model total sent twice in part.
-			read, err := c.readStreams(ctx, -1)
-			if err != nil {
-				return err
-			}
-			if !read {
-				return nil // cannot tell what it shipped; the next sweep decides
-			}
-			break
+	_, _ = pipe.Exec(ctx)
+	for _, cmd := range rn {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil // cannot tell; the next sweep decides
 		}
 	}
+	now := time.Now() // after the read: after Redis ran every renewal it returned
+	var expired []string
 	for _, id := range c.order {
-		if cmd := ex[id]; cmd != nil && cmd.Val() == 0 {
-			if ended && c.workers[id].stopped {
-				continue
-			}
-			if err := c.lose(ctx, id, "lease expired"); err != nil {
-				return err
-			}
+		if rn[id] == nil {
+			continue
+		}
+		wi := c.workers[id]
+		wi.observe(rn[id].Val(), st[id].Val(), now)
+		if now.Sub(wi.seenAt) >= wi.leaseWait && !(ended && wi.stopped) {
+			expired = append(expired, id)
+		}
+	}
+	if len(expired) == 0 {
+		return nil
+	}
+	// Take in what the expired workers shipped since the last read
+	// before handing their shares on with what they reported: without
+	// it, a closed-model total would be sent twice in part.
+	read, err := c.readStreams(ctx, -1)
+	if err != nil {
+		return err
+	}
+	if !read {
+		return nil // cannot tell what it shipped; the next sweep decides
+	}
+	for _, id := range expired {
+		if err := c.loseExpired(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// observe records a read of the worker's renewal count and lease timings.
+func (wi *workerInfo) observe(renewals string, timings []any, now time.Time) {
+	if wi.seenAt.IsZero() || renewals != wi.renewals {
+		wi.renewals, wi.seenAt = renewals, now
+	}
+	wi.leaseWait, wi.fence = DefaultLeaseTTL, DefaultFenceAfter
+	if ms, err := strconv.ParseInt(fmt.Sprint(timings[0]), 10, 64); err == nil && ms > 0 {
+		wi.leaseWait = time.Duration(ms) * time.Millisecond
+	}
+	if ms, err := strconv.ParseInt(fmt.Sprint(timings[1]), 10, 64); err == nil && ms > 0 {
+		wi.fence = time.Duration(ms) * time.Millisecond
+	}
+	// Whatever a worker reports, wait out its fence.
+	wi.leaseWait = max(wi.leaseWait, wi.fence)
+}
+
+// noneLeft fails the run once every worker is lost: nothing sends its
+// load any more, and waiting for its end would only hide why.
+func (c *coordinator) noneLeft() error {
+	var why []string
+	for _, id := range c.order {
+		w := c.workers[id]
+		if !w.lost {
+			return nil
+		}
+		why = append(why, id+": "+w.reason)
+	}
+	return fmt.Errorf("run %s: no worker left alive (%s), so nothing sends the load; a worker that self-fenced lost Redis for longer than its fence_after (a Redis or network stall), see the daemons' logs", c.run, strings.Join(why, "; "))
+}
+
+// whyExpired is the loss reason of a worker whose lease ran out.
+const whyExpired = "lease expired"
+
+// loseExpired calls a worker lost whose lease ran out, unless it renewed
+// since the sweep read its count: the reap and that check are one script,
+// so once it is reaped no renewal of it can succeed.
+func (c *coordinator) loseExpired(ctx context.Context, id string) error {
+	wi := c.workers[id]
+	n, err := reapUnrenewedScript.Run(ctx, c.rdb, []string{c.k.workers(), c.k.alive(id), c.k.renewals(id)}, id, wi.renewals).Int()
+	if err != nil {
+		return nil // cannot tell; the next sweep decides
+	}
+	if n == 0 {
+		return nil // it renewed: the next sweep sees the new count
+	}
+	return c.lose(ctx, id, whyExpired)
 }
 
 // lose handles a dead or abandoning worker according to the loss policy.
@@ -1063,16 +1173,9 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 		return nil
 	}
 	wi.lost, wi.reason = true, why
-	if now, err := c.redisNowMs(ctx); err == nil {
-		wi.lostAtMs = now - c.startAt
-	}
-	// It sent nothing after its last heartbeat plus its fence.
-	if st, err := c.rdb.HMGet(ctx, c.k.status(id), "hb_ms", "fence_ms").Result(); err == nil {
-		hb, e1 := strconv.ParseInt(fmt.Sprint(st[0]), 10, 64)
-		fence, e2 := strconv.ParseInt(fmt.Sprint(st[1]), 10, 64)
-		if e1 == nil && e2 == nil && hb+fence-c.startAt < wi.lostAtMs {
-			wi.lostAtMs = max(hb+fence-c.startAt, 0)
-		}
+	c.setLostAt(wi, why == whyExpired)
+	if n, err := c.rdb.HGet(ctx, c.k.status(id), "sent").Int64(); err == nil {
+		wi.sentAtLeast = n
 	}
 	for s := range wi.segs {
 		f, _ := c.seq.Segment(s).Len().Float64()
@@ -1086,6 +1189,9 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	}
 	c.o.Observer.SetWorkers(alive)
 	c.logf("worker %s lost (%s)", id, why)
+	if err := c.noneLeft(); err != nil {
+		return err
+	}
 	if c.def.OnWorkerLoss == LossAbort {
 		return fmt.Errorf("run %s: worker %s lost (%s) and distributed.on_worker_loss is abort", c.run, id, why)
 	}
@@ -1095,8 +1201,7 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	lostSegs := c.segsOf(id)
 	c.handOn(id, lostSegs)
 	wi.segs = map[int]bool{}
-	now, _ := c.redisNowMs(ctx)
-	if now >= c.startAt+c.def.Duration.Milliseconds() {
+	if c.planNowMs() >= c.startAt+c.def.Duration.Milliseconds() {
 		return nil // the plan is over; nothing to hand on
 	}
 	for _, s := range lostSegs {
@@ -1139,13 +1244,27 @@ func (c *coordinator) lose(ctx context.Context, id, why string) error {
 	return nil
 }
 
+// setLostAt records the plan time after which lost worker wi can have
+// sent nothing: now, or, for an expired lease, the end of the fence that
+// began with the last renewal this coordinator saw (the reap made sure
+// none came after it), both on this coordinator's monotonic clock.
+func (c *coordinator) setLostAt(wi *workerInfo, expired bool) {
+	wi.lostAtMs = c.planNowMs() - c.startAt
+	if expired && !wi.seenAt.IsZero() && !c.startLocal.IsZero() {
+		wi.lostAtMs = min(wi.lostAtMs, max(wi.seenAt.Add(wi.fence).Sub(c.startLocal).Milliseconds(), 0))
+	}
+}
+
 // handOn adds what lost worker id reported to the prior count of the
 // segments it held, split by segment length when it held several, so the
 // next owner of a closed-model total sends only what is left.
 func (c *coordinator) handOn(id string, segs []int) {
-	pw := c.mg.perWorker[id]
-	if pw == nil || len(segs) == 0 {
+	if len(segs) == 0 {
 		return
+	}
+	var shipped int64
+	if pw := c.mg.perWorker[id]; pw != nil {
+		shipped = pw.Requests
 	}
 	ever := c.workers[id].everSegs
 	total := 0.0
@@ -1154,7 +1273,9 @@ func (c *coordinator) handOn(id string, segs []int) {
 		lens[s], _ = c.seq.Segment(s).Len().Float64()
 		total += lens[s]
 	}
-	own := float64(pw.Requests) // this worker's own requests only
+	// This worker's own requests: what it shipped, or what its last
+	// status said it had sent, if more (it died before shipping them).
+	own := float64(max(shipped, c.workers[id].sentAtLeast))
 	for _, s := range segs {
 		if total > 0 {
 			c.prior[s] += int64(own * lens[s] / total)
@@ -1309,6 +1430,7 @@ func (c *coordinator) buildOutcome(ctx context.Context) {
 		}
 		if w.lost {
 			row.LostAt, row.LostShare = time.Duration(w.lostAtMs)*time.Millisecond, w.lostFrac
+			row.SentAtLeast = w.sentAtLeast
 		}
 		if row.Total == nil {
 			row.Total = snapshot.New(-1)

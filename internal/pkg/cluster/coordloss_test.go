@@ -72,6 +72,11 @@ func TestCoordinatorReachableOnItsLease(t *testing.T) {
 			check("after a stale answer", false, 1)
 			c.reached(time.Since(c.base))
 			check("after an answer", false, 2)
+			// The line gives the outage's length, from the last call
+			// that got through to this one, not the time since this one.
+			if want := "reached Redis again after " + (tc.quiet + time.Millisecond).Round(100*time.Millisecond).String(); !strings.Contains(lines.String(), want) {
+				t.Errorf("lease %s: recovery line does not say %q:\n%s", tc.lease, want, lines)
+			}
 			time.Sleep(tc.lease)
 			check("silent for the whole lease", false, 3)
 			time.Sleep(time.Millisecond)
@@ -171,5 +176,25 @@ func coordinatorLosesRedis(t *testing.T, fault string) {
 	}
 	if ttl := rdb.TTL(context.Background(), runKeys(st.Runs[0].ID).state()).Val(); ttl > time.Hour {
 		t.Errorf("state TTL %s after the run was abandoned, want at most an hour", ttl)
+	}
+}
+
+// TestFrozenCoordinatorBlamesItself: a coordinator whose own process
+// froze (its last step began 10 s ago and every call of it failed on its
+// expired deadline) while Redis was fine is not failed as "redis
+// unreachable": it asks Redis once more, finds it answering, and says
+// that it was the one that stalled.
+func TestFrozenCoordinatorBlamesItself(t *testing.T) {
+	gate.Short(t)
+	_, rdb := startRedis(t)
+	lines := &lineLog{}
+	c := &coordinator{rdb: rdb, o: CoordOptions{Lease: DefaultCoordLease, Logf: lines.logf}, run: "R", base: time.Now().Add(-10 * time.Second)}
+	deadline := error(context.DeadlineExceeded)
+	c.lastErr.Store(&deadline)
+	if err := c.judgeReach(context.Background(), time.Now().Add(-10*time.Second)); err != nil {
+		t.Fatalf("a coordinator that froze 10 s while Redis answered: %v", err)
+	}
+	if !strings.Contains(lines.String(), "this coordinator did not run for") {
+		t.Errorf("the log does not say the coordinator itself stalled:\n%s", lines)
 	}
 }

@@ -26,9 +26,12 @@
 //   - A worker sends nothing once 3.5 s have passed (on its monotonic
 //     clock) since it sent its last successful renewal: the check runs
 //     before every request ([Assignment.Lease]), and a timer then cancels
-//     the load. The coordinator reassigns only after the 5 s lease expired
-//     and a sweep saw it, so no segment has two live owners, even when a
-//     worker was frozen (SIGSTOP) past its lease.
+//     the load. Every renewal bumps a count; the coordinator reassigns only
+//     once the worker's 5 s lease has passed on its own monotonic clock
+//     since it first saw the latest count, and reaps in one script with
+//     that count unchanged, so no segment has two live owners, even when a
+//     worker was frozen (SIGSTOP) past its lease or Redis's clock stepped.
+//     The run's end is counted on monotonic clocks, never on Redis's TIME.
 //   - A coordinator that cannot reach Redis for its lease (7 s) fails the
 //     run with [ErrRedisUnreachable]; workers leave 2 s after its lease is
 //     gone and mark the run ABORTED.
@@ -49,10 +52,10 @@
 // The 1 s, 3.5 s, 5 s, 7 s and 2 s above are the defaults of [PoolOptions]
 // (Heartbeat, FenceAfter, LeaseTTL, CoordLostAfter) and [CoordOptions]
 // (Lease, and SweepInterval 1 s); the daemon takes them from its config's
-// cluster section. A dead worker's share moves on within Heartbeat +
-// LeaseTTL + the coordinator's SweepInterval (7 s); a worker cut off from
-// Redis stops within FenceAfter (3.5 s), LeaseTTL − FenceAfter (1.5 s)
-// before Redis can expire its lease. Tests shorten them where the time is
+// cluster section. A dead worker's share moves on within LeaseTTL + two
+// of the coordinator's SweepIntervals (7 s); a worker cut off from Redis
+// stops within FenceAfter (3.5 s), LeaseTTL − FenceAfter (1.5 s) before
+// the coordinator may move its share. Tests shorten them where the time is
 // not what they check.
 //
 // # Wiring (for the daemon)

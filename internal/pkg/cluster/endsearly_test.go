@@ -279,12 +279,26 @@ func TestNoLossDecidedOnAFailedRead(t *testing.T) {
 	px.Cut()
 	ctx := context.Background()
 	c := twoWorkerCoordinator(t, rdb, newClient(t, px.Addr()), "cutread", Run{Duration: time.Minute, OnWorkerLoss: LossReassign})
-	// a is alive; b's lease has expired after it shipped 5 requests.
-	if err := rdb.Set(ctx, c.k.alive("a"), 1, time.Minute).Err(); err != nil {
+	// a is alive (it renews before every sweep); b stopped renewing
+	// after it shipped 5 requests, and its lease is half a second.
+	sweep := func() error {
+		if err := rdb.Incr(ctx, c.k.renewals("a")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return c.sweep(ctx, false)
+	}
+	if err := rdb.HSet(ctx, c.k.status("b"), "lease_ms", 500, "fence_ms", 300).Err(); err != nil {
 		t.Fatal(err)
 	}
 	shipRequests(t, rdb, c.k, "b", 5)
-	if err := c.sweep(ctx, false); err != nil {
+	if err := sweep(); err != nil {
+		t.Fatal(err)
+	}
+	// b's lease passing on the coordinator's clock is the fault, not a
+	// synchronisation.
+	first := time.Now()
+	waitFor(t, 5*time.Second, "b's lease to pass", func() bool { return time.Since(first) > 600*time.Millisecond })
+	if err := sweep(); err != nil {
 		t.Fatal(err)
 	}
 	if c.workers["b"].lost {
@@ -292,7 +306,7 @@ func TestNoLossDecidedOnAFailedRead(t *testing.T) {
 	}
 	px.Heal()
 	waitFor(t, 20*time.Second, "a sweep to find b lost once the read works", func() bool {
-		return c.sweep(ctx, false) == nil && c.workers["b"].lost
+		return sweep() == nil && c.workers["b"].lost
 	})
 	if got := c.prior[1]; got != 5 {
 		t.Errorf("segment 1 handed on with prior %d, want the 5 requests b shipped", got)

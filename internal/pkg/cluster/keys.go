@@ -21,6 +21,7 @@ func (r runKeys) gen() string               { return r.k("gen") }
 func (r runKeys) workers() string           { return r.k("workers") }
 func (r runKeys) alive(w string) string     { return r.k("w:" + w + ":alive") }
 func (r runKeys) status(w string) string    { return r.k("w:" + w + ":status") }
+func (r runKeys) renewals(w string) string  { return r.k("w:" + w + ":renewals") }
 func (r runKeys) desired(w string) string   { return r.k("w:" + w + ":desired") }
 func (r runKeys) cmd(w string) string       { return r.k("w:" + w + ":cmd") }
 func (r runKeys) bcast() string             { return r.k("bcast") }

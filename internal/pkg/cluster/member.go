@@ -36,6 +36,8 @@ type member struct {
 
 	clock      clock
 	clockAt    time.Time
+	startMs    int64     // start_at (Redis ms) that startLocal converts
+	startLocal time.Time // start_at on this runner's monotonic clock
 	appliedGen int64
 	maxTerm    int64
 	cur        desired
@@ -65,6 +67,12 @@ type member struct {
 	// runner stops before anyone else may take its segments.
 	leaseBase  time.Time
 	leaseUntil atomic.Int64
+	// sent counts the requests that passed the lease check, which the
+	// engine makes right before it sends one: the status's "sent", so
+	// the coordinator knows this much went out even when the worker dies
+	// before it ships the metrics (see WorkerRow.SentAtLeast for the
+	// few checks that send nothing).
+	sent atomic.Int64
 
 	// keeping runs keepLease until stopKeeping.
 	keeping  sync.WaitGroup
@@ -278,7 +286,11 @@ func (m *member) leaseLeft() time.Duration {
 // monotonic clock. It is the engine's Options.Lease: called before every
 // request, so it only reads the clock and one atomic.
 func (m *member) leaseValid() bool {
-	return int64(time.Since(m.leaseBase)) < m.leaseUntil.Load()
+	if int64(time.Since(m.leaseBase)) >= m.leaseUntil.Load() {
+		return false
+	}
+	m.sent.Add(1)
+	return true
 }
 
 // renewed records a successful renewal that was sent at sent (since
@@ -319,12 +331,17 @@ func (m *member) keepLease(ctx context.Context) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, every)
 		sent := time.Since(m.leaseBase)
-		n, err := aliveRenewScript.Run(cctx, m.p.rdb, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.shipGen.Load(), m.p.o.LeaseTTL.Milliseconds()).Int()
+		n, err := aliveRenewScript.Run(cctx, m.p.rdb, m.renewKeys(), m.p.o.ID, m.shipGen.Load(), m.p.o.LeaseTTL.Milliseconds(), m.ttl).Int()
 		cancel()
 		if err == nil && n == 1 {
 			m.renewed(sent)
 		}
 	}
+}
+
+// renewKeys are aliveRenewScript's keys for this runner.
+func (m *member) renewKeys() []string {
+	return []string{m.k.alive(m.p.o.ID), m.k.workers(), m.k.renewals(m.p.o.ID)}
 }
 
 // sinceRenewal is how long ago the last successful renewal was sent.
@@ -350,7 +367,7 @@ func (m *member) heartbeat(ctx context.Context) error {
 	}
 	pipe := m.p.rdb.Pipeline()
 	sent := time.Since(m.leaseBase)
-	renew := aliveRenewScript.Eval(cctx, pipe, []string{m.k.alive(m.p.o.ID), m.k.workers()}, m.p.o.ID, m.appliedGen, m.p.o.LeaseTTL.Milliseconds())
+	renew := aliveRenewScript.Eval(cctx, pipe, m.renewKeys(), m.p.o.ID, m.appliedGen, m.p.o.LeaseTTL.Milliseconds(), m.ttl)
 	pipe.HSet(cctx, m.k.status(m.p.o.ID), m.statusFields())
 	// NX: once the run has ended its keys live an hour; a late heartbeat
 	// must not stretch that back to the run TTL.
@@ -458,10 +475,15 @@ func (m *member) statusFields() map[string]any {
 		"target_vus": 0, "active_vus": 0, "cpu_pct": strconv.FormatFloat(m.cpuPct, 'f', 1, 64),
 		"clock_offset_ms": m.clock.offset.Milliseconds(), "rtt_us": m.clock.rtt.Microseconds(),
 		"last_seq": m.ship.lastSeq(), "iters_dropped": m.ship.dropped(), "segments": segList(slices.Sorted(maps.Keys(m.segs))),
-		// This heartbeat's instant on Redis's clock, and the fence: if this
-		// write lands, so did the renewal sent before it, and this runner
-		// sends nothing after hb_ms + fence_ms unless it renews again.
+		// This heartbeat's instant on Redis's clock (for reports), and the
+		// fence: this runner sends nothing once fence_ms has passed, on
+		// its monotonic clock, since it sent its last acknowledged renewal.
 		"hb_ms": m.clock.redisNow().UnixMilli(), "fence_ms": m.p.o.FenceAfter.Milliseconds(),
+		// How long after it last saw a renewal the coordinator must wait
+		// before this runner's share may move: its lease, which the
+		// config keeps longer than its fence.
+		"lease_ms": m.p.o.LeaseTTL.Milliseconds(),
+		"sent":     m.sent.Load(),
 	}
 }
 
@@ -586,7 +608,13 @@ func (m *member) isFencedNow() bool {
 
 func (m *member) startSegment(i int, startAtMs, prior int64) {
 	sctx, cancel := context.WithCancelCause(m.loadCtx)
-	startAt := m.clock.local(startAtMs)
+	// The run's start is converted once: a later re-measurement of the
+	// clock (after Redis's clock stepped) must not move the plan of a
+	// share this runner takes over.
+	if m.startLocal.IsZero() || m.startMs != startAtMs {
+		m.startMs, m.startLocal = startAtMs, m.clock.local(startAtMs)
+	}
+	startAt := m.startLocal
 	off := time.Duration(0)
 	if now := time.Now(); now.After(startAt) {
 		off = now.Sub(startAt)

@@ -71,13 +71,31 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
-// aliveRenew: KEYS alive workers; ARGV wid gen px.
+// aliveRenew: KEYS alive workers renewals; ARGV wid gen px ttl.
 // Returns 1 renewed, 0 not a member any more (reaped), -1 stale gen.
+// Each renewal also counts in renewals, a key that lives as long as the
+// run: the coordinator judges the lease by that count changing, on its own
+// clock, never by the PX expiry, which follows Redis's clock.
 var aliveRenewScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return 0 end
 local cur = redis.call('GET', KEYS[1])
 if cur and tonumber(cur) > tonumber(ARGV[2]) then return -1 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('INCR', KEYS[3])
+redis.call('EXPIRE', KEYS[3], ARGV[4], 'NX')
+return 1`)
+
+// reapUnrenewed: KEYS workers alive renewals; ARGV wid renewals.
+// Removes the worker from the run only if its renewal count is still the
+// one the coordinator judged expired (” when it had none). Returns 1 when
+// reaped, 0 when it renewed meanwhile (it is alive; nothing changed).
+// After a reap every renewal of the worker fails, so the last renewal it
+// saw acknowledged is one the coordinator had seen.
+var reapUnrenewedScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[3]) or ''
+if cur ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
 return 1`)
 
 // join: KEYS state workers alive events seg; ARGV wid info px ttl.

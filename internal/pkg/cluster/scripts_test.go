@@ -63,7 +63,7 @@ func TestScripts(t *testing.T) {
 	// alive renew: not a member, then member, then stale gen.
 	t.Run("alive", func(t *testing.T) {
 		renew := func(gen int) int64 {
-			n, _ := aliveRenewScript.Run(ctx, rdb, []string{k.alive("w1"), k.workers()}, "w1", gen, 5000).Int64()
+			n, _ := aliveRenewScript.Run(ctx, rdb, []string{k.alive("w1"), k.workers(), k.renewals("w1")}, "w1", gen, 5000, 3600).Int64()
 			return n
 		}
 		if n := renew(1); n != 0 {
@@ -75,6 +75,22 @@ func TestScripts(t *testing.T) {
 		}
 		if n := renew(4); n != -1 {
 			t.Fatalf("renew with stale gen 4 after 5 = %d, want -1", n)
+		}
+		// The coordinator reaps only on the renewal count it judged
+		// expired; a renewal since then keeps the worker, and once it
+		// is reaped no renewal succeeds.
+		reap := func(seen string) int64 {
+			n, _ := reapUnrenewedScript.Run(ctx, rdb, []string{k.workers(), k.alive("w1"), k.renewals("w1")}, "w1", seen).Int64()
+			return n
+		}
+		if n := reap(""); n != 0 {
+			t.Fatalf("reap on a count of none after a renewal = %d, want 0", n)
+		}
+		if n := reap("1"); n != 1 {
+			t.Fatalf("reap on the current count = %d, want 1", n)
+		}
+		if n := renew(6); n != 0 {
+			t.Fatalf("renew after the reap = %d, want 0", n)
 		}
 	})
 

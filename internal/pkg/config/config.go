@@ -184,9 +184,9 @@ type Cluster struct {
 // on a machine that is not overloaded. See [Cluster.Promises].
 type ClusterPromises struct {
 	// Takeover bounds how long a dead worker's share stays idle:
-	// Heartbeat + Lease + SweepInterval (7 s with the defaults). Its last
-	// renewal ran at most a heartbeat before it died, Redis expires its
-	// lease Lease later, and the coordinator's next sweep hands the share on.
+	// Lease + 2 × SweepInterval (7 s with the defaults). The coordinator's
+	// next sweep first sees its last renewal, and the first sweep Lease
+	// after that (on the coordinator's own clock) hands the share on.
 	Takeover time.Duration
 	// Fence bounds how long a worker cut off from Redis goes on sending:
 	// FenceAfter (3.5 s), counted from its last renewal, which it sent
@@ -204,7 +204,7 @@ type ClusterPromises struct {
 // Promises returns what c's timings promise (see [ClusterPromises]).
 func (c Cluster) Promises() ClusterPromises {
 	return ClusterPromises{
-		Takeover:        c.Heartbeat + c.Lease + c.SweepInterval,
+		Takeover:        c.Lease + 2*c.SweepInterval,
 		Fence:           c.FenceAfter,
 		Margin:          c.Lease - c.FenceAfter,
 		CoordinatorLost: c.CoordinatorLease + c.CoordinatorLostAfter + c.Heartbeat,

@@ -109,6 +109,13 @@ type Options struct {
 	// (k6-style) drops instead of queueing; a negative value never drops
 	// (wrk2-style). Default DefaultMaxLateness.
 	MaxLateness time.Duration
+	// MaxStall, when positive, skips arrivals after a stall of the
+	// generator itself: once a free worker picks up an arrival more than
+	// MaxStall after its intended time (the process or host was frozen),
+	// that arrival and every other one already due are counted as dropped
+	// and Stalled, never sent at once in a burst. 0 leaves them to
+	// MaxLateness. Distributed shares set it (see loadrun).
+	MaxStall time.Duration
 
 	// VUs is the number of closed-model virtual users at the start; with
 	// VUStages it is the ramp's starting point. 0 means Concurrency.

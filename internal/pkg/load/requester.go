@@ -77,10 +77,14 @@ const (
 	DropCanceled
 	// DropAuth: the credentials it needed could not be fetched.
 	DropAuth
+	// DropStall: the generator itself stalled (a frozen process or host)
+	// past Options.MaxStall, and it was skipped rather than sent in a
+	// burst with the other overdue arrivals.
+	DropStall
 	numDropReasons
 )
 
-var dropNames = [numDropReasons]string{"sent", "late", "stop", "lease", "feeder_exhausted", "canceled_before_send", "auth_failed"}
+var dropNames = [numDropReasons]string{"sent", "late", "stop", "lease", "feeder_exhausted", "canceled_before_send", "auth_failed", "stalled"}
 
 // String returns the reason's stable snake_case name, as used in summaries.
 func (r DropReason) String() string {

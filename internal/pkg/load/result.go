@@ -29,6 +29,10 @@ type Stats struct {
 	// or the concurrency limited the test. Late − Queued were sent late by
 	// the generator itself (its timers or CPU fell behind).
 	Queued int64 `json:"queued"`
+	// Stalled counts arrivals skipped because the generator itself had
+	// stalled (a frozen process or host) past Options.MaxStall: they were
+	// never sent, and are counted in Dropped too, as the generator's.
+	Stalled int64 `json:"stalled,omitempty"`
 	// Status counts responses by status code.
 	Status map[int]int64 `json:"status,omitempty"`
 	// Classes counts failed requests by error class name.
@@ -46,6 +50,7 @@ func (s *Stats) Merge(o *Stats) {
 	s.Retries += o.Retries
 	s.Late += o.Late
 	s.Queued += o.Queued
+	s.Stalled += o.Stalled
 	for k, v := range o.Status {
 		if s.Status == nil {
 			s.Status = make(map[int]int64)
@@ -337,8 +342,12 @@ func (r *Result) Merge(o *Result) {
 // Finish computes the derived fields (GeneratorBound, WorkerBound,
 // Invalid) after the last change.
 func (r *Result) Finish() {
-	r.GeneratorBound = GeneratorBehind(r).Behind
-	r.WorkerBound = r.DroppedBy[DropLate.String()]+r.DroppedBy[DropStop.String()] > 0 || r.Queued*100 > r.Requests
+	r.GeneratorBound = GeneratorBehind(r).Behind || r.Stalled > 0
+	workerDrops := r.DroppedBy[DropLate.String()] + r.DroppedBy[DropStop.String()]
+	if len(r.DroppedBy) == 0 {
+		workerDrops = r.Dropped - r.Stalled // merged across hosts: totals without reasons
+	}
+	r.WorkerBound = workerDrops > 0 || r.Queued*100 > r.Requests
 	r.Invalid = r.Validity()
 }
 

@@ -560,6 +560,9 @@ func (e *engine) openWorker(w *worker) {
 				continue
 			}
 		}
+		if e.stalledPast(intended, late == queued) {
+			continue
+		}
 		if e.o.Lease != nil && !e.o.Lease() {
 			e.drop(DropLease, 1) // due, but this host does not hold the lease now
 			continue
@@ -856,6 +859,9 @@ func (e *engine) snapshotDrops(s *Snapshot, last *dropMarks) {
 				s.DroppedBy = make(map[string]int64)
 			}
 			s.DroppedBy[r.String()] = n
+		}
+		if r == DropStall {
+			s.Stalled = d - last.dropped[r]
 		}
 		last.dropped[r] = d
 	}

@@ -136,6 +136,7 @@ type Summary struct {
 	// for; Invalid says why (see [Result.Validity]).
 	Valid            bool              `json:"valid"`
 	Invalid          []Invalidity      `json:"invalid,omitempty"`
+	Stalled          int64             `json:"stalled,omitempty"`
 	Interrupted      bool              `json:"interrupted"`
 	Endpoints        []EndpointSummary `json:"endpoints"`
 	Seconds          []SecondSummary   `json:"seconds"`
@@ -185,6 +186,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		DroppedBy:      r.DroppedBy,
 		Late:           r.Late,
 		Queued:         r.Queued,
+		Stalled:        r.Stalled,
 		GeneratorBound: r.GeneratorBound,
 		WorkerBound:    r.WorkerBound,
 		Interrupted:    r.Interrupted,
@@ -387,6 +389,10 @@ func GeneratorVerdict(s *Summary) string {
 			return "no"
 		}
 		return "no (" + b.String() + "; it takes " + strconv.Itoa(GeneratorBehindSeconds) + " such seconds)"
+	}
+	if s.Stalled > 0 {
+		return "YES: the generator stalled (a frozen process or host, not the target) and skipped " + strconv.FormatInt(s.Stalled, 10) +
+			" overdue arrivals, counted as dropped, rather than send them at once in a burst. Look for what froze the runner (a VM pause, swapping, a long GC)"
 	}
 	return "YES: " + b.String() + ", so latencies include its delay. Lower the rate, or give the runner more CPU (or split the test over more hosts)"
 }

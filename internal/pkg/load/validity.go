@@ -148,7 +148,10 @@ func (r *Result) Validity() []Invalidity {
 		out = append(out, Invalidity{Reason: "max_concurrency", Detail: "the worker pool reached max_concurrency (" + strconv.Itoa(r.MaxWorkers) +
 			") and " + strconv.FormatInt(r.Queued, 10) + " arrivals waited for a free worker: raise max_concurrency, or lower the rate if the target cannot take it"})
 	}
-	if b := GeneratorBehind(r); b.Behind {
+	if r.Stalled > 0 {
+		out = append(out, Invalidity{Reason: "generator_bound", Detail: "the generator stalled (a frozen process or host, not the target) and skipped " +
+			strconv.FormatInt(r.Stalled, 10) + " overdue arrivals rather than send them in a burst: look for what froze the runner (a VM pause, swapping, a long GC)"})
+	} else if b := GeneratorBehind(r); b.Behind {
 		out = append(out, Invalidity{Reason: "generator_bound", Detail: "the generator fell behind its schedule: " + b.String() +
 			": lower the rate, give the runner more CPU, or split the test over more hosts"})
 	}
@@ -174,6 +177,8 @@ func dropFix(by map[string]int64) string {
 		return "the feeder ran out of rows; add rows or set recycle: true"
 	case DropAuth.String():
 		return "the credentials could not be fetched; check auth"
+	case DropStall.String():
+		return "the generator stalled (a frozen process or host) and skipped the arrivals that fell due meanwhile; look for what froze the runner (a VM pause, swapping, a long GC)"
 	}
 	return "see the per-worker rows; add workers or lower the rate"
 }

@@ -86,11 +86,14 @@ type Distributed struct {
 
 	end       time.Duration
 	plannedIn func(from, to time.Duration) float64
+	// closedTotal is the closed model's total (0 without one), which
+	// bounds what a lost worker may have sent unreported.
+	closedTotal int64
 }
 
 // WriteWorkers writes the per-worker table of d; see [WriteWorkers].
 func (d *Distributed) WriteWorkers(w io.Writer, markdown bool) error {
-	return WriteWorkers(w, d.Outcome, d.end, markdown, d.plannedIn)
+	return writeWorkers(w, d.Outcome, d.end, markdown, rowBounds{d.plannedIn, d.closedTotal})
 }
 
 // Coordinate runs cfg (validated, distributed.workers > 1, targets already
@@ -299,8 +302,10 @@ func (pl *plan) merge(out *cluster.Outcome, cancelled bool, prog *progress) *Dis
 	d := &Distributed{Result: res, Outcome: out, Cancelled: cancelled, end: end}
 	if pl.open {
 		d.plannedIn = pl.sched.PlannedCount
+	} else {
+		d.closedTotal = int64(min(pl.o.Total, math.MaxInt64))
 	}
-	d.Hosts = workerRows(out, end, d.plannedIn)
+	d.Hosts = workerRows(out, end, rowBounds{d.plannedIn, d.closedTotal})
 	if !cancelled {
 		d.Shortfall = shortfall(pl.o, end, pl.sched, res.Requests, out)
 	}
@@ -375,9 +380,20 @@ func plannedArrivals(o *load.Options, end time.Duration, sched *load.Schedule) f
 // arrivals in a span of plan time, to bound that part in requests.
 // markdown selects a Markdown table instead of aligned text.
 func WriteWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, markdown bool, plannedIn func(from, to time.Duration) float64) error {
+	return writeWorkers(w, out, planned, markdown, rowBounds{plannedIn: plannedIn})
+}
+
+// rowBounds are what bounds a lost worker's unreported requests: the
+// open model's planned arrivals, or the closed model's total.
+type rowBounds struct {
+	plannedIn   func(from, to time.Duration) float64
+	closedTotal int64
+}
+
+func writeWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, markdown bool, bounds rowBounds) error {
 	head := []string{"worker", "host", "segments", "requests", "rate/s", "dropped", "cpu %", "clock offset", "status"}
 	var rows [][]string
-	for _, r := range workerRows(out, planned, plannedIn) {
+	for _, r := range workerRows(out, planned, bounds) {
 		rows = append(rows, []string{r.ID, r.Host, r.Segments, strconv.FormatInt(r.Requests, 10),
 			strconv.FormatFloat(r.RPS, 'f', 1, 64), strconv.FormatInt(r.Dropped, 10),
 			strconv.FormatFloat(r.CPUPct, 'f', 0, 64), r.ClockOffset, r.Status})
@@ -410,20 +426,23 @@ func WriteWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, mark
 
 // workerRows are the per-worker rows of a distributed run; see
 // [WriteWorkers].
-func workerRows(out *cluster.Outcome, planned time.Duration, plannedIn func(from, to time.Duration) float64) []load.HostRow {
+func workerRows(out *cluster.Outcome, planned time.Duration, b rowBounds) []load.HostRow {
 	var rows []load.HostRow
 	for _, r := range out.Workers {
 		segs := make([]string, len(r.Segments))
 		for k, s := range r.Segments {
 			segs[k] = strconv.Itoa(s)
 		}
-		status := "ok"
-		if r.Lost {
-			status = "lost: " + r.Reason + unreported(r, plannedIn)
-		}
 		var reqs int64
 		if r.Total != nil {
 			reqs = r.Total.Requests
+		}
+		status := "ok"
+		if r.Lost {
+			// At least what its last status said it had sent, even when
+			// it died before shipping those requests' metrics.
+			reqs = max(reqs, r.SentAtLeast)
+			status = "lost: " + r.Reason + unreported(r, reqs, b)
 		}
 		rate := 0.0
 		if planned > 0 {
@@ -438,14 +457,21 @@ func workerRows(out *cluster.Outcome, planned time.Duration, plannedIn func(from
 // unreported says what of a lost worker's traffic may be missing from the
 // result: what it sent after the last second it shipped, until it was
 // found lost (it stopped sending by then: fenced, killed or partitioned).
-func unreported(r cluster.WorkerRow, plannedIn func(from, to time.Duration) float64) string {
+// In the closed model the bound is the rest of its share of total (its
+// engine never sends more): reqs, what it is known to have sent, subtracted.
+func unreported(r cluster.WorkerRow, reqs int64, b rowBounds) string {
 	from := time.Duration(r.LastSecond+1) * time.Second
 	if r.LostAt <= from {
 		return "; all of its metrics arrived"
 	}
 	msg := fmt.Sprintf("; no metrics from %s until it stopped sending (by %s)", from, r.LostAt.Round(100*time.Millisecond))
-	if plannedIn != nil && r.LostShare > 0 {
-		msg += fmt.Sprintf(": up to %.0f requests unreported", math.Ceil(plannedIn(from, r.LostAt)*r.LostShare))
+	switch {
+	case r.LostShare <= 0:
+	case b.plannedIn != nil:
+		msg += fmt.Sprintf(": up to %.0f requests unreported", math.Ceil(b.plannedIn(from, r.LostAt)*r.LostShare))
+	case b.closedTotal > 0:
+		left := max(int64(math.Ceil(float64(b.closedTotal)*r.LostShare))-reqs, 0)
+		msg += fmt.Sprintf(": up to %d requests unreported (the rest of its share of total)", left)
 	}
 	return msg
 }

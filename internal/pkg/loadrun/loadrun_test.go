@@ -190,6 +190,23 @@ func TestWriteWorkers(t *testing.T) {
 	}
 }
 
+// TestLostRowClosedTotal: in a closed-model total, a worker lost before it
+// shipped any metrics shows what its last status said it had sent, never
+// 0, and bounds what may be missing by the rest of its share of total.
+func TestLostRowClosedTotal(t *testing.T) {
+	t.Parallel()
+	out := &cluster.Outcome{RunID: "r1", Workers: []cluster.WorkerRow{
+		{ID: "w2", Host: "h2", Segments: []int{1}, Lost: true, Reason: "lease expired", LastSecond: -1, LostAt: 2 * time.Second, LostShare: 0.5, SentAtLeast: 200},
+	}}
+	rows := workerRows(out, 5*time.Second, rowBounds{closedTotal: 1000})
+	if len(rows) != 1 || rows[0].Requests != 200 {
+		t.Fatalf("lost row %+v, want 200 requests (what its status said it sent)", rows)
+	}
+	if want := "up to 300 requests unreported (the rest of its share of total)"; !strings.Contains(rows[0].Status, want) {
+		t.Errorf("lost row status %q lacks %q", rows[0].Status, want)
+	}
+}
+
 // TestPlanEndAndClosedShare: an open plan with a total ends at the arrival
 // after its last one (not at duration) unless the duration comes first,
 // and a closed-model total splits exactly over the segments.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -135,6 +136,9 @@ func (r *SegmentRunner) takeShare(o *load.Options, a cluster.Assignment, share f
 		return false, err
 	}
 	o.Owns, o.ScaleVUs, o.Lease = a.Owns, a.ScaleVUs, a.Lease
+	if o.MaxStall == 0 {
+		o.MaxStall = ShareMaxStall
+	}
 	if total, ok := closedShare(o, a.ScaleVUs); ok {
 		// A segment taken over mid-run counts what its earlier owners
 		// reported as sent.
@@ -155,6 +159,15 @@ func (r *SegmentRunner) takeShare(o *load.Options, a cluster.Assignment, share f
 	}
 	return true, nil
 }
+
+// ShareMaxStall is how late a free worker of a distributed share may pick
+// up an arrival before the share counts a stall of its own host (a frozen
+// process, a paused VM) and skips every overdue arrival as dropped, rather
+// than sending them at once in a burst beside the other hosts' load
+// ([load.Options.MaxStall]). It is well under the fence (3.5 s by
+// default), which ends longer freezes, and well over the scheduling
+// delays of a busy machine.
+const ShareMaxStall = 500 * time.Millisecond
 
 // run runs the segment's test t and says why it stopped short, if it did.
 func (r *SegmentRunner) run(ctx context.Context, t *Test, a cluster.Assignment) error {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,7 @@ func StartProxyOn(t testing.TB, listen, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("redistest: proxy listen: %v", err)
 	}
-	r := startRelay(ln, target)
+	r := startRelay(ln, target, false)
 	t.Cleanup(r.close)
 	return &Proxy{r: r}
 }
@@ -62,8 +63,16 @@ const proxyEnv = "REDISTEST_PROXY_TARGET"
 // past its lease, with no fault applied. The process ends with the test.
 func StartProxyProcess(t testing.TB, target string) *Proxy {
 	t.Helper()
+	return startProxyProcess(t, target, false)
+}
+
+func startProxyProcess(t testing.TB, target string, rewriteTime bool) *Proxy {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), proxyEnv+"="+target)
+	if rewriteTime {
+		cmd.Env = append(cmd.Env, proxyTimeEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -98,9 +107,10 @@ func StartProxyProcess(t testing.TB, target string) *Proxy {
 }
 
 // ServeProxyIfAsked returns at once, unless this process was started by
-// [StartProxyProcess]: then it relays to the target it was given, obeys
-// "cut" and "heal" lines on stdin (answering each with "ok"), and exits
-// when stdin ends. Call it first in the TestMain of a package that uses
+// [StartProxyProcess] or [StartTimeProxyProcess]: then it relays to the
+// target it was given, obeys "cut", "heal", "time-offset <µs>",
+// "time-freeze" and "time-thaw" lines on stdin (answering each with "ok"),
+// and exits when stdin ends. Call it first in the TestMain of a package that uses
 // StartProxyProcess.
 func ServeProxyIfAsked() {
 	target := os.Getenv(proxyEnv)
@@ -112,16 +122,11 @@ func ServeProxyIfAsked() {
 		fmt.Fprintf(os.Stderr, "redistest proxy: listen: %v\n", err)
 		os.Exit(1)
 	}
-	r := startRelay(ln, target)
+	r := startRelay(ln, target, os.Getenv(proxyTimeEnv) != "")
 	fmt.Printf("addr %s\n", ln.Addr())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		switch sc.Text() {
-		case "cut":
-			r.cut.Store(true)
-		case "heal":
-			r.heal()
-		}
+		r.command(sc.Text())
 		fmt.Println("ok")
 	}
 	r.close()
@@ -148,11 +153,7 @@ func (p *Proxy) Heal() { p.do("heal") }
 
 func (p *Proxy) do(cmd string) {
 	if p.r != nil {
-		if cmd == "cut" {
-			p.r.cut.Store(true)
-		} else {
-			p.r.heal()
-		}
+		p.r.command(cmd)
 		return
 	}
 	p.t.Helper()
@@ -170,14 +171,18 @@ func (p *Proxy) do(cmd string) {
 type relay struct {
 	ln     net.Listener
 	cut    atomic.Bool
+	clock  *timeRewrite // nil: bytes pass through untouched
 	mu     sync.Mutex
 	conns  []net.Conn
 	closed bool // under mu: a connection accepted after close is closed at once
 	wg     sync.WaitGroup
 }
 
-func startRelay(ln net.Listener, target string) *relay {
+func startRelay(ln net.Listener, target string, rewriteTime bool) *relay {
 	r := &relay{ln: ln}
+	if rewriteTime {
+		r.clock = &timeRewrite{}
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -203,11 +208,34 @@ func startRelay(ln net.Listener, target string) *relay {
 			r.conns = append(r.conns, c, up)
 			r.wg.Add(2)
 			r.mu.Unlock()
+			if r.clock != nil {
+				times := make(chan bool, 4096) // per command sent: is it TIME?
+				go func() { defer r.wg.Done(); r.pipeCommands(up, c, times) }()
+				go func() { defer r.wg.Done(); r.pipeReplies(c, up, times) }()
+				continue
+			}
 			go func() { defer r.wg.Done(); r.pipe(up, c) }()
 			go func() { defer r.wg.Done(); r.pipe(c, up) }()
 		}
 	}()
 	return r
+}
+
+// command obeys one control line (see [ServeProxyIfAsked]).
+func (r *relay) command(line string) {
+	switch verb, arg, _ := strings.Cut(line, " "); verb {
+	case "cut":
+		r.cut.Store(true)
+	case "heal":
+		r.heal()
+	case "time-offset":
+		us, _ := strconv.ParseInt(arg, 10, 64)
+		r.clock.setOffset(time.Duration(us) * time.Microsecond)
+	case "time-freeze":
+		r.clock.freeze()
+	case "time-thaw":
+		r.clock.thaw()
+	}
 }
 
 func (r *relay) heal() {

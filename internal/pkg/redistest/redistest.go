@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,6 +82,23 @@ func (s *Server) Restart() {
 			s.t.Fatalf("redistest: restart redis-server on port %d: %v", s.port, err)
 		}
 		time.Sleep(50 * time.Millisecond) // waiting for the kernel to free the port; nothing to synchronise on
+	}
+}
+
+// Pause freezes the server (SIGSTOP), as a stalled Redis host: it keeps
+// its connections and its data but answers nothing until [Server.Resume].
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume ends a Pause (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		if err := s.cmd.Process.Signal(sig); err != nil {
+			s.t.Errorf("redistest: signal redis-server: %v", err)
+		}
 	}
 }
 
