@@ -116,6 +116,9 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if res, ok := j.evalJobIf(ec); !ok {
 		return res
 	}
+	if !j.checkSteps(j.exprContext(workflow.StatusSuccess)) {
+		return runnerv1.Result_RESULT_FAILURE
+	}
 	if res, ok := j.containersUp(jobCtx); !ok {
 		return res
 	}

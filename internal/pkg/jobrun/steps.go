@@ -99,7 +99,8 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 type unsupportedStep struct{ name, uses string }
 
 func (s unsupportedStep) run(_ context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
-	j.Logf("::error::step %q uses %q, which this runner does not support. forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>; replace this step with one of those or a run: script.", s.name, s.uses)
+	why, instead := usesSupport(s.uses)
+	j.Logf("::error::step %q uses %q, which this runner does not support: %s; %s", s.name, s.uses, why, instead)
 	return runnerv1.Result_RESULT_FAILURE, nil
 }
 
