@@ -404,17 +404,18 @@ func (j *job) exprContext(status workflow.JobStatus) *workflow.Context {
 		secrets[k] = v
 	}
 	return &workflow.Context{
-		Github:  j.github,
-		Env:     env,
-		Vars:    j.task.GetVars(),
-		Secrets: secrets,
-		Steps:   j.steps,
-		Needs:   workflow.NeedsFromTask(j.task.GetNeeds()),
-		Runner:  j.runnerContext(),
-		Matrix:  j.matrix(),
-		Inputs:  j.inputs(),
-		Status:  status,
-		Job:     j.jobContext(),
+		Github:    j.github,
+		Env:       env,
+		Vars:      j.task.GetVars(),
+		Secrets:   secrets,
+		Steps:     j.steps,
+		Needs:     workflow.NeedsFromTask(j.task.GetNeeds()),
+		Runner:    j.runnerContext(),
+		Matrix:    j.matrix(),
+		Inputs:    j.inputs(),
+		Status:    status,
+		Job:       j.jobContext(),
+		HashFiles: j.hashFilesFunc(),
 	}
 }
 

@@ -292,6 +292,15 @@ func (c *Context) call(p *parsed, name string, args []any) (any, error) {
 		return c.Status == StatusCancelled, nil
 	case "always":
 		return true, nil
+	case "hashFiles":
+		if c.HashFiles == nil {
+			return nil, fmt.Errorf("hashFiles in %s: there are no files to hash here; hashFiles() works in a step's fields (with:, env:, run:, if:) and in job outputs, once the job has a workspace", show(p.src))
+		}
+		pats := make([]string, len(args))
+		for i, a := range args {
+			pats[i] = toString(a)
+		}
+		return c.HashFiles(pats)
 	}
 	return nil, fmt.Errorf("function %s in %s is not implemented", name, show(p.src))
 }

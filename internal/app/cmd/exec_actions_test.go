@@ -1,0 +1,67 @@
+package cmd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// execWorkflow runs `forgeload exec` on the workflow text in a new
+// directory (files are written there first, by relative path) and returns
+// its exit code and output.
+func execWorkflow(t *testing.T, workflow string, files map[string]string) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for p, body := range files {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wf := filepath.Join(dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte(workflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "exec", wf)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	return code, string(out)
+}
+
+// TestE2EExecChecksStepsFirst: forgeload exec reports a step it cannot run
+// before any step runs, as the daemon does. Before, the first step ran.
+func TestE2EExecChecksStepsFirst(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - run: echo first-step-ran
+      - uses: actions/setup-go@v5
+`, nil)
+	if code != ExitFailure || strings.Contains(out, "first-step-ran") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{
+		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": actions from other repositories are not run by this runner yet`,
+		"install Go on the runner host",
+		"so none of its steps ran",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
