@@ -99,8 +99,11 @@ func (j *job) checkStep(ec *workflow.Context, i int, st workflow.Step) (r refusa
 	if r.why != "" {
 		return r, true
 	}
-	if hasExpr(st.With) {
-		return refusal{}, false // resolved when the step starts
+	action, _ := workflow.UsesRef(st.Uses)
+	if _, native := usesKinds[strings.ToLower(action)]; !native || hasExpr(st.With) {
+		// Resolved when the step starts: a local action is read then,
+		// after the checkout that brings it.
+		return refusal{}, false
 	}
 	if _, err := j.resolveStep(ec, st, r.name); err != nil {
 		r.why, r.instead = err.Error(), "fix the step's with: inputs"
@@ -128,9 +131,11 @@ func usesSupport(uses string) (why, instead string) {
 	case strings.HasPrefix(lower, "docker://"):
 		return "docker:// steps are not supported by this runner yet",
 			"run the image in a run: step (docker run), or run the job in it with container:"
-	case strings.HasPrefix(action, "./") || strings.HasPrefix(action, "../"):
-		return "local actions are not supported by this runner yet",
-			"copy the action's run: steps into the job (" + native + ")"
+	case isLocalAction(uses):
+		return "", ""
+	case strings.HasPrefix(action, "../") || action == "." || action == "..":
+		return "a local action must be a directory inside the workspace",
+			"write uses: ./path/to/action (relative to the repository's root)"
 	case ref == "":
 		return "a uses: reference needs a version after @ (owner/repo@v1)", "add the ref, e.g. " + action + "@v1"
 	}

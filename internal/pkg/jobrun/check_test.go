@@ -42,7 +42,7 @@ jobs:
         with:
           submodules: true
       - uses: acme/thing
-      - uses: ./.gitea/actions/build
+      - uses: ../elsewhere/action
 `)
 	if res != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE", res)
@@ -60,7 +60,7 @@ jobs:
 		`step 3 "image" uses "docker://alpine:3": docker:// steps are not supported by this runner yet; run the image in a run: step`,
 		`step 4 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.submodules: true is not supported`,
 		`step 5 "Run acme/thing" uses "acme/thing": a uses: reference needs a version after @`,
-		`step 6 "Run ./.gitea/actions/build" uses "./.gitea/actions/build": local actions are not supported`,
+		`step 6 "Run ../elsewhere/action" uses "../elsewhere/action": a local action must be a directory inside the workspace; write uses: ./path/to/action`,
 		"this runner cannot run 5 step(s) of job a (listed above), so none of its steps ran",
 	} {
 		if !strings.Contains(job, want) {

@@ -458,7 +458,12 @@ func debugFlag(task *runnerv1.Task) string {
 
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
-	sj := &stepJob{job: j, i: i}
+	return j.execStep(ctx, ec, st, &stepJob{job: j, i: i}, j.resolveStep)
+}
+
+// execStep resolves st with resolve and runs it as sj, bounded by its
+// timeout-minutes, and returns its result and outputs.
+func (j *job) execStep(ctx context.Context, ec *workflow.Context, st workflow.Step, sj *stepJob, resolve func(*workflow.Context, workflow.Step, string) (step, error)) (runnerv1.Result, map[string]string) {
 	name, err := ec.Interpolate(st.DisplayName())
 	if err != nil {
 		name = st.DisplayName()
@@ -475,7 +480,7 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	}
 	var res runnerv1.Result
 	var outputs map[string]string
-	if s, err := j.resolveStep(ec, st, name); err != nil {
+	if s, err := resolve(ec, st, name); err != nil {
 		sj.Logf("::error::%v", err)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -27,6 +28,20 @@ type step interface {
 type stepJob struct {
 	*job
 	i int // the step's index in the job: its log, files and summary
+	// sub names a step inside a composite action for its files
+	// ("2.0.1": step 1 of the action that step 0 of step 2's uses); ""
+	// for a step of the job. depth is how deep it is nested.
+	sub   string
+	depth int
+}
+
+// fileID names the step's files in the task directory: its index, or
+// the path of a step inside composite actions.
+func (j *stepJob) fileID() string {
+	if j.sub != "" {
+		return j.sub
+	}
+	return strconv.Itoa(j.i)
 }
 
 // Logf writes one row to the step's log.
@@ -59,6 +74,7 @@ var (
 	_ step = (*shellStep)(nil)
 	_ step = (*checkoutStep)(nil)
 	_ step = (*loadStep)(nil)
+	_ step = (*compositeStep)(nil)
 	_ step = unsupportedStep{}
 )
 
@@ -79,6 +95,13 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 		s, err := j.newShellStep(ec, st)
 		if err != nil {
 			return nil, fmt.Errorf("step %q: %w", st.DisplayName(), err)
+		}
+		return s, nil
+	}
+	if isLocalAction(st.Uses) {
+		s, err := j.newCompositeStep(ec, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: uses: %s: %w", name, st.Uses, err)
 		}
 		return s, nil
 	}
