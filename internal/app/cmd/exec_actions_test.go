@@ -65,3 +65,47 @@ jobs:
 		}
 	}
 }
+
+// TestE2EExecLocalCompositeAction: forgeload exec runs a local composite
+// action of the repository it runs in, after actions/checkout copied it
+// into the workspace. Before, the job was refused.
+func TestE2EExecLocalCompositeAction(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - uses: actions/checkout@v4
+      - id: greet
+        uses: ./.gitea/actions/greet
+        with:
+          who: world
+      - run: echo "got ${{ steps.greet.outputs.message }}"
+`, map[string]string{".gitea/actions/greet/action.yml": `name: greet
+inputs:
+  who:
+    required: true
+  greeting:
+    default: hello
+outputs:
+  message:
+    value: ${{ steps.say.outputs.message }}
+runs:
+  using: composite
+  steps:
+    - id: say
+      shell: bash
+      run: |
+        echo "${{ inputs.greeting }}, ${{ inputs.who }}"
+        echo "message=greeted ${{ inputs.who }}" >> "$GITHUB_OUTPUT"
+`})
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{"hello, world", "got greeted world", "■ job build: success"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
