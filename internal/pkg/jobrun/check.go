@@ -1,7 +1,9 @@
 package jobrun
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -42,10 +44,10 @@ var actionAdvice = map[string]string{
 // job whose actions it cannot fetch when the job is set up. ec is the
 // job's context when it starts: a step whose with: has no ${{ }} is
 // resolved against it, so inputs a kind refuses are reported now too.
-func (j *job) checkSteps(ec *workflow.Context) bool {
+func (j *job) checkSteps(ctx context.Context, ec *workflow.Context) bool {
 	var refused []refusal
 	for i, st := range j.wf.Job.Steps {
-		if r, bad := j.checkStep(ec, i, st); bad {
+		if r, bad := j.checkStep(ctx, ec, i, st); bad {
 			refused = append(refused, r)
 		}
 	}
@@ -89,8 +91,9 @@ func countFatal(rs []refusal) int {
 	return n
 }
 
-// checkStep checks one step; true means it cannot run, as r says.
-func (j *job) checkStep(ec *workflow.Context, i int, st workflow.Step) (r refusal, bad bool) {
+// checkStep checks one step; true means it cannot run, as r says. A
+// remote action is fetched now, and its metadata checked.
+func (j *job) checkStep(ctx context.Context, ec *workflow.Context, i int, st workflow.Step) (r refusal, bad bool) {
 	if st.Uses == "" {
 		return refusal{}, false
 	}
@@ -98,6 +101,13 @@ func (j *job) checkStep(ec *workflow.Context, i int, st workflow.Step) (r refusa
 	r.why, r.instead = usesSupport(st.Uses)
 	if r.why != "" {
 		return r, true
+	}
+	if isRemoteAction(st.Uses) && !isNative(st.Uses) {
+		if err := j.prepareRemote(ctx, st.Uses, j.rep.Writer(-1)); err != nil {
+			r.why, r.instead = err.Error(), remoteAdvice(st.Uses)
+			return r, true
+		}
+		return refusal{}, false
 	}
 	action, _ := workflow.UsesRef(st.Uses)
 	if _, native := usesKinds[strings.ToLower(action)]; !native || hasExpr(st.With) {
@@ -124,7 +134,6 @@ func hasExpr(m map[string]string) bool {
 // usesSupport says why a uses: reference cannot run here and what to do
 // instead; "" when it can.
 func usesSupport(uses string) (why, instead string) {
-	const native = "forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"
 	action, ref := workflow.UsesRef(uses)
 	lower := strings.ToLower(action)
 	switch {
@@ -146,9 +155,33 @@ func usesSupport(uses string) (why, instead string) {
 		return "a reusable workflow belongs in a job's uses:, not a step's, and this runner does not run reusable workflows yet",
 			"copy the workflow's jobs into this workflow"
 	}
-	instead = actionAdvice[lower]
-	if instead == "" {
-		instead = "replace the step: " + native
+	return "", "" // a remote action: fetched and checked when the job starts
+}
+
+// isNative reports whether uses names an action this runner runs itself.
+func isNative(uses string) bool {
+	action, _ := workflow.UsesRef(uses)
+	_, ok := usesKinds[strings.ToLower(action)]
+	return ok
+}
+
+// remoteAdvice is what to do instead of a remote action this runner
+// cannot run.
+func remoteAdvice(uses string) string {
+	action, _ := workflow.UsesRef(uses)
+	if a := actionAdvice[strings.ToLower(action)]; a != "" {
+		return a
 	}
-	return "actions from other repositories are not run by this runner yet (only its native actions)", instead
+	return "use a composite action (runs.using: composite), or replace the step: forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"
+}
+
+// prepareRemote fetches the remote action uses names (the job's rows log
+// the fetch) and checks that it is a composite action.
+func (j *job) prepareRemote(ctx context.Context, uses string, out io.Writer) error {
+	f, err := j.fetchAction(ctx, uses, out)
+	if err != nil {
+		return err
+	}
+	_, _, err = j.loadAction(f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": ")
+	return err
 }

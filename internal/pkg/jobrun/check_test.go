@@ -56,7 +56,7 @@ jobs:
 	}
 	job := strings.Join(rep.rows[-1], "\n")
 	for _, want := range []string{
-		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": actions from other repositories are not run by this runner yet (only its native actions); install Go on the runner host`,
+		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none), so actions/setup-go has no forge to come from; write the action's full URL: uses: https://host/actions/setup-go@v5; install Go on the runner host`,
 		`step 3 "image" uses "docker://alpine:3": docker:// steps are not supported by this runner yet; run the image in a run: step`,
 		`step 4 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.submodules: true is not supported`,
 		`step 5 "Run acme/thing" uses "acme/thing": a uses: reference needs a version after @`,

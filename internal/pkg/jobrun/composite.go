@@ -38,26 +38,26 @@ type compositeStep struct {
 	notes  []string          // warnings for the step's log (unknown inputs ...)
 }
 
-// newCompositeStep reads the local action st uses, from the workspace
+// newCompositeStep reads the action st uses (local, from the workspace,
+// or remote, fetched into the task directory when the job started),
 // through the task directory (no symlink leads the read out of it), and
 // resolves its inputs against ec.
 func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (*compositeStep, error) {
-	rel, err := jobfile.Rel(j.ws, strings.TrimPrefix(st.Uses, "./"))
-	if err != nil {
-		return nil, fmt.Errorf("%w; a local action is a directory of the workspace: ./path/to/action", err)
+	var base, rel, label string
+	if f, ok := j.actions[st.Uses]; ok {
+		base, rel, label = f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": "
+	} else {
+		var err error
+		if rel, err = jobfile.Rel(j.ws, strings.TrimPrefix(st.Uses, "./")); err != nil {
+			return nil, fmt.Errorf("%w; a local action is a directory of the workspace: ./path/to/action", err)
+		}
+		base = j.ws
 	}
-	data, file, err := j.readActionFile(rel)
+	a, file, err := j.loadAction(base, rel, label)
 	if err != nil {
 		return nil, err
 	}
-	a, err := workflow.ParseAction(file, data)
-	if err != nil {
-		return nil, err
-	}
-	if a.Runs.Using != "composite" {
-		return nil, fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite ones); run the action's program in a run: step instead", file, a.Runs.Using)
-	}
-	s := &compositeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(j.ws, rel), action: a}
+	s := &compositeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), action: a}
 	if s.inputs, s.notes, err = resolveInputs(ec, a, st.With, file); err != nil {
 		return nil, err
 	}
@@ -70,22 +70,47 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (*composi
 	return s, nil
 }
 
-// readActionFile reads rel/action.yml, else rel/action.yaml, inside the
-// workspace; file is the one read, relative to the workspace.
-func (j *job) readActionFile(rel string) (data []byte, file string, err error) {
-	root, err := j.td.OpenRoot(j.ws)
+// loadAction reads and parses rel/action.yml, else rel/action.yaml, inside
+// base (a directory of the task directory), and checks that it is a
+// composite action. file names the file read in messages: label (the
+// remote action, or "" for the workspace) and its path in base.
+func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file string, err error) {
+	root, err := j.td.OpenRoot(base)
 	if err != nil {
 		return nil, "", err
 	}
 	defer root.Close()
+	var data []byte
 	for _, name := range []string{"action.yml", "action.yaml"} {
-		file = path.Join(filepath.ToSlash(rel), name)
-		data, err = jobfile.ReadIn(root, file, file, workflow.MaxActionBytes)
+		p := path.Join(filepath.ToSlash(rel), name)
+		file = label + p
+		data, err = jobfile.ReadIn(root, p, file, workflow.MaxActionBytes)
 		if !errors.Is(err, fs.ErrNotExist) {
-			return data, file, err
+			break
 		}
 	}
-	return nil, "", fmt.Errorf("no action.yml or action.yaml in %s of the workspace; check the repository out first (uses: actions/checkout) or fix the path", rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && label == "":
+		return nil, "", fmt.Errorf("no action.yml or action.yaml in %s of the workspace; check the repository out first (uses: actions/checkout) or fix the path", orDot(rel))
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", fmt.Errorf("%sno action.yml or action.yaml in %s; check the action's name and directory", label, orDot(rel))
+	case err != nil:
+		return nil, "", err
+	}
+	if a, err = workflow.ParseAction(file, data); err != nil {
+		return nil, "", err
+	}
+	if a.Runs.Using != "composite" {
+		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite ones)", file, a.Runs.Using)
+	}
+	return a, file, nil
+}
+
+func orDot(rel string) string {
+	if rel == "" || rel == "." {
+		return "the repository's root"
+	}
+	return rel
 }
 
 // resolveInputs is the inputs context of a composite action: each input
@@ -141,7 +166,13 @@ func (s *compositeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, m
 		if st.Uses == "" {
 			continue
 		}
-		if why, instead := usesSupport(st.Uses); why != "" {
+		why, instead := usesSupport(st.Uses)
+		if why == "" && isRemoteAction(st.Uses) && !isNative(st.Uses) {
+			if err := j.prepareRemote(ctx, st.Uses, j.Writer()); err != nil {
+				why, instead = err.Error(), remoteAdvice(st.Uses)
+			}
+		}
+		if why != "" {
 			j.Logf("::error::%s: runs.steps[%d] uses %q: %s; %s", s.uses, k, st.Uses, why, instead)
 			return runnerv1.Result_RESULT_FAILURE, nil
 		}

@@ -154,7 +154,7 @@ func TestCompositeFailures(t *testing.T) {
 		{"itself", "runs:\n  using: composite\n  steps:\n    - uses: ./act\n",
 			[]string{"composite actions nest more than 10 deep"}, ""},
 		{"remote inside", "runs:\n  using: composite\n  steps:\n    - run: echo first-inner-ran\n      shell: sh\n    - uses: actions/cache@v4\n",
-			[]string{`./act: runs.steps[1] uses "actions/cache@v4": actions from other repositories are not run`}, "first-inner-ran"},
+			[]string{`./act: runs.steps[1] uses "actions/cache@v4": the task carries no default actions URL`}, "first-inner-ran"},
 		{"symlink out", "",
 			[]string{"a symlink leads outside the workspace"}, "leaked-outside"},
 	} {

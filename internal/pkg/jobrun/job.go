@@ -35,6 +35,8 @@ type job struct {
 	path   []string // GITHUB_PATH additions, newest first
 	steps  map[string]workflow.StepResult
 
+	actions map[string]*fetchedAction // remote actions fetched, by uses:
+
 	// Containers of the job (services.go); ctrKey labels them all.
 	ctrKey, ctrNetwork string
 	services           map[string]*service
@@ -116,7 +118,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if res, ok := j.evalJobIf(ec); !ok {
 		return res
 	}
-	if !j.checkSteps(j.exprContext(workflow.StatusSuccess)) {
+	if !j.checkSteps(jobCtx, j.exprContext(workflow.StatusSuccess)) {
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	if res, ok := j.containersUp(jobCtx); !ok {

@@ -126,6 +126,10 @@ type Config struct {
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
+	// ActionCache caches the remote actions jobs use (actions.cache_dir,
+	// actions.cache_max_mb); share one among the runner's jobs. Default:
+	// <WorkDir>/actions, bounded by DefaultActionCacheBytes.
+	ActionCache *ActionCache
 }
 
 // WithDefaults returns c with every zero field that has a default set to
@@ -153,6 +157,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = DefaultProgressInterval
+	}
+	if c.ActionCache == nil {
+		c.ActionCache = &ActionCache{Dir: filepath.Join(c.WorkDir, "actions")}
 	}
 	return c
 }

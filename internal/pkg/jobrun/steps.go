@@ -98,7 +98,7 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 		}
 		return s, nil
 	}
-	if isLocalAction(st.Uses) {
+	if isLocalAction(st.Uses) || j.actions[st.Uses] != nil {
 		s, err := j.newCompositeStep(ec, st)
 		if err != nil {
 			return nil, fmt.Errorf("step %q: uses: %s: %w", name, st.Uses, err)
@@ -123,6 +123,9 @@ type unsupportedStep struct{ name, uses string }
 
 func (s unsupportedStep) run(_ context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
 	why, instead := usesSupport(s.uses)
+	if why == "" {
+		why, instead = "the action was not fetched when the job started", "please report this"
+	}
 	j.Logf("::error::step %q uses %q, which this runner does not support: %s; %s", s.name, s.uses, why, instead)
 	return runnerv1.Result_RESULT_FAILURE, nil
 }

@@ -63,7 +63,7 @@ func TestParseActionErrors(t *testing.T) {
 		{"no shell", "runs:\n  using: composite\n  steps:\n    - run: echo\n", "act/action.yml:4: runs.steps[0].shell: missing; a run: step of a composite action needs shell:"},
 		{"bad step key", "runs:\n  using: composite\n  steps:\n    - run: echo\n      shel: bash\n", `act/action.yml:5: runs.steps[0]: unknown key "shel"; did you mean "shell"?`},
 		{"typo key", "runz:\n  using: composite\n", `act/action.yml:1: unknown key "runz"; did you mean "runs"?`},
-		{"bad input", "inputs:\n  x:\n    defualt: 1\nruns:\n  using: node20\n", `act/action.yml:3: inputs.x: unknown key "defualt"; did you mean "default"?`},
+		{"bad input", "inputs:\n  x:\n    defaults: 1\nruns:\n  using: node20\n", `act/action.yml:3: inputs.x: unknown key "defaults"; did you mean "default"?`},
 		{"input kind", "inputs:\n  x: [1]\nruns:\n  using: node20\n", "act/action.yml:2: inputs.x"},
 		{"output kind", "outputs:\n  o:\n    value: [1]\nruns:\n  using: node20\n", "act/action.yml:3: outputs.o.value"},
 		{"steps on node", "runs:\n  using: node20\n  steps: [{run: x, shell: sh}]\n", "runs.steps: only applies to using: composite"},
