@@ -407,6 +407,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 			ContainersErr:    d.engErr,
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 			ServiceTimeout:   cfg.Container.ServiceTimeout,
+			ActionCache:      actionCache(cfg.Runner),
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 		},

@@ -81,6 +81,14 @@ type Runner struct {
 	// forge answers again, and the runner takes its next job. Default 30s;
 	// must be from [MinFinalReportTimeout] to [MaxFinalReportTimeout].
 	FinalReportTimeout time.Duration `yaml:"final_report_timeout"`
+	// ActionCacheDir is where the actions jobs use from other
+	// repositories are cached, by commit. Default "": actions/ in the
+	// runner's work directory.
+	ActionCacheDir string `yaml:"action_cache_dir"`
+	// ActionCacheMaxMB bounds the action cache, in MiB; the actions used
+	// least recently are removed past it. Default 1024; must be from 1 to
+	// [MaxActionCacheMB].
+	ActionCacheMaxMB int `yaml:"action_cache_max_mb"`
 }
 
 // LoadLimits is the load section: what load-test jobs may do on this runner.
@@ -254,6 +262,8 @@ const (
 	DefaultFetchTimeout        = 5 * time.Second
 	DefaultFetchInterval       = 2 * time.Second
 	DefaultFetchIntervalMax    = 5 * time.Second
+	DefaultActionCacheMaxMB    = 1024
+	MaxActionCacheMB           = 1 << 20 // 1 TiB
 	DefaultReportInterval      = time.Second
 	DefaultFinalReportTimeout  = 30 * time.Second
 	DefaultMaxRate             = 5000
@@ -320,6 +330,7 @@ func Default() *Config {
 			FetchIntervalMax:   DefaultFetchIntervalMax,
 			ReportInterval:     DefaultReportInterval,
 			FinalReportTimeout: DefaultFinalReportTimeout,
+			ActionCacheMaxMB:   DefaultActionCacheMaxMB,
 		},
 		Load: LoadLimits{
 			AllowTargets:        []string{},

@@ -14,7 +14,7 @@ import (
 )
 
 // DefaultActionCacheBytes bounds the action cache when the admin sets no
-// bound (actions.cache_max_mb).
+// bound (runner.action_cache_max_mb).
 const DefaultActionCacheBytes = 1 << 30
 
 // ActionCache is the on-disk cache of the remote actions jobs use, one
@@ -50,7 +50,7 @@ func (c *ActionCache) entry(key string) string { return filepath.Join(c.Dir, fil
 // addition left (tmp-*), once.
 func (c *ActionCache) prepare() error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
-		return fmt.Errorf("create the action cache %s: %w (set actions.cache_dir to a writable directory)", c.Dir, err)
+		return fmt.Errorf("create the action cache %s: %w (set runner.action_cache_dir to a writable directory)", c.Dir, err)
 	}
 	c.clean.Do(func() {
 		if ents, err := os.ReadDir(c.Dir); err == nil {
@@ -92,7 +92,7 @@ func (c *ActionCache) add(key, src string) error {
 		return err
 	}
 	if size > c.limit() {
-		return fmt.Errorf("the action is %s, more than the action cache's bound of %s; use a smaller action, or ask the admin to raise actions.cache_max_mb", mib(size), mib(c.limit()))
+		return fmt.Errorf("the action is %s, more than the action cache's bound of %s; use a smaller action, or ask the admin to raise runner.action_cache_max_mb", mib(size), mib(c.limit()))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

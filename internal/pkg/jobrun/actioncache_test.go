@@ -61,7 +61,7 @@ func TestActionCacheBounded(t *testing.T) {
 	if hit, _ := c.copyOut("h/o/a/1", t.TempDir()); hit {
 		t.Error("an evicted entry was found")
 	}
-	if err := c.add("h/o/d/4", tree(strings.Repeat("z", 300))); err == nil || !strings.Contains(err.Error(), "actions.cache_max_mb") {
+	if err := c.add("h/o/d/4", tree(strings.Repeat("z", 300))); err == nil || !strings.Contains(err.Error(), "runner.action_cache_max_mb") {
 		t.Errorf("an action over the bound: %v", err)
 	}
 }

@@ -126,9 +126,10 @@ type Config struct {
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
-	// ActionCache caches the remote actions jobs use (actions.cache_dir,
-	// actions.cache_max_mb); share one among the runner's jobs. Default:
-	// <WorkDir>/actions, bounded by DefaultActionCacheBytes.
+	// ActionCache caches the remote actions jobs use
+	// (runner.action_cache_dir, runner.action_cache_max_mb); share one
+	// among the runner's jobs. Default (nil, or an empty Dir):
+	// <WorkDir>/actions.
 	ActionCache *ActionCache
 }
 
@@ -158,10 +159,17 @@ func (c Config) WithDefaults() Config {
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
-	if c.ActionCache == nil {
-		c.ActionCache = &ActionCache{Dir: filepath.Join(c.WorkDir, "actions")}
+	if c.ActionCache == nil || c.ActionCache.Dir == "" {
+		c.ActionCache = &ActionCache{Dir: filepath.Join(c.WorkDir, "actions"), MaxBytes: maxBytes(c.ActionCache)}
 	}
 	return c
+}
+
+func maxBytes(c *ActionCache) int64 {
+	if c == nil {
+		return 0
+	}
+	return c.MaxBytes
 }
 
 func defaultWorkDir() string {
