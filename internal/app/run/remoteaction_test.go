@@ -3,6 +3,7 @@ package run
 import (
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -137,7 +138,7 @@ func TestRemoteActionRefused(t *testing.T) {
 		want       string
 	}{
 		{"unknown ref", "acts/greet@v9", Options{}, `the repository has no tag or branch "v9"`},
-		{"node action", "acts/greet/node@v1", Options{}, "acts/greet/node@v1: node/action.yml: runs.using: node20 actions are not run by this runner yet"},
+		{"node action", "acts/greet/node@v1", Options{}, "acts/greet/node@v1: node/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
 		{"too large", "acts/greet@v1", Options{Config: jobrun.Config{ActionCache: &jobrun.ActionCache{Dir: t.TempDir(), MaxBytes: 100}}}, "more than the action cache's bound"},
 	} {
 		v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo first-step-ran\n      - uses: "+tt.uses+"\n", tt.opts, selfActions(h))
@@ -169,5 +170,50 @@ func TestRemoteActionRefused(t *testing.T) {
 		if a != "" {
 			t.Fatalf("the runner sent %q to a host other than the forge", a)
 		}
+	}
+}
+
+// TestRemoteNodeAction: a JavaScript action from the forge runs with
+// runner.node, its output reaching the next step and its post running
+// after the job's steps with main's state.
+func TestRemoteNodeAction(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/hello", forgetest.Commit{Tags: []string{"v2"}, Files: map[string]string{
+		"action.yml": "inputs:\n  who: {}\noutputs:\n  said: {}\nruns:\n  using: node20\n  main: main.js\n  post: post.js\n",
+		"main.js": `const fs = require('fs');
+console.log('node main for ' + process.env.INPUT_WHO);
+fs.appendFileSync(process.env.GITHUB_OUTPUT, 'said=hello ' + process.env.INPUT_WHO + '\n');
+fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n');
+`,
+		"post.js": "console.log('node post for ' + process.env.STATE_who);\n",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - id: n
+        uses: acts/hello@v2
+        with:
+          who: forge
+      - run: echo "next sees ${{ steps.n.outputs.said }}"
+`, Options{Config: jobrun.Config{Node: node, ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{"node main for forge", "next sees hello forge", "node post for forge"} {
+		wantContains(t, "log", log, want)
+	}
+	if strings.Index(log, "node post for") < strings.Index(log, "next sees") {
+		t.Errorf("post ran before the job's last step:\n%s", log)
 	}
 }

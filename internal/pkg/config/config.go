@@ -89,6 +89,10 @@ type Runner struct {
 	// least recently are removed past it. Default 1024; must be from 1 to
 	// [MaxActionCacheMB].
 	ActionCacheMaxMB int `yaml:"action_cache_max_mb"`
+	// Node is the Node.js (a path, or a name on PATH) that runs the
+	// JavaScript actions jobs use (runs.using: node12 to node24) on the
+	// host. Default "": such actions are refused.
+	Node string `yaml:"node"`
 }
 
 // LoadLimits is the load section: what load-test jobs may do on this runner.

@@ -42,7 +42,7 @@ type compositeStep struct {
 // or remote, fetched into the task directory when the job started),
 // through the task directory (no symlink leads the read out of it), and
 // resolves its inputs against ec.
-func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (*compositeStep, error) {
+func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, error) {
 	var base, rel, label string
 	if f, ok := j.actions[st.Uses]; ok {
 		base, rel, label = f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": "
@@ -67,12 +67,15 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (*composi
 			return nil, fmt.Errorf("env %s: %w", k, err)
 		}
 	}
+	if isNodeAction(a) {
+		return j.newNodeStep(st, a, file, s.dir, s.inputs, s.env)
+	}
 	return s, nil
 }
 
 // loadAction reads and parses rel/action.yml, else rel/action.yaml, inside
 // base (a directory of the task directory), and checks that it is a
-// composite action. file names the file read in messages: label (the
+// composite action, or a JavaScript action that can run here. file names the file read in messages: label (the
 // remote action, or "" for the workspace) and its path in base.
 func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file string, err error) {
 	root, err := j.td.OpenRoot(base)
@@ -100,8 +103,13 @@ func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file stri
 	if a, err = workflow.ParseAction(file, data); err != nil {
 		return nil, "", err
 	}
-	if a.Runs.Using != "composite" {
-		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite ones)", file, a.Runs.Using)
+	switch {
+	case isNodeAction(a):
+		if err := j.checkNode(a, file, filepath.Join(base, rel)); err != nil {
+			return nil, "", err
+		}
+	case a.Runs.Using != "composite":
+		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite and, with runner.node, JavaScript ones)", file, a.Runs.Using)
 	}
 	return a, file, nil
 }

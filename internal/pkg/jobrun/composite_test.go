@@ -150,7 +150,7 @@ func TestCompositeFailures(t *testing.T) {
 		{"bad metadata", "runs:\n  using: composite\n  steps:\n    - run: echo\n",
 			[]string{"uses: ./act: act/action.yml:4: runs.steps[0].shell: missing"}, ""},
 		{"node action", "runs:\n  using: node20\n  main: index.js\n",
-			[]string{"act/action.yml: runs.using: node20 actions are not run by this runner yet"}, ""},
+			[]string{"act/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"}, ""},
 		{"itself", "runs:\n  using: composite\n  steps:\n    - uses: ./act\n",
 			[]string{"composite actions nest more than 10 deep"}, ""},
 		{"remote inside", "runs:\n  using: composite\n  steps:\n    - run: echo first-inner-ran\n      shell: sh\n    - uses: actions/cache@v4\n",

@@ -36,6 +36,7 @@ type job struct {
 	steps  map[string]workflow.StepResult
 
 	actions map[string]*fetchedAction // remote actions fetched, by uses:
+	posts   []postStep                // post: of JavaScript actions whose main ran
 
 	// Containers of the job (services.go); ctrKey labels them all.
 	ctrKey, ctrNetwork string
@@ -128,6 +129,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	for i, st := range j.wf.Job.Steps {
 		status = j.stepAt(jobCtx, outer, i, st, status)
 	}
+	status = j.runPosts(jobCtx, outer, status)
 	return j.result(jobCtx, status)
 }
 

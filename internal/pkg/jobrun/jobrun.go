@@ -126,6 +126,9 @@ type Config struct {
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
+	// Node is the Node.js that runs JavaScript actions (runner.node), a
+	// path or a name on PATH; "" refuses them.
+	Node string
 	// ActionCache caches the remote actions jobs use
 	// (runner.action_cache_dir, runner.action_cache_max_mb); share one
 	// among the runner's jobs. Default (nil, or an empty Dir):
