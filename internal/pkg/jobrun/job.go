@@ -120,6 +120,9 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 		return res
 	}
 	if !j.checkSteps(jobCtx, j.exprContext(workflow.StatusSuccess)) {
+		if jobCtx.Err() != nil {
+			return runnerv1.Result_RESULT_CANCELLED // cancelled while actions were fetched
+		}
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	if res, ok := j.containersUp(jobCtx); !ok {
