@@ -102,6 +102,14 @@ func (j *job) checkStep(ctx context.Context, ec *workflow.Context, i int, st wor
 	if r.why != "" {
 		return r, true
 	}
+	if strings.HasPrefix(st.Uses, "docker://") && j.deps.Containers == nil {
+		r.why = "docker:// steps need a Docker Engine, and this runner has none"
+		if j.deps.ContainersErr != nil {
+			r.why += " (" + j.deps.ContainersErr.Error() + ")"
+		}
+		r.instead = "run the job on a runner with Docker, or run the image's program in a run: step"
+		return r, true
+	}
 	if isRemoteAction(st.Uses) && !isNative(st.Uses) {
 		if err := j.prepareRemote(ctx, st.Uses, j.rep.Writer(-1)); err != nil {
 			r.why, r.instead = err.Error(), remoteAdvice(st.Uses)
@@ -138,8 +146,7 @@ func usesSupport(uses string) (why, instead string) {
 	lower := strings.ToLower(action)
 	switch {
 	case strings.HasPrefix(lower, "docker://"):
-		return "docker:// steps are not supported by this runner yet",
-			"run the image in a run: step (docker run), or run the job in it with container:"
+		return "", ""
 	case isLocalAction(uses):
 		return "", ""
 	case strings.HasPrefix(action, "../") || action == "." || action == "..":

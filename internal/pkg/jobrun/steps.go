@@ -75,6 +75,8 @@ var (
 	_ step = (*checkoutStep)(nil)
 	_ step = (*loadStep)(nil)
 	_ step = (*compositeStep)(nil)
+	_ step = (*nodeStep)(nil)
+	_ step = (*dockerStep)(nil)
 	_ step = unsupportedStep{}
 )
 
@@ -95,6 +97,13 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 		s, err := j.newShellStep(ec, st)
 		if err != nil {
 			return nil, fmt.Errorf("step %q: %w", st.DisplayName(), err)
+		}
+		return s, nil
+	}
+	if strings.HasPrefix(st.Uses, "docker://") {
+		s, err := newDockerStep(ec, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", name, err)
 		}
 		return s, nil
 	}
