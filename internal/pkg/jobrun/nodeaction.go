@@ -42,8 +42,8 @@ func (j *job) checkNode(a *workflow.Action, file, dir string) error {
 	switch {
 	case j.deps.Node == "":
 		return fmt.Errorf("%s: runs.using: %s: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node, e.g. /usr/bin/node), and none is set", file, a.Runs.Using)
-	case j.jobCtr != "":
-		return fmt.Errorf("%s: runs.using: %s: JavaScript actions are not run in a job container (container:) yet; run the job on the host", file, a.Runs.Using)
+	case j.jobCtr != "" || j.jobImage() != nil:
+		return fmt.Errorf("%s: runs.using: %s: JavaScript actions are not run in a job container (container:, or a docker:// label) yet; run the job on the host", file, a.Runs.Using)
 	case a.Runs.Pre != "":
 		return fmt.Errorf("%s: runs.pre: not supported by this runner yet; use an action that has no pre: script", file)
 	case a.Runs.Main == "":

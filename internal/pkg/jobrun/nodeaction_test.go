@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
 const nodeActionYML = `name: hello
@@ -104,3 +106,29 @@ func TestNodeActionRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeActionInContainerJobRefusedFirst: a JavaScript action in a job
+// with container: is refused before anything starts (no container, no
+// step), naming the file and the reason.
+func TestNodeActionInContainerJobRefusedFirst(t *testing.T) {
+	t.Parallel()
+	j := &job{deps: &Config{Node: "node"}}
+	wf := `on: push
+jobs:
+  a:
+    runs-on: x
+    container: alpine:3
+    steps:
+      - run: echo
+`
+	var err error
+	if j.wf, err = parseWorkflow(wf); err != nil {
+		t.Fatal(err)
+	}
+	a := &workflow.Action{Runs: workflow.ActionRuns{Using: "node20", Main: "m.js"}}
+	if err := j.checkNode(a, "o/r@v1: action.yml", "/x"); err == nil || !strings.Contains(err.Error(), "o/r@v1: action.yml: runs.using: node20: JavaScript actions are not run in a job container") {
+		t.Fatalf("checkNode in a container job: %v", err)
+	}
+}
+
+func parseWorkflow(s string) (*workflow.Workflow, error) { return workflow.Parse([]byte(s)) }
