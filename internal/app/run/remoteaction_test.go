@@ -120,6 +120,22 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "greet v2 world from greet-v2") || !strings.Contains(log, "is commit "+ids2[1]) {
 		t.Fatalf("after the tag moved: %v; log:\n%s", v.Result, log)
 	}
+
+	// By commit id, into an empty cache: fetched by that id.
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: acts/greet@`+ids2[1]+`
+        with:
+          who: by-id
+`, Options{Config: jobrun.Config{ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "greet v2 by-id from greet-v2") || strings.Contains(log, "Using the cached copy") {
+		t.Fatalf("by commit id: %v; log:\n%s", v.Result, log)
+	}
 }
 
 // TestRemoteActionRefused: what cannot run is refused before any step
