@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,5 +109,72 @@ runs:
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// serveGitRepo serves a bare repository owner/repo, made from files and
+// tagged tag, over smart HTTP with git http-backend on 127.0.0.1, with no
+// authentication (a public repository), and returns the server's URL.
+func serveGitRepo(t *testing.T, name, tag string, files map[string]string) string {
+	t.Helper()
+	work, root := t.TempDir(), t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL="+os.DevNull)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	git(work, "init", "-q", "-b", "main", ".")
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(work, "add", "-A")
+	git(work, "commit", "-q", "-m", "action")
+	git(work, "tag", tag)
+	git(root, "clone", "-q", "--bare", work, filepath.Join(root, name+".git"))
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+	})
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestE2EExecRemoteActionByURL: forgeload exec, which has no forge and so
+// no default actions URL, runs a composite action named by its full URL,
+// fetched with git from a public repository.
+func TestE2EExecRemoteActionByURL(t *testing.T) {
+	parallel(t)
+	url := serveGitRepo(t, "acts/greet", "v1", map[string]string{"action.yml": `inputs:
+  who: {}
+runs:
+  using: composite
+  steps:
+    - shell: sh
+      run: echo "remote greets ${{ inputs.who }}"
+`})
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - uses: `+url+`/acts/greet@v1
+        with:
+          who: exec
+`, nil)
+	if code != 0 || !strings.Contains(out, "remote greets exec") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
 }
