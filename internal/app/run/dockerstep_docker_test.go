@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 )
 
 // TestDockerStep: uses: docker://image runs the image once with
@@ -46,4 +49,35 @@ jobs:
 	if objs, err := eng.Objects(context.Background(), ""); err != nil || len(objs) > 0 {
 		t.Fatalf("left after the job: %v %v", objs, err)
 	}
+}
+
+// TestDockerAction: a Docker action (runs.using: docker, image:
+// docker://...) from the forge runs its image with runs.args and runs.env,
+// in which expressions see its inputs, and the inputs as INPUT_*.
+func TestDockerAction(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	if _, err := h.forge.AddActionRepo("acts/dock", forgetest.Commit{Tags: []string{"v1"}, Files: map[string]string{"action.yml": `inputs:
+  who:
+    default: nobody
+runs:
+  using: docker
+  image: docker://` + img + `
+  entrypoint: /bin/sh
+  args:
+    - -c
+    - echo "docker action for ${{ inputs.who }} env=$GREETING input=$INPUT_WHO"
+  env:
+    GREETING: hi-${{ inputs.who }}
+`}}); err != nil {
+		t.Fatal(err)
+	}
+	opts.ActionCache = &jobrun.ActionCache{Dir: t.TempDir()}
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/dock@v1\n        with:\n          who: you\n", opts, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "docker action for you env=hi-you input=you")
 }

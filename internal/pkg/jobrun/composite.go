@@ -67,8 +67,11 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 			return nil, fmt.Errorf("env %s: %w", k, err)
 		}
 	}
-	if isNodeAction(a) {
+	switch {
+	case isNodeAction(a):
 		return j.newNodeStep(st, a, file, s.dir, s.inputs, s.env)
+	case a.Runs.Using == "docker":
+		return newDockerActionStep(ec, st, a, file, s.inputs, s.env)
 	}
 	return s, nil
 }
@@ -108,8 +111,12 @@ func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file stri
 		if err := j.checkNode(a, file, filepath.Join(base, rel)); err != nil {
 			return nil, "", err
 		}
+	case a.Runs.Using == "docker":
+		if err := j.checkDockerAction(a, file); err != nil {
+			return nil, "", err
+		}
 	case a.Runs.Using != "composite":
-		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite and, with runner.node, JavaScript ones)", file, a.Runs.Using)
+		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite, docker with an image and, with runner.node, JavaScript ones)", file, a.Runs.Using)
 	}
 	return a, file, nil
 }

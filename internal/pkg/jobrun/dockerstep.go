@@ -61,6 +61,53 @@ func newDockerStep(ec *workflow.Context, st workflow.Step) (*dockerStep, error) 
 	return s, nil
 }
 
+// checkDockerAction checks that the Docker action a (its metadata file)
+// can run here: it names an image (docker://...), not a Dockerfile to
+// build, has no pre- or post-entrypoint, and the runner has an Engine.
+func (j *job) checkDockerAction(a *workflow.Action, file string) error {
+	switch {
+	case !strings.HasPrefix(a.Runs.Image, "docker://"):
+		return fmt.Errorf("%s: runs.image: %q: building an action's Dockerfile is not supported by this runner yet; the action must name an image, image: docker://name:tag", file, a.Runs.Image)
+	case strings.TrimPrefix(a.Runs.Image, "docker://") == "":
+		return fmt.Errorf("%s: runs.image: docker:// names no image", file)
+	case a.Runs.PreEntrypoint != "" || a.Runs.PostEntrypoint != "":
+		return fmt.Errorf("%s: runs.pre-entrypoint and runs.post-entrypoint are not supported by this runner yet; use an action without them", file)
+	case j.deps.Containers == nil:
+		return fmt.Errorf("%s: runs.using: docker: Docker actions need a Docker Engine, and this runner has none; run the job on a runner with Docker", file)
+	}
+	return nil
+}
+
+// newDockerActionStep is the step of the Docker action a: its image run
+// with runs.args and runs.env (expressions in them see the action's
+// inputs), runs.entrypoint, the inputs as INPUT_* and the uses: step's env.
+func newDockerActionStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file string, inputs map[string]any, env map[string]string) (*dockerStep, error) {
+	ac := *ec
+	ac.Inputs = inputs
+	s := &dockerStep{name: st.DisplayName(), image: strings.TrimPrefix(a.Runs.Image, "docker://"), entrypoint: a.Runs.Entrypoint, env: map[string]string{}}
+	for k, v := range inputs {
+		s.env["INPUT_"+strings.ToUpper(strings.ReplaceAll(k, " ", "_"))] = fmt.Sprint(v)
+	}
+	for _, k := range sortedKeys(a.Runs.Env) {
+		v, err := ac.Interpolate(a.Runs.Env[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: runs.env.%s: %w", file, k, err)
+		}
+		s.env[k] = v
+	}
+	for k, v := range env {
+		s.env[k] = v
+	}
+	for i, arg := range a.Runs.Args {
+		v, err := ac.Interpolate(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: runs.args[%d]: %w", file, i, err)
+		}
+		s.args = append(s.args, v)
+	}
+	return s, nil
+}
+
 // splitArgs splits with.args as a shell would split words: on white space,
 // with '...' and "..." quoting (and \ escaping inside "..." and outside).
 func splitArgs(s string) ([]string, error) {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 )
 
 func TestSplitArgs(t *testing.T) {
@@ -51,4 +53,21 @@ func FuzzSplitArgs(f *testing.F) {
 			t.Fatalf("%q: %q re-split to %q, %v", s, words, again, err)
 		}
 	})
+}
+
+// TestDockerActionRefused: a Docker action that builds a Dockerfile, or
+// has a pre-/post-entrypoint, or runs where there is no Docker Engine,
+// fails its step naming the file and field.
+func TestDockerActionRefused(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, yml, want string }{
+		{"dockerfile", "runs:\n  using: docker\n  image: Dockerfile\n", `act/action.yml: runs.image: "Dockerfile": building an action's Dockerfile is not supported`},
+		{"post-entrypoint", "runs:\n  using: docker\n  image: docker://alpine:3\n  post-entrypoint: /post.sh\n", "act/action.yml: runs.pre-entrypoint and runs.post-entrypoint are not supported"},
+		{"no engine", "runs:\n  using: docker\n  image: docker://alpine:3\n", "act/action.yml: runs.using: docker: Docker actions need a Docker Engine"},
+	} {
+		res, rep := runPayload(t, "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"+writeFilesStep(map[string]string{"act/action.yml": tt.yml})+"      - uses: ./act\n")
+		if rows := jobRows(rep, 2); res != runnerv1.Result_RESULT_FAILURE || !strings.Contains(rows, tt.want) {
+			t.Errorf("%s: %v, want FAILURE with %q:\n%s", tt.name, res, tt.want, rows)
+		}
+	}
 }

@@ -56,10 +56,12 @@ type ActionRuns struct {
 	Steps []Step
 	// Main, Pre, Post, PreIf and PostIf are a JavaScript action's.
 	Main, Pre, Post, PreIf, PostIf string
-	// Image, Entrypoint, Args and Env are a Docker action's.
-	Image, Entrypoint string
-	Args              []string
-	Env               map[string]string
+	// Image, Entrypoint, PreEntrypoint, PostEntrypoint, Args and Env
+	// are a Docker action's.
+	Image, Entrypoint             string
+	PreEntrypoint, PostEntrypoint string
+	Args                          []string
+	Env                           map[string]string
 }
 
 var (
@@ -210,8 +212,10 @@ func parseActionRuns(n *yaml.Node) (ActionRuns, error) {
 			r.Args, err = stringList(v, kp)
 		case "env":
 			r.Env, err = stringMap(v, kp)
-		default: // pre-entrypoint, post-entrypoint
-			_, err = scalar(v, kp)
+		case "pre-entrypoint":
+			r.PreEntrypoint, err = scalar(v, kp)
+		case "post-entrypoint":
+			r.PostEntrypoint, err = scalar(v, kp)
 		}
 		return err
 	})
