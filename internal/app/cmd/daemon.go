@@ -407,6 +407,8 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 			ContainersErr:    d.engErr,
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 			ServiceTimeout:   cfg.Container.ServiceTimeout,
+			ActionCache:      actionCache(cfg.Runner),
+			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 		},

@@ -71,7 +71,7 @@ func TestE2EPerfJobsThroughDaemon(t *testing.T) {
 	bad := []struct{ payload, want string }{
 		{"jobs: [broken", "workflow line 1: invalid YAML"},
 		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps: [{run: echo}]\n  b:\n    runs-on: forgeload\n    steps: [{run: echo}]\n", "exactly one"},
-		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: actions/setup-go@v5\n", "forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"},
+		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acme/setup-thing\n", `step 1 "Run acme/setup-thing" uses "acme/setup-thing": a uses: reference needs a version after @ (owner/repo@v1); add the ref`},
 		{"on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo ${{ nosuch.thing }}\n", `unknown context "nosuch"`},
 	}
 	for _, b := range bad {

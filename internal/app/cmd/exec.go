@@ -337,6 +337,8 @@ func (l *localRun) runnerOptions() run.Options {
 			ContainersErr:    l.engErr,
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 			ServiceTimeout:   cfg.Container.ServiceTimeout,
+			ActionCache:      actionCache(cfg.Runner),
+			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
 		},

@@ -82,7 +82,8 @@ func TestCheckoutRejectsUnknownInput(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result = %v, want FAILURE", v.Result)
 	}
-	wantContains(t, "log", logText(v), "::error::actions/checkout: with.submodules: recursive is not supported")
+	// Refused when the job starts, before any step runs.
+	wantContains(t, "log", logText(v), `::error::step 1 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.submodules: recursive is not supported`)
 	if strings.Contains(logText(v), "Checking out") || strings.Contains(logText(v), "\nafter") {
 		t.Fatalf("the checkout went ahead, or the job did, despite the refused input:\n%s", logText(v))
 	}

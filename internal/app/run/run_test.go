@@ -116,7 +116,7 @@ func TestRunBadInputFailsWithMessage(t *testing.T) {
 	}{
 		{"broken yaml", "jobs: [unclosed", "workflow"},
 		{"two jobs", "on: push\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo}]\n  b:\n    runs-on: x\n    steps: [{run: echo}]\n", "exactly one"},
-		{"unknown uses", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: docker/build-push-action@v5\n", `uses "docker/build-push-action@v5", which this runner does not support`},
+		{"unknown uses", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: docker://alpine:3\n", `uses "docker://alpine:3": docker:// steps need a Docker Engine, and this runner has none`},
 		{"bad expression", "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo ${{ contain('a', 'b') }}\n", `unknown function`},
 		{"services", "on: push\njobs:\n  a:\n    runs-on: x\n    services:\n      db:\n        image: postgres\n    steps:\n      - run: echo\n", "which need a Docker Engine, and this runner has none"},
 	}

@@ -81,6 +81,18 @@ type Runner struct {
 	// forge answers again, and the runner takes its next job. Default 30s;
 	// must be from [MinFinalReportTimeout] to [MaxFinalReportTimeout].
 	FinalReportTimeout time.Duration `yaml:"final_report_timeout"`
+	// ActionCacheDir is where the actions jobs use from other
+	// repositories are cached, by commit. Default "": actions/ in the
+	// runner's work directory.
+	ActionCacheDir string `yaml:"action_cache_dir"`
+	// ActionCacheMaxMB bounds the action cache, in MiB; the actions used
+	// least recently are removed past it. Default 1024; must be from 1 to
+	// [MaxActionCacheMB].
+	ActionCacheMaxMB int `yaml:"action_cache_max_mb"`
+	// Node is the Node.js (a path, or a name on PATH) that runs the
+	// JavaScript actions jobs use (runs.using: node12 to node24) on the
+	// host. Default "": such actions are refused.
+	Node string `yaml:"node"`
 }
 
 // LoadLimits is the load section: what load-test jobs may do on this runner.
@@ -254,6 +266,8 @@ const (
 	DefaultFetchTimeout        = 5 * time.Second
 	DefaultFetchInterval       = 2 * time.Second
 	DefaultFetchIntervalMax    = 5 * time.Second
+	DefaultActionCacheMaxMB    = 1024
+	MaxActionCacheMB           = 1 << 20 // 1 TiB
 	DefaultReportInterval      = time.Second
 	DefaultFinalReportTimeout  = 30 * time.Second
 	DefaultMaxRate             = 5000
@@ -320,6 +334,7 @@ func Default() *Config {
 			FetchIntervalMax:   DefaultFetchIntervalMax,
 			ReportInterval:     DefaultReportInterval,
 			FinalReportTimeout: DefaultFinalReportTimeout,
+			ActionCacheMaxMB:   DefaultActionCacheMaxMB,
 		},
 		Load: LoadLimits{
 			AllowTargets:        []string{},

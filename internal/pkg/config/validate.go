@@ -126,6 +126,9 @@ func (p *parser) runnerSection(r *Runner) {
 	if len(r.Labels) == 0 {
 		p.bad("runner.labels", "is empty (want at least one label, e.g. [%s])", DefaultLabel)
 	}
+	if r.ActionCacheMaxMB < 1 || r.ActionCacheMaxMB > MaxActionCacheMB {
+		p.bad("runner.action_cache_max_mb", "%d is not from 1 to %d (want the action cache's bound in MiB, e.g. %d)", r.ActionCacheMaxMB, MaxActionCacheMB, DefaultActionCacheMaxMB)
+	}
 	seen := map[string]int{}
 	for i, s := range r.Labels {
 		ip := fmt.Sprintf("runner.labels[%d]", i)

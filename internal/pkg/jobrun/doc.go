@@ -6,8 +6,14 @@
 // shellStep (`run:`, on the host or in the job container), a checkoutStep
 // (a native `actions/checkout`, which refuses inputs it would ignore), a
 // loadStep (`forgeload/load`, run by the load executor, package loadrun,
-// which also runs this daemon's cluster segments), or an unsupportedStep
-// that fails saying what runs instead. A kind is one file and one line in
+// which also runs this daemon's cluster segments), a compositeStep (a
+// composite action, local `./path` or remote `owner/repo@ref`, whose steps
+// run as parts of it), a nodeStep (a JavaScript action, with the admin's
+// Node.js; its post: runs at the job's end), a dockerStep (`docker://`,
+// on the Docker Engine), or an unsupportedStep that fails saying what runs
+// instead. Before any step runs, checkSteps reports every step the job
+// has that this runner cannot run, and fetches its remote actions (with
+// git, through the [ActionCache], by commit) into the task directory. A kind is one file and one line in
 // usesKinds; each runs with a stepJob, the job as that step sees it, whose
 // Logf and Writer are the step's log (the [Reporter]'s input for that
 // step): no step indexes the reporter. What a job publishes beside its log

@@ -35,6 +35,9 @@ type job struct {
 	path   []string // GITHUB_PATH additions, newest first
 	steps  map[string]workflow.StepResult
 
+	actions map[string]*fetchedAction // remote actions fetched, by uses:
+	posts   []postStep                // post: of JavaScript actions whose main ran
+
 	// Containers of the job (services.go); ctrKey labels them all.
 	ctrKey, ctrNetwork string
 	services           map[string]*service
@@ -119,6 +122,12 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if res, ok := j.evalJobIf(ec); !ok {
 		return res
 	}
+	if !j.checkSteps(jobCtx, j.exprContext(workflow.StatusSuccess)) {
+		if jobCtx.Err() != nil {
+			return runnerv1.Result_RESULT_CANCELLED // cancelled while actions were fetched
+		}
+		return runnerv1.Result_RESULT_FAILURE
+	}
 	if res, ok := j.containersUp(jobCtx); !ok {
 		return res
 	}
@@ -126,6 +135,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	for i, st := range j.wf.Job.Steps {
 		status = j.stepAt(jobCtx, outer, i, st, status)
 	}
+	status = j.runPosts(jobCtx, outer, status)
 	return j.result(jobCtx, status)
 }
 
@@ -404,17 +414,18 @@ func (j *job) exprContext(status workflow.JobStatus) *workflow.Context {
 		secrets[k] = v
 	}
 	return &workflow.Context{
-		Github:  j.github,
-		Env:     env,
-		Vars:    j.task.GetVars(),
-		Secrets: secrets,
-		Steps:   j.steps,
-		Needs:   workflow.NeedsFromTask(j.task.GetNeeds()),
-		Runner:  j.runnerContext(),
-		Matrix:  j.matrix(),
-		Inputs:  j.inputs(),
-		Status:  status,
-		Job:     j.jobContext(),
+		Github:    j.github,
+		Env:       env,
+		Vars:      j.task.GetVars(),
+		Secrets:   secrets,
+		Steps:     j.steps,
+		Needs:     workflow.NeedsFromTask(j.task.GetNeeds()),
+		Runner:    j.runnerContext(),
+		Matrix:    j.matrix(),
+		Inputs:    j.inputs(),
+		Status:    status,
+		Job:       j.jobContext(),
+		HashFiles: j.hashFilesFunc(),
 	}
 }
 
@@ -457,7 +468,12 @@ func debugFlag(task *runnerv1.Task) string {
 
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
-	sj := &stepJob{job: j, i: i}
+	return j.execStep(ctx, ec, st, &stepJob{job: j, i: i}, j.resolveStep)
+}
+
+// execStep resolves st with resolve and runs it as sj, bounded by its
+// timeout-minutes, and returns its result and outputs.
+func (j *job) execStep(ctx context.Context, ec *workflow.Context, st workflow.Step, sj *stepJob, resolve func(*workflow.Context, workflow.Step, string) (step, error)) (runnerv1.Result, map[string]string) {
 	name, err := ec.Interpolate(st.DisplayName())
 	if err != nil {
 		name = st.DisplayName()
@@ -474,7 +490,7 @@ func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Ste
 	}
 	var res runnerv1.Result
 	var outputs map[string]string
-	if s, err := j.resolveStep(ec, st, name); err != nil {
+	if s, err := resolve(ec, st, name); err != nil {
 		sj.Logf("::error::%v", err)
 		res = runnerv1.Result_RESULT_FAILURE
 	} else {

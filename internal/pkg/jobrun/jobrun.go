@@ -127,6 +127,14 @@ type Config struct {
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
+	// Node is the Node.js that runs JavaScript actions (runner.node), a
+	// path or a name on PATH; "" refuses them.
+	Node string
+	// ActionCache caches the remote actions jobs use
+	// (runner.action_cache_dir, runner.action_cache_max_mb); share one
+	// among the runner's jobs. Default (nil, or an empty Dir):
+	// <WorkDir>/actions.
+	ActionCache *ActionCache
 }
 
 // WithDefaults returns c with every zero field that has a default set to
@@ -155,7 +163,17 @@ func (c Config) WithDefaults() Config {
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
+	if c.ActionCache == nil || c.ActionCache.Dir == "" {
+		c.ActionCache = &ActionCache{Dir: filepath.Join(c.WorkDir, "actions"), MaxBytes: maxBytes(c.ActionCache)}
+	}
 	return c
+}
+
+func maxBytes(c *ActionCache) int64 {
+	if c == nil {
+		return 0
+	}
+	return c.MaxBytes
 }
 
 func defaultWorkDir() string {

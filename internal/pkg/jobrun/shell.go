@@ -63,7 +63,7 @@ func (j *stepJob) newStepFiles() (stepFiles, error) {
 	if err := j.td.MkdirAll(filepath.Join(j.dir, "files"), 0o755); err != nil {
 		return stepFiles{}, err
 	}
-	base := filepath.Join(j.dir, "files", fmt.Sprintf("step-%d", j.i))
+	base := filepath.Join(j.dir, "files", "step-"+j.fileID())
 	if err := j.td.MkdirNew(base, 0o755); err != nil {
 		return stepFiles{}, err
 	}
@@ -282,7 +282,7 @@ func (s *shellStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[s
 	if s.shell == "python" {
 		ext = ".py"
 	}
-	scriptPath := filepath.Join(j.dir, "temp", fmt.Sprintf("step-%d%s", j.i, ext))
+	scriptPath := filepath.Join(j.dir, "temp", "step-"+j.fileID()+ext)
 	if err := j.td.CreateNew(scriptPath, []byte(s.script+"\n"), 0o700); err != nil {
 		return fail("write script: %v%s", err, leaveHint(err))
 	}

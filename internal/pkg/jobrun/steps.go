@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -27,6 +28,20 @@ type step interface {
 type stepJob struct {
 	*job
 	i int // the step's index in the job: its log, files and summary
+	// sub names a step inside a composite action for its files
+	// ("2.0.1": step 1 of the action that step 0 of step 2's uses); ""
+	// for a step of the job. depth is how deep it is nested.
+	sub   string
+	depth int
+}
+
+// fileID names the step's files in the task directory: its index, or
+// the path of a step inside composite actions.
+func (j *stepJob) fileID() string {
+	if j.sub != "" {
+		return j.sub
+	}
+	return strconv.Itoa(j.i)
 }
 
 // Logf writes one row to the step's log.
@@ -59,6 +74,9 @@ var (
 	_ step = (*shellStep)(nil)
 	_ step = (*checkoutStep)(nil)
 	_ step = (*loadStep)(nil)
+	_ step = (*compositeStep)(nil)
+	_ step = (*nodeStep)(nil)
+	_ step = (*dockerStep)(nil)
 	_ step = unsupportedStep{}
 )
 
@@ -82,6 +100,20 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 		}
 		return s, nil
 	}
+	if strings.HasPrefix(st.Uses, "docker://") {
+		s, err := newDockerStep(ec, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", name, err)
+		}
+		return s, nil
+	}
+	if isLocalAction(st.Uses) || j.actions[st.Uses] != nil {
+		s, err := j.newCompositeStep(ec, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: uses: %s: %w", name, st.Uses, err)
+		}
+		return s, nil
+	}
 	action, _ := workflow.UsesRef(st.Uses)
 	action = strings.ToLower(action)
 	if resolve, ok := usesKinds[action]; ok {
@@ -99,7 +131,11 @@ func (j *job) resolveStep(ec *workflow.Context, st workflow.Step, name string) (
 type unsupportedStep struct{ name, uses string }
 
 func (s unsupportedStep) run(_ context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
-	j.Logf("::error::step %q uses %q, which this runner does not support. forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>; replace this step with one of those or a run: script.", s.name, s.uses)
+	why, instead := usesSupport(s.uses)
+	if why == "" {
+		why, instead = "the action was not fetched when the job started", "please report this"
+	}
+	j.Logf("::error::step %q uses %q, which this runner does not support: %s; %s", s.name, s.uses, why, instead)
 	return runnerv1.Result_RESULT_FAILURE, nil
 }
 

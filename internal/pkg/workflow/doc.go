@@ -41,8 +41,8 @@
 // Operator precedence and associativity are those of actionlint's parser,
 // which act, and so Gitea's own runner, also uses: all comparison operators
 // share one level and chain to the right (1 < 2 == true is 1 < (2 == true)),
-// and integer literals must fit in 32 bits. hashFiles() is recognised but
-// rejected as not supported yet.
+// and integer literals must fit in 32 bits. hashFiles() calls
+// [Context.HashFiles], which the executor provides.
 //
 // Errors never quote context values (which may be secrets): they show the
 // expression source, and positions instead of text.

@@ -284,16 +284,37 @@ func (c *Context) call(p *parsed, name string, args []any) (any, error) {
 			return nil, fmt.Errorf("fromJSON in %s: the argument is not valid JSON", show(p.src))
 		}
 		return norm(v), nil
-	case "success":
-		return c.success(), nil
-	case "failure":
-		return c.Status == StatusFailure, nil
-	case "cancelled":
-		return c.Status == StatusCancelled, nil
-	case "always":
-		return true, nil
+	case "success", "failure", "cancelled", "always":
+		return c.statusFunc(f.name), nil
+	case "hashFiles":
+		return c.hashFiles(p, args)
 	}
 	return nil, fmt.Errorf("function %s in %s is not implemented", name, show(p.src))
+}
+
+// statusFunc implements the status functions.
+func (c *Context) statusFunc(name string) bool {
+	switch name {
+	case "success":
+		return c.success()
+	case "failure":
+		return c.Status == StatusFailure
+	case "cancelled":
+		return c.Status == StatusCancelled
+	}
+	return true // always
+}
+
+// hashFiles implements hashFiles() through c.HashFiles.
+func (c *Context) hashFiles(p *parsed, args []any) (any, error) {
+	if c.HashFiles == nil {
+		return nil, fmt.Errorf("hashFiles in %s: there are no files to hash here; hashFiles() works in a step's fields (with:, env:, run:, if:) and in job outputs, once the job has a workspace", show(p.src))
+	}
+	pats := make([]string, len(args))
+	for i, a := range args {
+		pats[i] = toString(a)
+	}
+	return c.HashFiles(pats)
 }
 
 // format implements format(): {N} is replaced by argument N, {{ and }} are

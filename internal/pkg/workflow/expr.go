@@ -93,6 +93,10 @@ type Context struct {
 	// Status is the job status so far; "" means success. It drives
 	// success(), failure(), cancelled() and job.status.
 	Status JobStatus
+	// HashFiles computes hashFiles() for its arguments' patterns (see
+	// package hashfiles); nil where no workspace exists yet (a job-level
+	// if:), where hashFiles() is an error.
+	HashFiles func(patterns []string) (string, error)
 }
 
 // MaxExprBytes is the longest expression Eval accepts.
@@ -238,9 +242,6 @@ func checkFunc(n *actionlint.FuncCallNode, src string) error {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		return fmt.Errorf("%s known: %s", withSep(msg), strings.Join(names, ", "))
-	}
-	if f.name == "hashFiles" {
-		return fmt.Errorf("hashFiles is not supported by forgeload yet in %s; compute the hash in a run: step and write it to $GITHUB_OUTPUT", show(src))
 	}
 	if got := len(n.Args); got < f.min || (f.max >= 0 && got > f.max) {
 		want := fmt.Sprintf("%d", f.min)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -342,7 +343,7 @@ func TestEvalErrors(t *testing.T) {
 		{"join()", "join takes 1 or 2 argument(s), got 0 in ${{ join() }}"},
 		{"format()", "format takes at least 1 argument(s), got 0 in ${{ format() }}"},
 		{"success(1)", "success takes 0 argument(s), got 1 in ${{ success(1) }}"},
-		{"hashFiles('**/go.sum')", "hashFiles is not supported by forgeload yet in ${{ hashFiles('**/go.sum') }}; compute the hash in a run: step and write it to $GITHUB_OUTPUT"},
+		{"hashFiles('**/go.sum')", "hashFiles in ${{ hashFiles('**/go.sum') }}: there are no files to hash here; hashFiles() works in a step's fields (with:, env:, run:, if:) and in job outputs, once the job has a workspace"},
 		{"format('{0} {1}', 'a')", "format in ${{ format('{0} {1}', 'a') }}: {1} refers to argument 1, but only 1 argument(s) follow the format string"},
 		{"format('{x}', 'a')", "format in ${{ format('{x}', 'a') }}: the { at position 0 does not start a {N} placeholder; write {N} for argument N, or {{ for a literal brace"},
 		{"format('{0', 'a')", "format in ${{ format('{0', 'a') }}: unclosed { at position 0; write {N} for argument N, or {{ for a literal brace"},
@@ -692,5 +693,27 @@ func TestResultBound(t *testing.T) {
 	}
 	if _, err := c.Interpolate(half + half + half); err == nil || !strings.Contains(err.Error(), "1 MiB") {
 		t.Errorf("Interpolate(3 × 512 KiB) = %v, want the 1 MiB limit", err)
+	}
+}
+
+// TestHashFilesCallsContext: hashFiles() passes its arguments, as strings,
+// to Context.HashFiles and returns its value or error. Before, every
+// hashFiles() was refused when parsed.
+func TestHashFilesCallsContext(t *testing.T) {
+	t.Parallel()
+	var got []string
+	c := &Context{HashFiles: func(p []string) (string, error) {
+		got = p
+		if p[0] == "bad" {
+			return "", errors.New("hashFiles: pattern bad")
+		}
+		return "abc123", nil
+	}}
+	v, err := c.Interpolate("key-${{ hashFiles('**/go.sum', 1) }}")
+	if err != nil || v != "key-abc123" || len(got) != 2 || got[0] != "**/go.sum" || got[1] != "1" {
+		t.Fatalf("Interpolate = %q, %v; patterns %q", v, err, got)
+	}
+	if _, err := c.Interpolate("${{ hashFiles('bad') }}"); err == nil || !strings.Contains(err.Error(), "pattern bad") {
+		t.Fatalf("a failing hashFiles: %v", err)
 	}
 }

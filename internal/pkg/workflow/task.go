@@ -17,10 +17,15 @@ var forgePrefixes = [...]string{"gitea_", "forgejo_"}
 // forgejo_ (gitea_runtime_token, gitea_default_actions_url, ...) are also
 // available under the other prefix and without a prefix, unless the task
 // already sets that key, so callers read runtime_token whichever forge sent
-// the task. The result is a new map the caller owns.
+// the task. server_url loses the trailing slash Gitea sends, as on GitHub,
+// so that ${{ github.server_url }}/${{ github.repository }} is a URL. The
+// result is a new map the caller owns.
 func GithubContext(s *structpb.Struct) map[string]any {
 	orig := s.AsMap()
 	m := s.AsMap()
+	if u, ok := m["server_url"].(string); ok {
+		m["server_url"] = strings.TrimRight(u, "/")
+	}
 	for _, p := range forgePrefixes { // gitea_ wins when both forges' keys are set
 		for k, v := range orig {
 			rest, ok := strings.CutPrefix(k, p)

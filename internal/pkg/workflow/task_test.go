@@ -25,6 +25,10 @@ func TestGithubContext(t *testing.T) {
 			"default_actions_url": "https://github.com",
 			"event":               map[string]any{"after": "abc", "commits": []any{map[string]any{"id": "1"}}},
 		}},
+		// Gitea sends its ROOT_URL, with a trailing slash; GitHub's has none.
+		{"server_url without its trailing slash", map[string]any{"server_url": "https://forge.example/"}, map[string]any{
+			"server_url": "https://forge.example",
+		}},
 		{"forgejo keys", map[string]any{"forgejo_runtime_token": "fj"}, map[string]any{
 			"runtime_token": "fj", "gitea_runtime_token": "fj", "forgejo_runtime_token": "fj",
 		}},

@@ -1,0 +1,180 @@
+package cmd
+
+import (
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// execWorkflow runs `forgeload exec` on the workflow text in a new
+// directory (files are written there first, by relative path) and returns
+// its exit code and output.
+func execWorkflow(t *testing.T, workflow string, files map[string]string) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for p, body := range files {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wf := filepath.Join(dir, "wf.yml")
+	if err := os.WriteFile(wf, []byte(workflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "exec", wf)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	return code, string(out)
+}
+
+// TestE2EExecChecksStepsFirst: forgeload exec reports a step it cannot run
+// before any step runs, as the daemon does. Before, the first step ran.
+func TestE2EExecChecksStepsFirst(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - run: echo first-step-ran
+      - uses: actions/setup-go@v5
+`, nil)
+	if code != ExitFailure || strings.Contains(out, "first-step-ran") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{
+		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none)`,
+		"install Go on the runner host",
+		"so none of its steps ran",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestE2EExecLocalCompositeAction: forgeload exec runs a local composite
+// action of the repository it runs in, after actions/checkout copied it
+// into the workspace. Before, the job was refused.
+func TestE2EExecLocalCompositeAction(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - uses: actions/checkout@v4
+      - id: greet
+        uses: ./.gitea/actions/greet
+        with:
+          who: world
+      - run: echo "got ${{ steps.greet.outputs.message }}"
+`, map[string]string{".gitea/actions/greet/action.yml": `name: greet
+inputs:
+  who:
+    required: true
+  greeting:
+    default: hello
+outputs:
+  message:
+    value: ${{ steps.say.outputs.message }}
+runs:
+  using: composite
+  steps:
+    - id: say
+      shell: bash
+      run: |
+        echo "${{ inputs.greeting }}, ${{ inputs.who }}"
+        echo "message=greeted ${{ inputs.who }}" >> "$GITHUB_OUTPUT"
+`})
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{"hello, world", "got greeted world", "■ job build: success"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// serveGitRepo serves a bare repository owner/repo, made from files and
+// tagged tag, over smart HTTP with git http-backend on 127.0.0.1, with no
+// authentication (a public repository), and returns the server's URL.
+func serveGitRepo(t *testing.T, name, tag string, files map[string]string) string {
+	t.Helper()
+	work, root := t.TempDir(), t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL="+os.DevNull)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	git(work, "init", "-q", "-b", "main", ".")
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Join(work, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(work, "add", "-A")
+	git(work, "commit", "-q", "-m", "action")
+	git(work, "tag", tag)
+	git(root, "clone", "-q", "--bare", work, filepath.Join(root, name+".git"))
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
+	})
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestE2EExecRemoteActionByURL: forgeload exec, which has no forge and so
+// no default actions URL, runs a composite action named by its full URL,
+// fetched with git from a public repository.
+func TestE2EExecRemoteActionByURL(t *testing.T) {
+	parallel(t)
+	url := serveGitRepo(t, "acts/greet", "v1", map[string]string{"action.yml": `inputs:
+  who: {}
+runs:
+  using: composite
+  steps:
+    - shell: sh
+      run: echo "remote greets ${{ inputs.who }}"
+`})
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - uses: `+url+`/acts/greet@v1
+        with:
+          who: exec
+`, nil)
+	if code != 0 || !strings.Contains(out, "remote greets exec") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+}

@@ -1,0 +1,83 @@
+package run
+
+import (
+	"context"
+	"testing"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
+)
+
+// TestDockerStep: uses: docker://image runs the image once with
+// with.entrypoint and with.args (quoted words kept whole), its other
+// inputs as INPUT_*, in the workspace, writing GITHUB_OUTPUT and files the
+// next step reads; a non-zero exit fails the step. Before, docker:// steps
+// were refused.
+func TestDockerStep(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, eng, img := dockerOptions(t)
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - id: d
+        uses: docker://`+img+`
+        with:
+          entrypoint: /bin/sh
+          args: -c "echo hello from $INPUT_WHO in $(pwd); echo out=from-docker >> $GITHUB_OUTPUT; echo made > made.txt"
+          who: the container
+      - run: echo "next sees $(cat made.txt) ${{ steps.d.outputs.out }}"
+      - uses: docker://`+img+`
+        with:
+          entrypoint: /bin/sh
+          args: -c 'exit 3'
+`, opts)
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || v.Steps[0].Result != runnerv1.Result_RESULT_SUCCESS || v.Steps[2].Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result %v, steps %+v; want the last step to fail; log:\n%s", v.Result, v.Steps, log)
+	}
+	wantContains(t, "log", log, "hello from the container in /")
+	wantContains(t, "log", log, "/workspace")
+	wantContains(t, "log", log, "next sees made from-docker")
+	wantContains(t, "log", log, "Container exited with code 3.")
+	// The step containers are removed with the job.
+	if objs, err := eng.Objects(context.Background(), ""); err != nil || len(objs) > 0 {
+		t.Fatalf("left after the job: %v %v", objs, err)
+	}
+}
+
+// TestDockerAction: a Docker action (runs.using: docker, image:
+// docker://...) from the forge runs its image with runs.args and runs.env,
+// in which expressions see its inputs, and the inputs as INPUT_*.
+func TestDockerAction(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	if _, err := h.forge.AddActionRepo("acts/dock", forgetest.Commit{Tags: []string{"v1"}, Files: map[string]string{"action.yml": `inputs:
+  who:
+    default: nobody
+runs:
+  using: docker
+  image: docker://` + img + `
+  entrypoint: /bin/sh
+  args:
+    - -c
+    - echo "docker action for ${{ inputs.who }} env=$GREETING input=$INPUT_WHO"
+  env:
+    GREETING: hi-${{ inputs.who }}
+`}}); err != nil {
+		t.Fatal(err)
+	}
+	opts.ActionCache = &jobrun.ActionCache{Dir: t.TempDir()}
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/dock@v1\n        with:\n          who: you\n", opts, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "docker action for you env=hi-you input=you")
+}

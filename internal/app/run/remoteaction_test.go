@@ -1,0 +1,235 @@
+package run
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
+)
+
+func greetRepo(version string) map[string]string {
+	return map[string]string{
+		"action.yml": `name: greet
+inputs:
+  who:
+    default: nobody
+outputs:
+  msg:
+    value: ${{ steps.say.outputs.msg }}
+runs:
+  using: composite
+  steps:
+    - id: say
+      shell: bash
+      run: |
+        echo "greet ` + version + ` ${{ inputs.who }} from $(cat "$GITHUB_ACTION_PATH/name.txt")"
+        echo "msg=said ${{ inputs.who }}" >> "$GITHUB_OUTPUT"
+    - uses: acts/greet/inner@v1
+      with:
+        x: nested-${{ inputs.who }}
+`,
+		"name.txt": "greet-" + version,
+		"inner/action.yml": `inputs:
+  x: {}
+runs:
+  using: composite
+  steps:
+    - shell: sh
+      run: echo "inner got ${{ inputs.x }}"
+`,
+		"node/action.yml": "runs:\n  using: node20\n  main: index.js\n",
+	}
+}
+
+// selfActions makes the job's default actions URL the fake forge itself
+// (Gitea's DEFAULT_ACTIONS_URL=self).
+func selfActions(h *harness) func(*forgetest.Job) {
+	return func(j *forgetest.Job) {
+		j.Context = map[string]any{"gitea_default_actions_url": h.forge.URL()}
+	}
+}
+
+// TestRemoteActionFromForge: uses: owner/repo@ref fetches the action with
+// git from the forge's real smart-HTTP endpoint, with the task's token,
+// resolved against the task's default actions URL (and as a full URL, and
+// by commit, and in a directory of the repository by an annotated tag);
+// a composite action's nested remote action runs; the second job uses the
+// cache; a tag moved to another commit is fetched anew. Before, every
+// action from another repository was refused.
+func TestRemoteActionFromForge(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ids, err := h.forge.AddActionRepo("acts/greet", forgetest.Commit{Files: greetRepo("v1"), Tags: []string{"v1"}, AnnotatedTags: []string{"v1.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := &jobrun.ActionCache{Dir: t.TempDir()}
+	payload := `
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo first-step-ran
+      - id: g
+        uses: acts/greet@v1
+        with:
+          who: world
+      - run: echo "out=${{ steps.g.outputs.msg }}"
+      - uses: acts/greet/inner@v1.0
+        with:
+          x: direct
+      - uses: ` + h.forge.URL() + `/acts/greet@` + ids[0] + `
+`
+	v := h.run(payload, Options{Config: jobrun.Config{ActionCache: cache}}, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{
+		"Action " + h.forge.URL() + "/acts/greet@v1 is commit " + ids[0],
+		"greet v1 world from greet-v1", "inner got nested-world", "out=said world",
+		"inner got direct", "greet v1 nobody from greet-v1",
+	} {
+		wantContains(t, "log", log, want)
+	}
+	if auths := h.forge.GitAuths(); len(auths) == 0 || auths[0] != v.Token {
+		t.Errorf("git requests authenticated with %q, want the task token", auths)
+	}
+
+	// The same commit again: from the cache, no fetch.
+	v = h.run(payload, Options{Config: jobrun.Config{ActionCache: cache}}, selfActions(h))
+	if log := logText(v); v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "Using the cached copy of commit "+ids[0]) {
+		t.Fatalf("second run: %v; log:\n%s", v.Result, log)
+	}
+
+	// v1 moves to a new commit: the job runs the new one.
+	ids2, err := h.forge.AddActionRepo("acts/greet", forgetest.Commit{Files: greetRepo("v1")}, forgetest.Commit{Files: greetRepo("v2"), Tags: []string{"v1"}, AnnotatedTags: []string{"v1.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = h.run(strings.Replace(payload, "@"+ids[0], "@v1", 1), Options{Config: jobrun.Config{ActionCache: cache}}, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "greet v2 world from greet-v2") || !strings.Contains(log, "is commit "+ids2[1]) {
+		t.Fatalf("after the tag moved: %v; log:\n%s", v.Result, log)
+	}
+
+	// By commit id, into an empty cache: fetched by that id.
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: acts/greet@`+ids2[1]+`
+        with:
+          who: by-id
+`, Options{Config: jobrun.Config{ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "greet v2 by-id from greet-v2") || strings.Contains(log, "Using the cached copy") {
+		t.Fatalf("by commit id: %v; log:\n%s", v.Result, log)
+	}
+}
+
+// TestRemoteActionRefused: what cannot run is refused before any step
+// runs: a ref the repository lacks, a JavaScript action, an action larger
+// than the cache's bound. The task token never goes to another host than
+// the forge.
+func TestRemoteActionRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/greet", forgetest.Commit{Files: greetRepo("v1"), Tags: []string{"v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, uses string
+		opts       Options
+		want       string
+	}{
+		{"unknown ref", "acts/greet@v9", Options{}, `the repository has no tag or branch "v9"`},
+		{"node action", "acts/greet/node@v1", Options{}, "acts/greet/node@v1: node/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
+		{"too large", "acts/greet@v1", Options{Config: jobrun.Config{ActionCache: &jobrun.ActionCache{Dir: t.TempDir(), MaxBytes: 100}}}, "more than the action cache's bound"},
+	} {
+		v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo first-step-ran\n      - uses: "+tt.uses+"\n", tt.opts, selfActions(h))
+		log := logText(v)
+		if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || !strings.Contains(log, tt.want) {
+			t.Errorf("%s: %v; want FAILURE before any step ran, with %q; log:\n%s", tt.name, v.Result, tt.want, log)
+		}
+	}
+
+	// Another host: no token.
+	var mu sync.Mutex
+	var auths []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer other.Close()
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/greet@v1\n", Options{}, func(j *forgetest.Job) {
+		j.Context = map[string]any{"gitea_default_actions_url": other.URL}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if v.Result != runnerv1.Result_RESULT_FAILURE || len(auths) == 0 {
+		t.Fatalf("an action from another host: %v, %d requests; log:\n%s", v.Result, len(auths), logText(v))
+	}
+	for _, a := range auths {
+		if a != "" {
+			t.Fatalf("the runner sent %q to a host other than the forge", a)
+		}
+	}
+}
+
+// TestRemoteNodeAction: a JavaScript action from the forge runs with
+// runner.node, its output reaching the next step and its post running
+// after the job's steps with main's state.
+func TestRemoteNodeAction(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/hello", forgetest.Commit{Tags: []string{"v2"}, Files: map[string]string{
+		"action.yml": "inputs:\n  who: {}\noutputs:\n  said: {}\nruns:\n  using: node20\n  main: main.js\n  post: post.js\n",
+		"main.js": `const fs = require('fs');
+console.log('node main for ' + process.env.INPUT_WHO);
+fs.appendFileSync(process.env.GITHUB_OUTPUT, 'said=hello ' + process.env.INPUT_WHO + '\n');
+fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n');
+`,
+		"post.js": "console.log('node post for ' + process.env.STATE_who);\n",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - id: n
+        uses: acts/hello@v2
+        with:
+          who: forge
+      - run: echo "next sees ${{ steps.n.outputs.said }}"
+`, Options{Config: jobrun.Config{Node: node, ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{"node main for forge", "next sees hello forge", "node post for forge"} {
+		wantContains(t, "log", log, want)
+	}
+	if strings.Index(log, "node post for") < strings.Index(log, "next sees") {
+		t.Errorf("post ran before the job's last step:\n%s", log)
+	}
+}

@@ -1,0 +1,194 @@
+package jobrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/workflow"
+)
+
+// refusal is a step this runner cannot run, found before any step runs:
+// the step, what it uses, why it cannot run and what to do instead.
+type refusal struct {
+	i             int
+	name, uses    string
+	why, instead  string
+	continueOnErr bool // continue-on-error: true, literally: the job goes on
+}
+
+func (r refusal) String() string {
+	return fmt.Sprintf("step %d %q uses %q: %s; %s", r.i+1, r.name, r.uses, r.why, r.instead)
+}
+
+// actionAdvice is what to do instead of a well-known action this runner
+// does not run, by name in lower case.
+var actionAdvice = map[string]string{
+	"actions/setup-go":          "install Go on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-node":        "install Node.js on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-python":      "install Python on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-java":        "install a JDK on the runner host (or use a container: image that has it) and drop this step",
+	"actions/cache":             "drop this step (every job starts from a clean workspace), or keep a cache in a directory the admin mounts into a container: job",
+	"actions/upload-artifact":   "forgeload/load uploads its report as an artifact itself; for other files, upload them in a run: step with curl to the forge's API",
+	"actions/download-artifact": "forgeload/load fetches its baseline itself (with: baseline:); for other files, download them in a run: step with curl from the forge's API",
+}
+
+// checkSteps checks every step of the job before any runs. Each step that
+// uses what this runner cannot run is reported, in the job's rows and in
+// its own, naming the step, what it uses, why and what to do instead. A
+// job with such a step, unless it continues on error, fails before any step
+// runs (its other steps are reported skipped), as Gitea's runner fails a
+// job whose actions it cannot fetch when the job is set up. ec is the
+// job's context when it starts: a step whose with: has no ${{ }} is
+// resolved against it, so inputs a kind refuses are reported now too.
+func (j *job) checkSteps(ctx context.Context, ec *workflow.Context) bool {
+	var refused []refusal
+	for i, st := range j.wf.Job.Steps {
+		if r, bad := j.checkStep(ctx, ec, i, st); bad {
+			refused = append(refused, r)
+		}
+	}
+	fatal := false
+	for _, r := range refused {
+		level := "error"
+		if r.continueOnErr {
+			level = "warning"
+		} else {
+			fatal = true
+		}
+		j.rep.Logf(-1, "::%s::%s", level, r)
+	}
+	if !fatal {
+		return true
+	}
+	j.rep.Logf(-1, "::error::this runner cannot run %d step(s) of job %s (listed above), so none of its steps ran; fix them and re-run the job", countFatal(refused), j.wf.JobID)
+	byStep := map[int]refusal{}
+	for _, r := range refused {
+		byStep[r.i] = r
+	}
+	for i := range j.wf.Job.Steps {
+		j.rep.StepStart(i)
+		if r, ok := byStep[i]; ok {
+			j.rep.Logf(i, "::error::%s", r)
+			j.rep.StepEnd(i, runnerv1.Result_RESULT_FAILURE)
+			continue
+		}
+		j.rep.StepEnd(i, runnerv1.Result_RESULT_SKIPPED)
+	}
+	return false
+}
+
+func countFatal(rs []refusal) int {
+	n := 0
+	for _, r := range rs {
+		if !r.continueOnErr {
+			n++
+		}
+	}
+	return n
+}
+
+// checkStep checks one step; true means it cannot run, as r says. A
+// remote action is fetched now, and its metadata checked.
+func (j *job) checkStep(ctx context.Context, ec *workflow.Context, i int, st workflow.Step) (r refusal, bad bool) {
+	if st.Uses == "" {
+		return refusal{}, false
+	}
+	r = refusal{i: i, name: st.DisplayName(), uses: st.Uses, continueOnErr: strings.TrimSpace(st.ContinueOnError) == "true"}
+	r.why, r.instead = usesSupport(st.Uses)
+	if r.why != "" {
+		return r, true
+	}
+	if strings.HasPrefix(st.Uses, "docker://") && j.deps.Containers == nil {
+		r.why = "docker:// steps need a Docker Engine, and this runner has none"
+		if j.deps.ContainersErr != nil {
+			r.why += " (" + j.deps.ContainersErr.Error() + ")"
+		}
+		r.instead = "run the job on a runner with Docker, or run the image's program in a run: step"
+		return r, true
+	}
+	if isRemoteAction(st.Uses) && !isNative(st.Uses) {
+		if err := j.prepareRemote(ctx, st.Uses, j.rep.Writer(-1)); err != nil {
+			r.why, r.instead = err.Error(), remoteAdvice(st.Uses)
+			return r, true
+		}
+		return refusal{}, false
+	}
+	action, _ := workflow.UsesRef(st.Uses)
+	if _, native := usesKinds[strings.ToLower(action)]; !native || hasExpr(st.With) {
+		// Resolved when the step starts: a local action is read then,
+		// after the checkout that brings it.
+		return refusal{}, false
+	}
+	if _, err := j.resolveStep(ec, st, r.name); err != nil {
+		r.why, r.instead = err.Error(), "fix the step's with: inputs"
+		return r, true
+	}
+	return refusal{}, false
+}
+
+func hasExpr(m map[string]string) bool {
+	for _, v := range m {
+		if strings.Contains(v, "${{") {
+			return true
+		}
+	}
+	return false
+}
+
+// usesSupport says why a uses: reference cannot run here and what to do
+// instead; "" when it can.
+func usesSupport(uses string) (why, instead string) {
+	action, ref := workflow.UsesRef(uses)
+	lower := strings.ToLower(action)
+	switch {
+	case strings.HasPrefix(lower, "docker://"):
+		return "", ""
+	case isLocalAction(uses):
+		return "", ""
+	case strings.HasPrefix(action, "../") || action == "." || action == "..":
+		return "a local action must be a directory inside the workspace",
+			"write uses: ./path/to/action (relative to the repository's root)"
+	case ref == "":
+		return "a uses: reference needs a version after @ (owner/repo@v1)", "add the ref, e.g. " + action + "@v1"
+	}
+	if _, ok := usesKinds[lower]; ok {
+		return "", ""
+	}
+	if strings.Count(action, "/") >= 2 && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")) {
+		return "a reusable workflow belongs in a job's uses:, not a step's, and this runner does not run reusable workflows yet",
+			"copy the workflow's jobs into this workflow"
+	}
+	return "", "" // a remote action: fetched and checked when the job starts
+}
+
+// isNative reports whether uses names an action this runner runs itself.
+func isNative(uses string) bool {
+	action, _ := workflow.UsesRef(uses)
+	_, ok := usesKinds[strings.ToLower(action)]
+	return ok
+}
+
+// remoteAdvice is what to do instead of a remote action this runner
+// cannot run.
+func remoteAdvice(uses string) string {
+	action, _ := workflow.UsesRef(uses)
+	if a := actionAdvice[strings.ToLower(action)]; a != "" {
+		return a
+	}
+	return "use a composite action (runs.using: composite), or replace the step: forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"
+}
+
+// prepareRemote fetches the remote action uses names (the job's rows log
+// the fetch) and checks that it is a composite action.
+func (j *job) prepareRemote(ctx context.Context, uses string, out io.Writer) error {
+	f, err := j.fetchAction(ctx, uses, out)
+	if err != nil {
+		return err
+	}
+	_, _, err = j.loadAction(f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": ")
+	return err
+}
