@@ -38,6 +38,7 @@ type execFlags struct {
 	vars      []string
 	envs      []string
 	demo      bool
+	list      bool
 }
 
 func newExecCmd(g *globalFlags) *cobra.Command {
@@ -65,6 +66,7 @@ the workflow as env.FORGELOAD_DEMO_URL:
 	fl.StringArrayVar(&f.vars, "var", nil, "variable as KEY=VALUE (repeatable), read as vars.KEY")
 	fl.StringArrayVar(&f.envs, "env", nil, "extra env as KEY=VALUE (repeatable)")
 	fl.BoolVar(&f.demo, "demo", false, "start the embedded demo target and expose its URL as env.FORGELOAD_DEMO_URL")
+	fl.BoolVarP(&f.list, "list", "l", false, "list the jobs in the order they would run, and run nothing (as act_runner exec -l)")
 	return c
 }
 
@@ -151,6 +153,9 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 	l, err := newLocalRun(g.config, f, args, stderr)
 	if err != nil {
 		return err
+	}
+	if f.list {
+		return listJobs(stdout, l.jobs)
 	}
 	if f.demo {
 		d, err := demo.Start(demo.Options{})

@@ -26,6 +26,7 @@ type loadFlags struct {
 	target           string
 	rate             string
 	concurrency      string
+	vus              string
 	duration         string
 	total            string
 	arrivalModel     string
@@ -43,7 +44,7 @@ type loadFlags struct {
 func newLoadCmd() *cobra.Command {
 	f := &loadFlags{}
 	c := &cobra.Command{
-		Use:   "load [-f config.yaml] [flags]",
+		Use:   "load [config.yaml | -f config.yaml] [flags]",
 		Short: "Run a load test from a Crankfire-compatible config, locally",
 		Long: `load runs one load test with the embedded engine and prints a summary.
 
@@ -64,8 +65,11 @@ the run was interrupted or no request succeeded (it measured nothing), and
 With load, -c is --concurrency: load does not read the daemon config.
 'forgeload load validate FILE' checks a load config without sending
 anything.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := loadFileArg(f, args); err != nil {
+				return err
+			}
 			return runLoad(c.Context(), f, c.Flags().Changed, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
@@ -75,11 +79,12 @@ anything.`,
 	fl.StringVar(&f.target, "target", "", "target URL (config key target)")
 	fl.StringVarP(&f.rate, "rate", "r", "", "arrival rate in requests per second; 0 runs a closed loop (config key rate)")
 	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers, i.e. the most requests in flight (config key concurrency)")
+	fl.StringVarP(&f.vus, "vus", "u", "", "virtual users that loop, as k6's --vus: the closed model (config key vus)")
 	fl.StringVarP(&f.duration, "duration", "d", "", "run time, e.g. 30s or 5m (config key duration)")
 	fl.StringVarP(&f.total, "total", "t", "", "stop after this many requests (config key total)")
 	fl.StringVar(&f.arrivalModel, "arrival-model", "", "uniform or poisson (config key arrival.model)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "threshold such as 'http_req_duration:p99 < 300ms' (repeatable; replaces the file's thresholds)")
-	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file")
+	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file; alone (Crankfire's switch) or '-', print it on stdout instead of the table")
 	fl.StringVar(&f.markdownOutput, "markdown-output", "", "also write the summary as Markdown to this file")
 	fl.StringVar(&f.htmlOutput, "html-output", "", "also write the self-contained HTML report to this file (config key html_output)")
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
@@ -98,6 +103,7 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"target", "target", f.target},
 		{"rate", "rate", f.rate},
 		{"concurrency", "concurrency", f.concurrency},
+		{"vus", "vus", f.vus},
 		{"duration", "duration", f.duration},
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
@@ -196,7 +202,7 @@ func checkFileFlags(f *loadFlags) error {
 	for _, pf := range []struct{ flag, val string }{
 		{"file", f.file}, {"json-output", f.jsonOutput}, {"markdown-output", f.markdownOutput}, {"html-output", f.htmlOutput},
 	} {
-		if strings.HasPrefix(pf.val, "-") {
+		if strings.HasPrefix(pf.val, "-") && (pf.flag != "json-output" || pf.val != jsonToStdout) {
 			return withCode(ExitBadInput, fmt.Errorf("--%s %q: that is a flag, not a file name: give the file name right after --%s (write ./%s for a file whose name starts with '-')", pf.flag, pf.val, pf.flag, pf.val))
 		}
 	}
@@ -237,7 +243,7 @@ func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
 	summary := outcome.Text
-	if cfg.JSONOutput && f.jsonOutput == "" {
+	if (cfg.JSONOutput && f.jsonOutput == "") || f.jsonOutput == jsonToStdout {
 		summary = outcome.JSON
 	}
 	if err := summary(o, stdout); err != nil {
@@ -280,7 +286,7 @@ func createOutputs(f *loadFlags, cfg *spec.Config) (outputFiles, error) {
 		{what: "--markdown-output", path: f.markdownOutput, write: outcome.Markdown},
 		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: outcome.HTML},
 	} {
-		if o.path == "" {
+		if o.path == "" || (o.what == "--json-output" && o.path == jsonToStdout) {
 			continue
 		}
 		var err error

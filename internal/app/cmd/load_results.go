@@ -69,7 +69,7 @@ type liveDashboard struct {
 // startDashboard serves the live dashboard when --dashboard or the config's
 // dashboard key asks for it, and says where on stderr.
 func startDashboard(ctx context.Context, f *loadFlags, cfg *spec.Config, stderr io.Writer) (*liveDashboard, error) {
-	addr := f.dashboard
+	addr := dashboardListenAddr(f.dashboard)
 	if addr == "" && cfg.Dashboard {
 		addr = dashboardDefaultAddr
 	}
