@@ -179,8 +179,13 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if path == "" {
 				return withCode(ExitBadInput, errors.New("config validate: give the config file, e.g. 'forgeload config validate /etc/forgeload/config.yaml'"))
 			}
-			if _, err := config.Load(path, os.Getenv); err != nil {
-				return withCode(ExitBadInput, err)
+			// As the daemon reads it: a misspelt FORGELOAD_ override that
+			// stops the daemon fails here too, and an ignored one is said.
+			if _, err := loadConfig(path); err != nil {
+				return err
+			}
+			if w := unknownEnvWarning(); w != "" {
+				fmt.Fprintln(c.ErrOrStderr(), "warning:", w)
 			}
 			_, err := fmt.Fprintf(c.OutOrStdout(), "%s: valid daemon config (FORGELOAD_* variables applied)\n", path)
 			return err
