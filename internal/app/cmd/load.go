@@ -35,6 +35,8 @@ type loadFlags struct {
 	markdownOutput   string
 	htmlOutput       string
 	baseline         string
+	resultsDir       string
+	dashboardLinger  bool
 	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
@@ -87,8 +89,10 @@ anything.`,
 	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file; alone (Crankfire's switch) or '-', print it on stdout instead of the table")
 	fl.StringVar(&f.markdownOutput, "markdown-output", "", "also write the summary as Markdown to this file")
 	fl.StringVar(&f.htmlOutput, "html-output", "", "also write the self-contained HTML report to this file (config key html_output)")
-	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
+	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address (or port) while the test runs; it ends with the run unless --dashboard-linger; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
+	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write the HTML report and the JSON result of each run into a new directory under this one, unless --html-output and --json-output name files; '' writes none")
+	fl.BoolVar(&f.dashboardLinger, "dashboard-linger", false, "keep serving the dashboard's final result after the run, until Ctrl-C")
 	fl.StringVar(&f.baseline, "baseline", "", "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
@@ -162,7 +166,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
 		Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
 	})
-	return reportLoad(ctx, o, f, cfg, outs, dash, stdout)
+	return reportLoad(ctx, o, f, cfg, outs, dash, stdout, stderr)
 }
 
 // loadTestConfig assembles the load config from -f (or --config) and the flags,
@@ -239,7 +243,7 @@ func engineSettings(f *loadFlags, cfg *spec.Config, stderr io.Writer) build.Sett
 // reportLoad prints the summary and the baseline deltas, writes the summary
 // files, hands the result to the dashboard and turns the verdict into the
 // exit code.
-func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec.Config, outs outputFiles, dash *liveDashboard, stdout io.Writer) error {
+func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec.Config, outs outputFiles, dash *liveDashboard, stdout, stderr io.Writer) error {
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
 	summary := outcome.Text
@@ -256,8 +260,11 @@ func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec
 		if err := of.writeAndClose(o); err != nil {
 			return err
 		}
+		if of.announce != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", of.announce, of.path)
+		}
 	}
-	dash.finish(ctx, o)
+	dash.finish(ctx, o, f.dashboardLinger)
 	// Every verdict but a pass exits 1, a cancel (Ctrl-C) included.
 	if err := o.Verdict.Err(); err != nil {
 		return withCode(ExitFailure, err)
@@ -295,6 +302,16 @@ func createOutputs(f *loadFlags, cfg *spec.Config) (outputFiles, error) {
 		}
 		outs = append(outs, o)
 	}
+	defaults, err := defaultOutputs(f, cmp.Or(f.htmlOutput, cfg.HTMLOutput))
+	if err != nil {
+		return outs, withCode(ExitBadInput, err)
+	}
+	for _, o := range defaults {
+		if o.fh, err = os.Create(o.path); err != nil {
+			return outs, withCode(ExitBadInput, fmt.Errorf("%s: %w", o.what, err))
+		}
+		outs = append(outs, o)
+	}
 	return outs, nil
 }
 
@@ -304,6 +321,9 @@ type outputFile struct {
 	what, path string
 	write      outcome.Writer
 	fh         *os.File
+	// announce, when set, prints "<announce>: <path>" once written: the
+	// files of the results directory, which no flag named.
+	announce string
 }
 
 func (o *outputFile) writeAndClose(oc *outcome.Outcome) error {

@@ -94,19 +94,22 @@ func (l *liveDashboard) second(s *load.Snapshot) {
 	}
 }
 
-// finish shows the final result and keeps serving it until ctx ends
-// (Ctrl-C).
-func (l *liveDashboard) finish(ctx context.Context, o *outcome.Outcome) {
+// finish shows the final result; with linger (--dashboard-linger) it
+// keeps serving it until ctx ends (Ctrl-C), else the dashboard ends with
+// the run, so that a script running forgeload load does not hang.
+func (l *liveDashboard) finish(ctx context.Context, o *outcome.Outcome, linger bool) {
 	if l == nil {
 		return
 	}
 	// Said before the page gets the result, so that whoever saw the final
 	// result on the page can also find how to stop on stderr.
-	if ctx.Err() == nil {
+	if linger && ctx.Err() == nil {
 		fmt.Fprintf(l.stderr, "dashboard: the final result is at %s; press Ctrl-C to stop\n", l.url)
 	}
 	l.d.Finish(o.Result, o.Checks)
-	<-ctx.Done()
+	if linger {
+		<-ctx.Done()
+	}
 }
 
 // stop stops the server and waits for it.

@@ -27,6 +27,9 @@ type step interface {
 type stepJob struct {
 	*job
 	i int // the step's index in the job: its log, files and summary
+	// htmlOutput is a load step's html_output: where in the workspace its
+	// report is written (see writeHTMLOutput).
+	htmlOutput string
 }
 
 // Logf writes one row to the step's log.
