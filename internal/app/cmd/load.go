@@ -144,6 +144,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	defer t.Close()
 	p := t.Engine
+	dash.setPlanned(plannedDuration(&p.Options))
 	if len(p.Thresholds) == 0 {
 		fmt.Fprintln(stderr, "warning:", build.NoThresholdsWarning)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
@@ -85,6 +86,32 @@ func startDashboard(ctx context.Context, f *loadFlags, cfg *spec.Config, stderr 
 	go func() { ld.done <- ld.d.Serve(sctx, ln) }()
 	fmt.Fprintf(stderr, "dashboard: %s\n", ld.url)
 	return ld, nil
+}
+
+// setPlanned gives the dashboard the run's planned length (0: unknown).
+func (l *liveDashboard) setPlanned(t time.Duration) {
+	if l != nil {
+		l.d.SetPlannedDuration(t)
+	}
+}
+
+// plannedDuration is how long o plans to run: its duration cap, else its
+// load patterns or user stages when the run ends with them; 0 when it runs
+// until a total or a stop.
+func plannedDuration(o *load.Options) time.Duration {
+	if o.Duration > 0 {
+		return o.Duration
+	}
+	var sum time.Duration
+	if len(o.Stages) > 0 && o.Rate == 0 {
+		for _, s := range o.Stages {
+			sum += s.Duration
+		}
+	}
+	for _, s := range o.VUStages {
+		sum += s.Duration
+	}
+	return sum
 }
 
 // second is the run's OnSecond hook; nil without a dashboard.

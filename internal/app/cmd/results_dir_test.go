@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
 // TestLoadWritesResultsByDefault: a plain `forgeload load` leaves its HTML
@@ -77,4 +80,22 @@ func announced(t *testing.T, stderr, what string) string {
 	}
 	t.Fatalf("stderr does not say where the %s is:\n%s", what, stderr)
 	return ""
+}
+
+func TestPlannedDuration(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		o    load.Options
+		want time.Duration
+	}{
+		{load.Options{Duration: 30 * time.Second, Rate: 5}, 30 * time.Second},
+		{load.Options{Stages: []load.Stage{{Duration: 10 * time.Second}, {Duration: 5 * time.Second}}}, 15 * time.Second},
+		{load.Options{Stages: []load.Stage{{Duration: 10 * time.Second}}, Rate: 5}, 0}, // runs on at the rate after them
+		{load.Options{VUStages: []load.VUStage{{Duration: 20 * time.Second}}}, 20 * time.Second},
+		{load.Options{Total: 100}, 0},
+	} {
+		if got := plannedDuration(&tc.o); got != tc.want {
+			t.Errorf("plannedDuration(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
 }
