@@ -255,7 +255,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	m := metrics.New(reg2, ver.Version(), reg.Name)
-	m.Capacity.Set(float64(cfg.Runner.Capacity))
+	m.SetCapacity(cfg.Runner.Capacity)
 
 	// The background pieces (metrics server, outbox) outlive ctx: they end
 	// in Shutdown, after the running jobs.
