@@ -55,6 +55,7 @@ func TestE2EMetrics(t *testing.T) {
 		`forgeload_load_request_duration_seconds_count 200`,
 		`forgeload_capacity 1`,
 		`forgeload_job_capacity_utilization_ratio 0`,
+		`forgeload_state{state="idle"} 1`,
 		`forgeload_job_running 0`,
 		`forgeload_load_target_rate 0`,
 		`forgeload_report_log_buffer_rows 0`,

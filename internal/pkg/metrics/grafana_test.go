@@ -35,7 +35,9 @@ func TestGrafanaDashboardQueriesExportedMetrics(t *testing.T) {
 		t.Fatalf("deploy/grafana/forgeload.json: %v", err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	New(reg, "v", "n")
+	if err := New(reg, "v", "n").RegisterState(reg, &readyFake{}); err != nil {
+		t.Fatal(err)
+	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
