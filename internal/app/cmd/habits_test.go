@@ -141,3 +141,31 @@ func TestHabitArgs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHabitArgs: whatever the arguments, the rewrite never panics, leaves
+// anything but `load` alone, never adds an argument, and turns
+// --dashboard and --json-output only into their own --flag=value form.
+func FuzzHabitArgs(f *testing.F) {
+	for _, seed := range []string{"load --json-output", "load --json-output -q", "load --dashboard 8089 x.yaml", "load --dashboard ./a:1", "load -- --dashboard 1", "exec --json-output", "load --dashboard [::1]:99999"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		in := strings.Fields(line)
+		out := habitArgs(in)
+		if len(out) > len(in) {
+			t.Fatalf("habitArgs(%q) = %q: more arguments than given", in, out)
+		}
+		if len(in) == 0 || in[0] != "load" {
+			if !slices.Equal(in, out) {
+				t.Fatalf("habitArgs(%q) = %q, want it unchanged", in, out)
+			}
+			return
+		}
+		for _, a := range out {
+			if v, ok := strings.CutPrefix(a, "--dashboard="); ok && !slices.Contains(in, a) && !isListenAddr(v) {
+				t.Fatalf("habitArgs(%q) made %q of a value that is not an address", in, a)
+			}
+		}
+		_ = dashboardListenAddr(line)
+	})
+}
