@@ -18,12 +18,23 @@ type stepNames struct {
 }
 
 // newStepNames reads the step names of a single-job payload; a payload
-// that does not parse names none (the task runner reports why).
+// that does not parse names none (the task runner reports why). A step
+// without a name: is named by its uses:, or "run": never by its command,
+// whose text the log shows already (and which may hold a literal value
+// that the job masks).
 func newStepNames(payload []byte) stepNames {
 	s := stepNames{done: map[int]bool{}}
 	if wf, err := workflow.Parse(payload); err == nil {
 		for _, st := range wf.Job.Steps {
-			s.names = append(s.names, st.DisplayName())
+			name := st.Name
+			switch {
+			case name != "":
+			case st.Uses != "":
+				name = st.Uses
+			default:
+				name = "run"
+			}
+			s.names = append(s.names, name)
 		}
 	}
 	return s
