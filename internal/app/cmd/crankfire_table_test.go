@@ -26,7 +26,7 @@ var sameRowTests = map[string][]string{
 	"`auth` (all types and keys)":                                                                           {"TestE2ECrankfireCorpus"},
 	"`har_file`, `har_filter`":                                                                              {"TestE2ECrankfireCorpus"},
 	"`thresholds`":                                                                                          {"TestValidateOK", "TestLoadCommandThresholdFailureExits1"},
-	"`tracing` (`endpoint`, `protocol`, `service_name`, `sample_rate`, `insecure`, `propagate`)": {"TestE2ECrankfireFlags", "TestE2ECrankfireCorpus"},
+	"`tracing` (`endpoint`, `protocol`, `service_name`, `sample_rate`, `insecure`, `propagate`)": {"TestE2ECrankfireFlags", "TestE2ECrankfireCorpus", "TestTracingQuietAndRefused"},
 }
 
 // TestCrankfireSameRowsHaveTests keeps the key table honest: every row
