@@ -26,9 +26,9 @@ func TestE2ECLIBadInputExits2(t *testing.T) {
 		{[]string{"load", "--target", srv.URL, "--total", "1", "-c", "50.5"}, `concurrency: "50.5" is not a whole number`},
 		{[]string{"load", "--target", srv.URL, "--total", "1.5"}, `total: "1.5" is not a whole number`},
 		{[]string{"load", "--target", srv.URL, "--total", "1", "--progress-interval", "soon"}, `"soon" for "--progress-interval"`},
-		{[]string{"load", "--target", srv.URL, "--total", "1", "--json-output", "-q"}, `--json-output "-q": that is a flag`},
+		{[]string{"load", "--target", srv.URL, "--total", "1", "--markdown-output", "-q"}, `--markdown-output "-q": that is a flag`},
 		{[]string{"load", "--target", srv.URL, "--total", "1", "-q", "--json-output", filepath.Join(n.dir, "no", "such", "dir.json")}, "--json-output: open"},
-		{[]string{"load", "extra"}, `unknown command "extra"`},
+		{[]string{"load", "extra"}, `read load config extra`}, // a config given as the argument
 		{[]string{"nope"}, `unknown command "nope"`},
 		{[]string{"config", "nope"}, `unknown command "nope" for "forgeload config"`},
 		{[]string{"daemon", "--bogus"}, "unknown flag: --bogus"},
@@ -40,7 +40,7 @@ func TestE2ECLIBadInputExits2(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(n.dir, "-q")); err == nil {
-		t.Error("--json-output -q wrote a file named -q")
+		t.Error("--markdown-output -q wrote a file named -q")
 	}
 	if got := hits.Load(); got != 0 {
 		t.Errorf("the target saw %d requests, want none: bad input is refused before the run", got)

@@ -63,7 +63,7 @@ jobs:
         uses: forgeload/load@v1
         with:
           target: %s/row/{{id}}
-          feeder: '{path: ids.csv, type: csv}'
+          feeder: '{path: ids.csv, type: csv, recycle: false}'
           concurrency: 20
           distributed: '{workers: 3, join_timeout: 10s}'
 %s`, n, tg.URL, with)

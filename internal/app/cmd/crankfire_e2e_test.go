@@ -166,6 +166,19 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 				t.Errorf("server saw %d requests, want the 3 rows", n)
 			}
 		}},
+		{"feeder-recycle.yml", ExitOK, func(t *testing.T, tg *crankfireTargets, sum *crankfireSummary) {
+			reqs := tg.http.Requests()
+			var uris []string
+			for _, r := range reqs {
+				uris = append(uris, r.URI)
+				if got := r.Header.Get("X-Missing"); got != "{{no_such_column}}" {
+					t.Errorf("X-Missing = %q, want the placeholder as written, as Crankfire sends it", got)
+				}
+			}
+			if want := "/users/101 /users/102 /users/103 /users/101 /users/102 /users/103 /users/101"; strings.Join(uris, " ") != want {
+				t.Errorf("server saw %q, want the 3 rows over again, %q", strings.Join(uris, " "), want)
+			}
+		}},
 		{"feeder-websocket.yml", ExitOK, func(t *testing.T, tg *crankfireTargets, sum *crankfireSummary) {
 			if got := strings.Join(tg.ws.Messages(), "\n"); got != `{"user": "101", "role": "admin"}`+"\n"+`{"user": "102", "role": "user"}`+"\n"+`{"user": "103", "role": "user"}` {
 				t.Errorf("server received %s", got)

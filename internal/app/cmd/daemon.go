@@ -255,7 +255,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	m := metrics.New(reg2, ver.Version(), reg.Name)
-	m.Capacity.Set(float64(cfg.Runner.Capacity))
+	m.SetCapacity(cfg.Runner.Capacity)
 
 	// The background pieces (metrics server, outbox) outlive ctx: they end
 	// in Shutdown, after the running jobs.
@@ -266,6 +266,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// says why it is not ready while the forge is still being waited for,
 	// and a taken port fails start-up at once.
 	ready := &readiness{err: fmt.Errorf("starting: waiting for the forge at %s to answer Declare", reg.Address)}
+	if err := m.RegisterState(reg2, ready); err != nil {
+		return err
+	}
 	jobs, err := d.serveMetrics(bgCtx, reg2, ready)
 	if err != nil {
 		return err

@@ -420,7 +420,7 @@ func TestE2EExecServicesExample(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "exec", "--var", "API_IMAGE="+img, wf)
+	cmd := exec.CommandContext(ctx, binPath, "exec", "--results-dir", t.TempDir(), "--var", "API_IMAGE="+img, wf)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "FORGELOAD_CONTAINER_PULL_POLICY=never")
 	out, err := cmd.CombinedOutput()

@@ -47,13 +47,15 @@ func TestE2EMetrics(t *testing.T) {
 	var body string
 	waitFor(t, "the finished job in /metrics", 30*time.Second, func() bool {
 		_, body = get("/metrics")
-		return strings.Contains(body, `forgeload_job_total{result="success"} 1`) && strings.Contains(body, "forgeload_job_running 0")
+		return strings.Contains(body, `forgeload_job_total{status="success"} 1`) && strings.Contains(body, "forgeload_job_running 0")
 	})
 	for _, want := range []string{
-		`forgeload_job_total{result="success"} 1`,
+		`forgeload_job_total{status="success"} 1`,
 		`forgeload_load_requests_total{protocol="http",result="ok"} 200`,
 		`forgeload_load_request_duration_seconds_count 200`,
 		`forgeload_capacity 1`,
+		`forgeload_job_capacity_utilization_ratio 0`,
+		`forgeload_state{state="idle"} 1`,
 		`forgeload_job_running 0`,
 		`forgeload_load_target_rate 0`,
 		`forgeload_report_log_buffer_rows 0`,

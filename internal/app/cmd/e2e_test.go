@@ -67,8 +67,17 @@ func TestMain(m *testing.M) {
 	if wholePackage {
 		image.Go(func() { clusterImageOnce.Do(func() { clusterImageRef, clusterImageErr = buildClusterImage() }) })
 	}
+	// In-process runs of load write their results here, not into the
+	// source tree (the binary's runs have their own working directory).
+	results, err := os.MkdirTemp("", "forgeload-cmd-results-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "results directory:", err)
+		os.Exit(1)
+	}
+	resultsDirDefault = results
 	code := m.Run()
 	image.Wait()
+	_ = os.RemoveAll(results)
 	os.Exit(code)
 }
 

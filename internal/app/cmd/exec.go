@@ -32,12 +32,14 @@ import (
 )
 
 type execFlags struct {
-	workflows string
-	job       string
-	secrets   []string
-	vars      []string
-	envs      []string
-	demo      bool
+	workflows  string
+	job        string
+	secrets    []string
+	vars       []string
+	envs       []string
+	demo       bool
+	list       bool
+	resultsDir string
 }
 
 func newExecCmd(g *globalFlags) *cobra.Command {
@@ -65,6 +67,8 @@ the workflow as env.FORGELOAD_DEMO_URL:
 	fl.StringArrayVar(&f.vars, "var", nil, "variable as KEY=VALUE (repeatable), read as vars.KEY")
 	fl.StringArrayVar(&f.envs, "env", nil, "extra env as KEY=VALUE (repeatable)")
 	fl.BoolVar(&f.demo, "demo", false, "start the embedded demo target and expose its URL as env.FORGELOAD_DEMO_URL")
+	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write each load step's report.html and result.json under this directory, in exec-<time>-<pid>/<step>; '' writes none")
+	fl.BoolVarP(&f.list, "list", "l", false, "list the jobs in the order they would run, and run nothing (as act_runner exec -l)")
 	return c
 }
 
@@ -152,6 +156,9 @@ func runExec(ctx context.Context, g *globalFlags, f *execFlags, args []string, s
 	if err != nil {
 		return err
 	}
+	if f.list {
+		return listJobs(stdout, l.jobs)
+	}
 	if f.demo {
 		d, err := demo.Start(demo.Options{})
 		if err != nil {
@@ -177,6 +184,7 @@ type localRun struct {
 	jobs                []execJob
 	secrets, vars, envs map[string]string
 	cwd                 string
+	resultsDir          string // where load steps write their results; "" none
 
 	// Set by start.
 	pol        *policy.Policy
@@ -242,6 +250,7 @@ func newLocalRun(cfgPath string, f *execFlags, args []string, warn io.Writer) (*
 		return nil, withCode(ExitBadInput, err)
 	}
 	l.cwd, _ = os.Getwd()
+	l.resultsDir = execResultsDir(f.resultsDir)
 	return l, nil
 }
 
@@ -295,6 +304,7 @@ func (l *localRun) Run(ctx context.Context, stdout io.Writer) error {
 			}
 		}
 		lf := newTerminalForge(stdout, j.name)
+		lf.steps = newStepNames(j.payload)
 		task, err := localTask(int64(n+1), j, l.cwd, l.secrets, l.vars, needs)
 		if err != nil {
 			return err
@@ -331,6 +341,7 @@ func (l *localRun) runnerOptions() run.Options {
 			Limits:           loadLimits(cfg.Load),
 			ProgressInterval: cfg.Load.ProgressInterval,
 			LocalRepo:        l.cwd,
+			ResultsDir:       l.resultsDir,
 			Logger:           l.log,
 			Cancelling:       true,
 			Containers:       l.containers,
@@ -621,6 +632,7 @@ type terminalForge struct {
 	printed int64
 	result  runnerv1.Result
 	outputs map[string]string
+	steps   stepNames
 }
 
 func newTerminalForge(out io.Writer, job string) *terminalForge {
@@ -655,6 +667,7 @@ func (t *terminalForge) UpdateTask(_ context.Context, req *connect.Request[runne
 	if r := req.Msg.GetState().GetResult(); r != runnerv1.Result_RESULT_UNSPECIFIED {
 		t.result = r
 	}
+	t.steps.print(t.out, t.prefix, req.Msg.GetState().GetSteps())
 	for k, v := range req.Msg.GetOutputs() {
 		if _, ok := t.outputs[k]; !ok {
 			t.outputs[k] = v

@@ -48,7 +48,8 @@ func TestE2EQuickstart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "exec", "--demo", wf)
+	results := t.TempDir()
+	cmd := exec.CommandContext(ctx, binPath, "exec", "--demo", "--results-dir", results, wf)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
@@ -70,6 +71,14 @@ func TestE2EQuickstart(t *testing.T) {
 	}
 	if !regexp.MustCompile(`over 600 requests`).MatchString(text) {
 		t.Fatalf("the quickstart did not send exactly 600 requests (200/s for 3s):\n%s", text)
+	}
+	// README: the first command prints where its HTML report is.
+	report := regexp.MustCompile(`\[perf\] report: (\S+report\.html)`).FindStringSubmatch(text)
+	if report == nil || !strings.HasPrefix(report[1], results) {
+		t.Fatalf("the quickstart does not say where its report is, under %s:\n%s", results, text)
+	}
+	if b, err := os.ReadFile(report[1]); err != nil || !strings.Contains(string(b), "<html") {
+		t.Errorf("report %s: %v", report[1], err)
 	}
 }
 

@@ -28,6 +28,7 @@ type loadFlags struct {
 	concurrency      string
 	maxConcurrency   string
 	validity         string
+	vus              string
 	duration         string
 	total            string
 	arrivalModel     string
@@ -36,6 +37,8 @@ type loadFlags struct {
 	markdownOutput   string
 	htmlOutput       string
 	baseline         []string
+	resultsDir       string
+	dashboardLinger  bool
 	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
@@ -45,7 +48,7 @@ type loadFlags struct {
 func newLoadCmd() *cobra.Command {
 	f := &loadFlags{}
 	c := &cobra.Command{
-		Use:   "load [-f config.yaml] [flags]",
+		Use:   "load [config.yaml | -f config.yaml] [flags]",
 		Short: "Run a load test from a Crankfire-compatible config, locally",
 		Long: `load runs one load test with the embedded engine and prints a summary.
 
@@ -69,8 +72,11 @@ included).
 With load, -c is --concurrency: load does not read the daemon config.
 'forgeload load validate FILE' checks a load config without sending
 anything.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := loadFileArg(f, args); err != nil {
+				return err
+			}
 			return runLoad(c.Context(), f, c.Flags().Changed, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
@@ -82,16 +88,19 @@ anything.`,
 	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers to start with; with --rate the pool grows up to --max-concurrency (config key concurrency)")
 	fl.StringVar(&f.maxConcurrency, "max-concurrency", "", "with --rate, the most workers (requests in flight) the pool may grow to; default min(1000, rate × timeout) (config key max_concurrency)")
 	fl.StringVar(&f.validity, "validity", "", "fail (default) or warn: what a run that did not deliver the load asked for does (config key validity)")
+	fl.StringVarP(&f.vus, "vus", "u", "", "virtual users that loop, as k6's --vus: the closed model (config key vus)")
 	fl.StringVarP(&f.duration, "duration", "d", "", "run time, e.g. 30s or 5m (config key duration)")
 	fl.StringVarP(&f.total, "total", "t", "", "stop after this many requests (config key total)")
 	fl.StringVar(&f.arrivalModel, "arrival-model", "", "uniform or poisson (config key arrival.model)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "threshold such as 'http_req_duration:p99 < 300ms' (repeatable; replaces the file's thresholds)")
-	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file")
+	fl.StringVar(&f.jsonOutput, "json-output", "", "also write the summary as JSON to this file; alone (Crankfire's switch) or '-', print it on stdout instead of the table")
 	fl.StringVar(&f.markdownOutput, "markdown-output", "", "also write the summary as Markdown to this file")
 	fl.StringVar(&f.htmlOutput, "html-output", "", "also write the self-contained HTML report to this file (config key html_output)")
-	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
+	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address (or port) while the test runs; it ends with the run unless --dashboard-linger; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
 	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
+	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write the HTML report and the JSON result of each run into a new directory under this one, unless --html-output and --json-output name files; '' writes none")
+	fl.BoolVar(&f.dashboardLinger, "dashboard-linger", false, "keep serving the dashboard's final result after the run, until Ctrl-C")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	f.crankfire = addCrankfireFlags(fl)
@@ -107,6 +116,7 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"concurrency", "concurrency", f.concurrency},
 		{"max-concurrency", "max_concurrency", f.maxConcurrency},
 		{"validity", "validity", f.validity},
+		{"vus", "vus", f.vus},
 		{"duration", "duration", f.duration},
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
@@ -143,6 +153,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	defer t.Close()
 	p := t.Engine
+	dash.setPlanned(plannedDuration(&p.Options))
 	if len(p.Thresholds) == 0 {
 		fmt.Fprintln(stderr, "warning:", build.NoThresholdsWarning)
 	}
@@ -168,7 +179,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	for _, w := range o.Verdict.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	return reportLoad(ctx, o, f, cfg, outs, dash, stdout)
+	return reportLoad(ctx, o, f, cfg, outs, dash, stdout, stderr)
 }
 
 // loadTestConfig assembles the load config from -f (or --config) and the flags,
@@ -208,7 +219,7 @@ func checkFileFlags(f *loadFlags) error {
 	for _, pf := range []struct{ flag, val string }{
 		{"file", f.file}, {"json-output", f.jsonOutput}, {"markdown-output", f.markdownOutput}, {"html-output", f.htmlOutput},
 	} {
-		if strings.HasPrefix(pf.val, "-") {
+		if strings.HasPrefix(pf.val, "-") && (pf.flag != "json-output" || pf.val != jsonToStdout) {
 			return withCode(ExitBadInput, fmt.Errorf("--%s %q: that is a flag, not a file name: give the file name right after --%s (write ./%s for a file whose name starts with '-')", pf.flag, pf.val, pf.flag, pf.val))
 		}
 	}
@@ -245,11 +256,11 @@ func engineSettings(f *loadFlags, cfg *spec.Config, stderr io.Writer) build.Sett
 // reportLoad prints the summary and the baseline deltas, writes the summary
 // files, hands the result to the dashboard and turns the verdict into the
 // exit code.
-func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec.Config, outs outputFiles, dash *liveDashboard, stdout io.Writer) error {
+func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec.Config, outs outputFiles, dash *liveDashboard, stdout, stderr io.Writer) error {
 	// Crankfire's json_output: true prints the JSON summary instead of the
 	// table.
 	summary := outcome.Text
-	if cfg.JSONOutput && f.jsonOutput == "" {
+	if (cfg.JSONOutput && f.jsonOutput == "") || f.jsonOutput == jsonToStdout {
 		summary = outcome.JSON
 	}
 	if err := summary(o, stdout); err != nil {
@@ -262,8 +273,11 @@ func reportLoad(ctx context.Context, o *outcome.Outcome, f *loadFlags, cfg *spec
 		if err := of.writeAndClose(o); err != nil {
 			return err
 		}
+		if of.announce != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", of.announce, of.path)
+		}
 	}
-	dash.finish(ctx, o)
+	dash.finish(ctx, o, f.dashboardLinger)
 	// Every verdict but a pass exits 1, a cancel (Ctrl-C) included.
 	if err := o.Verdict.Err(); err != nil {
 		return withCode(ExitFailure, err)
@@ -292,12 +306,22 @@ func createOutputs(f *loadFlags, cfg *spec.Config) (outputFiles, error) {
 		{what: "--markdown-output", path: f.markdownOutput, write: outcome.Markdown},
 		{what: "--html-output (or html_output)", path: cmp.Or(f.htmlOutput, cfg.HTMLOutput), write: outcome.HTML},
 	} {
-		if o.path == "" {
+		if o.path == "" || (o.what == "--json-output" && o.path == jsonToStdout) {
 			continue
 		}
 		var err error
 		if o.fh, err = os.Create(o.path); err != nil {
 			return outs, withCode(ExitBadInput, fmt.Errorf("%s: %w: check that the directory exists and is writable", o.what, err))
+		}
+		outs = append(outs, o)
+	}
+	defaults, err := defaultOutputs(f, cmp.Or(f.htmlOutput, cfg.HTMLOutput))
+	if err != nil {
+		return outs, withCode(ExitBadInput, err)
+	}
+	for _, o := range defaults {
+		if o.fh, err = os.Create(o.path); err != nil {
+			return outs, withCode(ExitBadInput, fmt.Errorf("%s: %w", o.what, err))
 		}
 		outs = append(outs, o)
 	}
@@ -310,6 +334,9 @@ type outputFile struct {
 	what, path string
 	write      outcome.Writer
 	fh         *os.File
+	// announce, when set, prints "<announce>: <path>" once written: the
+	// files of the results directory, which no flag named.
+	announce string
 }
 
 func (o *outputFile) writeAndClose(oc *outcome.Outcome) error {

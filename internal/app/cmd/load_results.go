@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
@@ -75,7 +76,7 @@ type liveDashboard struct {
 // startDashboard serves the live dashboard when --dashboard or the config's
 // dashboard key asks for it, and says where on stderr.
 func startDashboard(ctx context.Context, f *loadFlags, cfg *spec.Config, stderr io.Writer) (*liveDashboard, error) {
-	addr := f.dashboard
+	addr := dashboardListenAddr(f.dashboard)
 	if addr == "" && cfg.Dashboard {
 		addr = dashboardDefaultAddr
 	}
@@ -93,6 +94,32 @@ func startDashboard(ctx context.Context, f *loadFlags, cfg *spec.Config, stderr 
 	return ld, nil
 }
 
+// setPlanned gives the dashboard the run's planned length (0: unknown).
+func (l *liveDashboard) setPlanned(t time.Duration) {
+	if l != nil {
+		l.d.SetPlannedDuration(t)
+	}
+}
+
+// plannedDuration is how long o plans to run: its duration cap, else its
+// load patterns or user stages when the run ends with them; 0 when it runs
+// until a total or a stop.
+func plannedDuration(o *load.Options) time.Duration {
+	if o.Duration > 0 {
+		return o.Duration
+	}
+	var sum time.Duration
+	if len(o.Stages) > 0 && o.Rate == 0 {
+		for _, s := range o.Stages {
+			sum += s.Duration
+		}
+	}
+	for _, s := range o.VUStages {
+		sum += s.Duration
+	}
+	return sum
+}
+
 // second is the run's OnSecond hook; nil without a dashboard.
 func (l *liveDashboard) second(s *load.Snapshot) {
 	if l != nil {
@@ -100,19 +127,22 @@ func (l *liveDashboard) second(s *load.Snapshot) {
 	}
 }
 
-// finish shows the final result and keeps serving it until ctx ends
-// (Ctrl-C).
-func (l *liveDashboard) finish(ctx context.Context, o *outcome.Outcome) {
+// finish shows the final result; with linger (--dashboard-linger) it
+// keeps serving it until ctx ends (Ctrl-C), else the dashboard ends with
+// the run, so that a script running forgeload load does not hang.
+func (l *liveDashboard) finish(ctx context.Context, o *outcome.Outcome, linger bool) {
 	if l == nil {
 		return
 	}
 	// Said before the page gets the result, so that whoever saw the final
 	// result on the page can also find how to stop on stderr.
-	if ctx.Err() == nil {
+	if linger && ctx.Err() == nil {
 		fmt.Fprintf(l.stderr, "dashboard: the final result is at %s; press Ctrl-C to stop\n", l.url)
 	}
 	l.d.Finish(o.Result, o.Checks)
-	<-ctx.Done()
+	if linger {
+		<-ctx.Done()
+	}
 }
 
 // stop stops the server and waits for it.

@@ -99,10 +99,11 @@ func TestBaselineAndCompare(t *testing.T) {
 	}
 }
 
-// TestLoadCommandDashboard runs a test with --dashboard through the real
-// command: the page is served while the test runs, the event stream ends
-// with the final result, and the command keeps serving until its context
-// ends (Ctrl-C), then exits with the run's code.
+// TestLoadCommandDashboard runs a test with --dashboard and
+// --dashboard-linger through the real command: the page is served while
+// the test runs, the event stream ends with the final result, and the
+// command keeps serving until its context ends (Ctrl-C), then exits with
+// the run's code.
 func TestLoadCommandDashboard(t *testing.T) {
 	parallel(t)
 	srv, _ := loadTarget(t)
@@ -111,7 +112,7 @@ func TestLoadCommandDashboard(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"load", "--target", srv.URL + "/", "--rate", "50", "-d", "3s", "-q", "--dashboard"}, strings.NewReader(""), &stdout, &stderr)
+		done <- Main(ctx, []string{"load", "--target", srv.URL + "/", "--rate", "50", "-d", "3s", "-q", "--dashboard", "--dashboard-linger"}, strings.NewReader(""), &stdout, &stderr)
 	}()
 	var url string
 	deadline := time.Now().Add(time.Minute)

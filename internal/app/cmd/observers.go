@@ -30,7 +30,7 @@ func (o pollObserver) FetchDone(result string, d time.Duration) {
 }
 
 func (o pollObserver) Backoff(d time.Duration) { o.m.PollBackoff.Set(d.Seconds()) }
-func (o pollObserver) Running(n int)           { o.m.JobRunning.Set(float64(n)) }
+func (o pollObserver) Running(n int)           { o.m.SetRunning(n) }
 
 type jobObserver struct{ m *metrics.Metrics }
 

@@ -68,7 +68,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot(stdin, stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(habitArgs(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
@@ -85,8 +85,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 // badInput marks an error from cobra's flag or argument parsing as bad
-// input, so that it exits 2.
-func badInput(_ *cobra.Command, err error) error { return withCode(ExitBadInput, err) }
+// input, so that it exits 2, naming our flag for a mistyped or foreign one.
+func badInput(c *cobra.Command, err error) error { return withCode(ExitBadInput, flagError(c, err)) }
 
 // argsAreBadInput makes every command's argument errors bad input.
 func argsAreBadInput(c *cobra.Command) {
@@ -144,7 +144,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range daemonCfg {
 		c.PersistentFlags().StringVarP(&g.config, "config", "c", "", "path to the daemon config file (YAML); 'forgeload config generate' prints one")
 	}
-	root.AddCommand(newVersionCmd(), newLoadCmd(), newCompareCmd())
+	root.AddCommand(newVersionCmd(), newLoadCmd(), newCompareCmd(), newGenerateConfigCmd())
 	root.AddCommand(daemonCfg...)
 	argsAreBadInput(root)
 	return root
@@ -179,8 +179,13 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if path == "" {
 				return withCode(ExitBadInput, errors.New("config validate: give the config file, e.g. 'forgeload config validate /etc/forgeload/config.yaml'"))
 			}
-			if _, err := config.Load(path, os.Getenv); err != nil {
-				return withCode(ExitBadInput, err)
+			// As the daemon reads it: a misspelt FORGELOAD_ override that
+			// stops the daemon fails here too, and an ignored one is said.
+			if _, err := loadConfig(path); err != nil {
+				return err
+			}
+			if w := unknownEnvWarning(); w != "" {
+				fmt.Fprintln(c.ErrOrStderr(), "warning:", w)
 			}
 			_, err := fmt.Fprintf(c.OutOrStdout(), "%s: valid daemon config (FORGELOAD_* variables applied)\n", path)
 			return err

@@ -103,6 +103,11 @@ type Config struct {
 	// baselines (the daemon's forge client); nil means none, as for
 	// forgeload exec, and the steps skip them with a notice.
 	Publisher Publisher
+	// ResultsDir, for local runs (forgeload exec), is where each load
+	// step's report.html and result.json are written, in a directory
+	// named as its run artifact would be, since there is no forge to
+	// upload them to. Empty: none are written.
+	ResultsDir string
 	// ProgressInterval is how often a load step logs a progress line.
 	// Default 5s.
 	ProgressInterval time.Duration

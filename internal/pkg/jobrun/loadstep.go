@@ -81,6 +81,7 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 	for _, w := range cfg.Warnings() {
 		j.Logf("::warning::forgeload/load: %s", w)
 	}
+	j.outputKeys(cfg)
 
 	pol, err := loadrun.Policy(ctx, j.deps.Policy, j.deps.Instance)
 	if err != nil {
@@ -273,6 +274,7 @@ func (j *stepJob) reportLoad(st workflow.Step, o *outcome.Outcome, extra func(w 
 		j.uploadSummary(md.Bytes())
 	}
 	j.uploadResults(st, o)
+	j.writeHTMLOutput(o)
 	outputs := loadOutputs(o.Summary)
 	maps.Copy(outputs, sutOutputs(o.Summary.SUT))
 	return outputs, nil

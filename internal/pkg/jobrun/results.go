@@ -46,6 +46,7 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
 	up := j.deps.Publisher
 	if up == nil || j.runtimeToken() == "" {
+		j.writeLocalResults(st, o)
 		return
 	}
 	name := j.artifactName(st, j.i)

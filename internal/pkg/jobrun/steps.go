@@ -28,6 +28,9 @@ type step interface {
 type stepJob struct {
 	*job
 	i int // the step's index in the job: its log, files and summary
+	// htmlOutput is a load step's html_output: where in the workspace its
+	// report is written (see writeHTMLOutput).
+	htmlOutput string
 	// sub names a step inside a composite action for its files
 	// ("2.0.1": step 1 of the action that step 0 of step 2's uses); ""
 	// for a step of the job. depth is how deep it is nested.

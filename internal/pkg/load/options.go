@@ -27,8 +27,9 @@ const (
 	// no percentile worth gating on can see.
 	GeneratorLateTolerance = 10 * time.Millisecond
 	// DefaultGrace is how long in-flight requests may finish after arrivals
-	// stop before they are cancelled.
-	DefaultGrace = time.Second
+	// stop before they are cancelled: Crankfire's graceful_shutdown
+	// default.
+	DefaultGrace = 5 * time.Second
 	// MaxInterruptGrace caps the grace period of a run stopped by its
 	// context (Ctrl-C, SIGTERM, a cancel in the forge): in-flight requests
 	// are cancelled at most this long after the stop, so an interrupted run

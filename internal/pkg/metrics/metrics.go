@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,8 +100,13 @@ type Metrics struct {
 	Capacity prometheus.Gauge
 	// JobRunning is forgeload_job_running.
 	JobRunning prometheus.Gauge
-	// JobTotal is forgeload_job_total{result}: ResultSuccess, ResultFailure,
-	// ResultCancelled, ResultSkipped or ResultUnknown.
+	// JobCapacityUtilization is forgeload_job_capacity_utilization_ratio:
+	// running jobs over runner.capacity, kept by SetRunning and
+	// SetCapacity (Gitea's runner has the same name).
+	JobCapacityUtilization prometheus.Gauge
+	// JobTotal is forgeload_job_total{status}: ResultSuccess, ResultFailure,
+	// ResultCancelled, ResultSkipped or ResultUnknown. The label is
+	// status, as in Gitea's runner.
 	JobTotal *prometheus.CounterVec
 	// JobDuration is forgeload_job_duration_seconds, with buckets from 1s to
 	// about 4.5h.
@@ -142,6 +148,35 @@ type Metrics struct {
 	// ClusterSegmentReassignmentsTotal is
 	// forgeload_cluster_segment_reassignments_total.
 	ClusterSegmentReassignmentsTotal prometheus.Counter
+
+	mu                sync.Mutex
+	running, capacity int
+}
+
+// SetCapacity sets forgeload_capacity and the utilization ratio.
+func (m *Metrics) SetCapacity(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.capacity = n
+	m.Capacity.Set(float64(n))
+	m.utilizationLocked()
+}
+
+// SetRunning sets forgeload_job_running and the utilization ratio.
+func (m *Metrics) SetRunning(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running = n
+	m.JobRunning.Set(float64(n))
+	m.utilizationLocked()
+}
+
+func (m *Metrics) utilizationLocked() {
+	r := 0.0
+	if m.capacity > 0 {
+		r = float64(m.running) / float64(m.capacity)
+	}
+	m.JobCapacityUtilization.Set(r)
 }
 
 // New builds every forgeload collector and registers it on reg. version and
@@ -179,8 +214,10 @@ func New(reg prometheus.Registerer, version, name string) *Metrics {
 
 		Capacity:   gauge("", "capacity", "How many jobs may run at once (runner.capacity)."),
 		JobRunning: gauge("job", "running", "Jobs running now."),
+		JobCapacityUtilization: gauge("job", "capacity_utilization_ratio",
+			"Jobs running now over runner.capacity."),
 		JobTotal: counterVec("job", "total",
-			"Finished jobs by result: success, failure, cancelled, skipped or unknown.", "result"),
+			"Finished jobs by status: success, failure, cancelled, skipped or unknown.", "status"),
 		JobDuration: hist("job", "duration_seconds",
 			"Duration of finished jobs.", prometheus.ExponentialBuckets(1, 2, 15)), // 1s .. 16384s (~4.5h)
 
@@ -244,7 +281,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.Info, m.Uptime,
 		m.PollFetchTotal, m.PollFetchDuration, m.PollBackoff, m.ClientErrors,
-		m.Capacity, m.JobRunning, m.JobTotal, m.JobDuration,
+		m.Capacity, m.JobRunning, m.JobCapacityUtilization, m.JobTotal, m.JobDuration,
 		m.ReportLogTotal, m.ReportLogDuration, m.ReportStateTotal, m.ReportStateDuration, m.ReportLogBufferRows,
 		m.LoadRequestsTotal, m.LoadRequestDuration, m.LoadTargetRate, m.LoadInflight, m.LoadDroppedTotal,
 		m.ClusterWorkers, m.ClusterSegmentReassignmentsTotal,

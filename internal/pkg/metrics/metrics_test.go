@@ -21,7 +21,8 @@ func TestCollectAndCompare(t *testing.T) {
 	m.JobTotal.WithLabelValues(ResultCancelled).Inc()
 	m.JobDuration.Observe(90)
 	m.LoadRequestsTotal.WithLabelValues(ProtocolHTTP, HTTPResult(503)).Inc()
-	m.Capacity.Set(4)
+	m.SetCapacity(4)
+	m.SetRunning(3)
 
 	tests := []struct {
 		name string
@@ -40,13 +41,18 @@ forgeload_poll_fetch_total{result="error"} 0
 forgeload_poll_fetch_total{result="task"} 1
 `},
 		{"forgeload_job_total", `
-# HELP forgeload_job_total Finished jobs by result: success, failure, cancelled, skipped or unknown.
+# HELP forgeload_job_total Finished jobs by status: success, failure, cancelled, skipped or unknown.
 # TYPE forgeload_job_total counter
-forgeload_job_total{result="cancelled"} 1
-forgeload_job_total{result="failure"} 0
-forgeload_job_total{result="skipped"} 0
-forgeload_job_total{result="success"} 1
-forgeload_job_total{result="unknown"} 0
+forgeload_job_total{status="cancelled"} 1
+forgeload_job_total{status="failure"} 0
+forgeload_job_total{status="skipped"} 0
+forgeload_job_total{status="success"} 1
+forgeload_job_total{status="unknown"} 0
+`},
+		{"forgeload_job_capacity_utilization_ratio", `
+# HELP forgeload_job_capacity_utilization_ratio Jobs running now over runner.capacity.
+# TYPE forgeload_job_capacity_utilization_ratio gauge
+forgeload_job_capacity_utilization_ratio 0.75
 `},
 		{"forgeload_capacity", `
 # HELP forgeload_capacity How many jobs may run at once (runner.capacity).

@@ -50,7 +50,7 @@ func TestShareRows(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ids.csv"), []byte("id\n0\n1\n2\n3\n4\n5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	yaml := "target: " + srv.URL + "/{{id}}\ntotal: 10\nconcurrency: 1\nduration: 30s\nfeeder: {path: " + filepath.Join(dir, "ids.csv") + "}\ndistributed: {workers: 2}\n"
+	yaml := "target: " + srv.URL + "/{{id}}\ntotal: 10\nconcurrency: 1\nduration: 30s\nfeeder: {path: " + filepath.Join(dir, "ids.csv") + ", recycle: false}\ndistributed: {workers: 2}\n"
 
 	share := Settings{ShareRows: func(rows *feeder.Rows) SharedFeed {
 		return feeder.NewShared(t.Context(), rows, &halfClaimer{}, 1, 2)

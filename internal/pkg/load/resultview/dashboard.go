@@ -33,6 +33,21 @@ type Dashboard struct {
 	now     func() time.Time
 	points  int                 // MaxPoints; smaller in tests
 	mask    func(string) string // applied to every page and update served
+	// planned is the sum of the planned rates of the seconds so far, so
+	// that the headline's asked rate is the plan's mean over the same
+	// window as the achieved rate (during a ramp the current rate is
+	// higher than any average of it).
+	planned float64
+	// plannedTime is how long the run is planned to last; 0: unknown.
+	plannedTime time.Duration
+}
+
+// SetPlannedDuration gives the run's planned length, which the live page
+// shows beside the elapsed time; 0 (the default) shows none.
+func (d *Dashboard) SetPlannedDuration(t time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.plannedTime = t
 }
 
 // NewDashboard returns an empty, running dashboard for a run described by
@@ -66,7 +81,8 @@ func (d *Dashboard) Second(s *load.Snapshot) {
 	d.live.AddSnapshot(s)
 	d.live.Elapsed = time.Duration(s.Second+1) * time.Second
 	d.live.Open = d.live.Open || s.TargetRPS > 0
-	d.live.TargetRPS = max(d.live.TargetRPS, s.TargetRPS)
+	d.planned += s.TargetRPS
+	d.live.TargetRPS = d.planned / float64(s.Second+1)
 	d.live.Finish()
 	// Past MaxPoints seconds a drawn point covers several seconds, and each
 	// render merges their histograms: redraw once per point, not per second.
@@ -91,6 +107,9 @@ func (d *Dashboard) view() *View {
 	s.Run = d.info
 	v := buildFrom(&d.live, &s, d.points)
 	v.Live, v.Running = true, d.running
+	if d.running {
+		v.liveCards(d.plannedTime)
+	}
 	v.Updated = d.now().UTC().Format("15:04:05")
 	return v
 }

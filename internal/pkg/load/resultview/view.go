@@ -91,7 +91,7 @@ func buildFrom(r *load.Result, s *load.Summary, points int) *View {
 	v.cards()
 	v.health()
 	v.protocols()
-	rows, bucket := buckets(r.Seconds, points)
+	rows, bucket := buckets(chartSeconds(r.Seconds, r.Elapsed), points)
 	v.Bucket = bucket
 	v.Charts = []*Chart{
 		rateChart(rows, r.Open),

@@ -142,6 +142,11 @@ func (d *decoder) endpoints(n *yaml.Node, path string) {
 			{name: "url", set: func(n *yaml.Node, p string) { d.str(n, p, &ep.URL) }},
 			{name: "target", set: func(n *yaml.Node, p string) { d.str(n, p, &ep.URL) }},
 			{name: "path", set: func(n *yaml.Node, p string) { d.str(n, p, &ep.Path) }},
+			{name: "protocol", set: func(n *yaml.Node, p string) {
+				var s string
+				d.str(n, p, &s)
+				ep.Protocol = Protocol(strings.ToLower(s))
+			}},
 			{name: "headers", set: func(n *yaml.Node, p string) { d.stringMap(n, p, true, &ep.Headers) }},
 			{name: "body", set: func(n *yaml.Node, p string) { d.rawStr(n, p, &ep.Body) }},
 			{name: "body_file", set: func(n *yaml.Node, p string) { d.str(n, p, &ep.BodyFile) }},
@@ -259,7 +264,8 @@ func (d *decoder) tracing(n *yaml.Node, path string) {
 
 func (d *decoder) feeder(n *yaml.Node, path string) {
 	if d.c.Feeder == nil {
-		d.c.Feeder = &Feeder{}
+		// Rows start over by default, as Crankfire's binary does.
+		d.c.Feeder = &Feeder{Recycle: true}
 	}
 	f := d.c.Feeder
 	d.mapping(n, path, []field{

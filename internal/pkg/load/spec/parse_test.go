@@ -115,7 +115,7 @@ feeder: {path: users.csv, type: CSV}
 			eq(t, "WebSocket", *c.WebSocket, WebSocket{Messages: []string{"hi", "there"}, MessageInterval: time.Second, ReceiveTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second})
 			eq(t, "SSE", *c.SSE, SSE{ReadTimeout: 5 * time.Second, MaxEvents: 10})
 			eq(t, "Auth", *c.Auth, Auth{Type: "oauth2_client_credentials", TokenURL: "https://idp/t", ClientID: "c", ClientSecret: "s3cret", Scopes: []string{"a", "b"}, RefreshBeforeExpiry: 45 * time.Second})
-			eq(t, "Feeder", *c.Feeder, Feeder{Path: "users.csv", Type: "csv"})
+			eq(t, "Feeder", *c.Feeder, Feeder{Path: "users.csv", Type: "csv", Recycle: true})
 		}},
 		{"yaml anchors", "x: &h {Accept: text/html}\n", nil},
 		{"anchor reuse", "headers: &h {Accept: text/html}\nendpoints: [{name: a, headers: *h}]", func(t *testing.T, c *Config) {

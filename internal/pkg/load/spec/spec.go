@@ -303,6 +303,10 @@ type Endpoint struct {
 	// Checks are run on this endpoint's responses after the top-level
 	// ones. Key: checks.
 	Checks []check.Spec
+	// Protocol is the endpoint's protocol as Crankfire's mixed-protocol
+	// samples write it; only the run's protocol, http, is accepted
+	// (Crankfire's binary ignores the key). Key: protocol.
+	Protocol Protocol
 }
 
 // Extractor is one Crankfire response extractor.
@@ -448,8 +452,9 @@ type Feeder struct {
 	Path string
 	// Type is csv or json; empty picks by Path's extension. Key: type.
 	Type string
-	// Recycle (a forgeload key) starts the rows over when they are used
-	// up, instead of stopping the run as Crankfire does. Key: recycle.
+	// Recycle starts the rows over when they are used up, as Crankfire's
+	// binary does; false (recycle: false, a forgeload key) stops the run
+	// after the last row instead. Key: recycle. Default true.
 	Recycle bool
 	// Data is the file's content once read (not a key): the plan reads
 	// Path into it, and a multi-host run ships it to the other hosts,

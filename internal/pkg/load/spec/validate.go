@@ -26,6 +26,7 @@ func (c *Config) Validate() error {
 	v.unsupported()
 	v.request()
 	v.endpoints()
+	v.endpointProtocols()
 	v.loadModel()
 	v.patterns()
 	v.closedModel()
@@ -164,6 +165,17 @@ func (v *validator) unsupported() {
 			if _, err := extract.New(ex.JSONPath, ex.Regex, ex.Var, ex.OnError); err != nil {
 				v.fail(fmt.Sprintf("endpoints[%d].extractors[%d]", i, j), "%v", err)
 			}
+		}
+	}
+}
+
+// endpointProtocols refuses an endpoint's protocol other than http: the
+// mixed-protocol samples of Crankfire's repository set one per endpoint,
+// which Crankfire's binary ignores.
+func (v *validator) endpointProtocols() {
+	for i, ep := range v.c.Endpoints {
+		if p := string(ep.Protocol); p != "" && ep.Protocol != ProtocolHTTP {
+			v.fail(fmt.Sprintf("endpoints[%d].protocol", i), "%q: endpoints are HTTP requests, one protocol per run (Crankfire's binary ignores this key and sends HTTP to every endpoint, whatever its URL): run the %s endpoint as a load config or step of its own with protocol: %s and target: its URL, or remove the key", p, p, p)
 		}
 	}
 }
