@@ -113,12 +113,14 @@ jobs:
 // 30s (a 2-core box at a load average of 20 takes it past 500 ms), and
 // requests still in flight at the end get 30 s to finish (a busy machine
 // stalled eight of them for over a second once, and the default 1 s
-// graceful stop cancelled them: 3% errors against the 1% gate).
+// graceful stop cancelled them: 3% errors against the 1% gate), and its
+// validity only warns (a generator starved for seconds on such a box
+// makes the run INVALID, rightly, which is not what this test is about).
 func servicesExample(t *testing.T) string {
 	t.Helper()
 	return editedExample(t, "services.yml",
 		[2]string{"http_req_duration:p99 < 500ms", "http_req_duration:p99 < 30s"},
-		[2]string{"          duration: 5s\n", "          duration: 5s\n          graceful_shutdown: 30s\n"})
+		[2]string{"          duration: 5s\n", "          duration: 5s\n          graceful_shutdown: 30s\n          validity: warn\n"})
 }
 
 // editedExample returns examples/name with each change's first text
