@@ -112,7 +112,7 @@ func TestLoadCommandDashboard(t *testing.T) {
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"load", "--target", srv.URL + "/", "--rate", "50", "-d", "3s", "-q", "--dashboard", "--dashboard-linger"}, strings.NewReader(""), &stdout, &stderr)
+		done <- Main(ctx, []string{"load", "--target", srv.URL + "/", "--rate", "50", "-d", "3s", "-q", "--dashboard", "--dashboard-linger", "--validity", "warn"}, strings.NewReader(""), &stdout, &stderr)
 	}()
 	var url string
 	deadline := time.Now().Add(time.Minute)

@@ -53,7 +53,10 @@ func TestLoadCommandRateFindsItsConcurrency(t *testing.T) {
 	parallel(t)
 	srv, n := countingSlowTarget(t, 50*time.Millisecond)
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := runMain(t, "load", "--target", srv.URL, "--rate", "200", "-d", "5s", "-q", "--json-output", out)
+	// validity warns: on a loaded test box the generator itself may fall
+	// behind (generator_bound, rightly INVALID), which is not what this
+	// test is about; every other reason must be absent.
+	code, stdout, stderr := runMain(t, "load", "--target", srv.URL, "--rate", "200", "-d", "5s", "-q", "--json-output", out, "--validity", "warn")
 	if code != ExitOK {
 		t.Fatalf("exit = %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -61,13 +64,19 @@ func TestLoadCommandRateFindsItsConcurrency(t *testing.T) {
 	if got := int64(s["requests"].(float64)); got != n.Load() || got < 990 {
 		t.Errorf("requests = %d, target saw %d; want all of about 1000", got, n.Load())
 	}
-	if s["valid"] != true || s["dropped"].(float64) != 0 {
-		t.Errorf("valid = %v, dropped = %v; want a valid run with nothing dropped", s["valid"], s["dropped"])
+	if s["dropped"].(float64) != 0 {
+		t.Errorf("dropped = %v; want nothing dropped", s["dropped"])
+	}
+	invalid, _ := s["invalid"].([]any)
+	for _, x := range invalid {
+		if r := x.(map[string]any)["reason"]; r != "generator_bound" {
+			t.Errorf("invalid for %v (%v); want the rate delivered by a grown pool", r, x)
+		}
 	}
 	if w := s["workers"].(float64); w < 5 || w > s["max_workers"].(float64) {
 		t.Errorf("workers = %v of max %v, want the pool grown to about 10", w, s["max_workers"])
 	}
-	if !strings.Contains(stdout, "Validity                  valid") {
+	if s["valid"] == true && !strings.Contains(stdout, "Validity                  valid") {
 		t.Errorf("summary does not say the run was valid:\n%s", stdout)
 	}
 }

@@ -38,7 +38,7 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.idle, p.most = 50*time.Millisecond, time.Millisecond
+	p.idle, p.most = 50*time.Millisecond, 200*time.Millisecond // long enough for a starved reader to take the line already in the pipe
 	const size = 60 << 10 // fits in the pipe: the step exits at once
 	// The background child touches wrote once its first line is in the
 	// pipe, so that the line is there when the exit is handled (once only:
@@ -63,7 +63,7 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 		}
 	}
 	p.exited()
-	time.Sleep(20 * p.most) // the handling of the output outlasts the bound
+	time.Sleep(2 * p.most) // the handling of the output outlasts the bound
 	close(out.open)
 	p.wait() // returns although the background child still writes
 	if got := out.buf.String(); len(got) != size || strings.Trim(got, "x") != "" {

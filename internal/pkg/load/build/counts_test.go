@@ -33,7 +33,7 @@ target: `+srv.URL+`/users/{{id}}
 rate: 200
 duration: 2s
 concurrency: 4
-feeder: {path: `+rows+`}
+feeder: {path: `+rows+`, recycle: false}
 `)
 	p, err := New(cfg, Settings{})
 	if err != nil {
