@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +35,8 @@ type loadFlags struct {
 	markdownOutput   string
 	htmlOutput       string
 	baseline         []string
+	baselineTarget   string
+	baselineLimits   []string
 	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
@@ -85,6 +88,8 @@ anything.`,
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address while the test runs, and the final result until Ctrl-C; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
 	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
+	fl.StringVar(&f.baselineTarget, "baseline-target", "", "run a paired A/B test: every other arrival goes to the same path on this origin, and the verdict compares the two (config key baseline_target)")
+	fl.StringArrayVar(&f.baselineLimits, "baseline-limit", nil, "allowed worsening of a paired A/B run, METRIC=PERCENT such as p99=10 (repeatable; config key baseline_limits; default p50, p95, p99 10%, error_rate 1 point)")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	f.crankfire = addCrankfireFlags(fl)
@@ -101,6 +106,7 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"duration", "duration", f.duration},
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
+		{"baseline-target", "baseline_target", f.baselineTarget},
 	} {
 		if changed(m.flag) {
 			kv[m.key] = m.val
@@ -108,6 +114,10 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 	}
 	if len(f.thresholds) > 0 {
 		kv["thresholds"] = strings.Join(f.thresholds, "\n")
+	}
+	if len(f.baselineLimits) > 0 {
+		b, _ := json.Marshal(f.baselineLimits) // strings always encode
+		kv["baseline_limits"] = string(b)
 	}
 	return kv
 }
@@ -154,7 +164,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-		Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, Duet: out.Duet,
 	})
 	return reportLoad(ctx, o, f, cfg, outs, dash, stdout)
 }

@@ -140,7 +140,7 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	}
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
-		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
+		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil, Duet: out.Duet,
 	})
 	outputs, err := j.reportLoad(st, o, nil)
 	if err != nil {

@@ -68,3 +68,15 @@ func (c *Collector) Totals() (cand, base Point) {
 	defer c.mu.Unlock()
 	return point(&c.totals[0]), point(&c.totals[1])
 }
+
+// Watch makes the collector read every second that *hook receives,
+// before the hook already there (if any).
+func (c *Collector) Watch(hook *func(*load.Snapshot)) {
+	prev := *hook
+	*hook = func(s *load.Snapshot) {
+		c.Add(s)
+		if prev != nil {
+			prev(s)
+		}
+	}
+}

@@ -36,6 +36,8 @@ type Verdict struct {
 	Deltas []compare.Delta
 	// Seconds is the number of paired seconds judged.
 	Seconds int
+	// Candidate and Baseline name the two targets (their origins).
+	Candidate, Baseline string
 	// TooShort is set when there were fewer than MinSeconds of them:
 	// nothing was judged and the run must not pass.
 	TooShort bool
