@@ -144,7 +144,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	defer t.Close()
 	p := t.Engine
-	if len(p.Thresholds) == 0 {
+	if len(p.Thresholds) == 0 && p.Duet == nil { // a paired A/B run is judged by its verdict
 		fmt.Fprintln(stderr, "warning:", build.NoThresholdsWarning)
 	}
 	// The summary files are created before the run, so that a path that
@@ -339,7 +339,7 @@ func newLoadValidateCmd() *cobra.Command {
 			p.Close()
 			out := c.OutOrStdout()
 			fmt.Fprintf(out, "%s: valid load config\n", args[0])
-			if len(p.Thresholds) == 0 {
+			if len(p.Thresholds) == 0 && p.Duet == nil {
 				fmt.Fprintln(out, "warning:", build.NoThresholdsWarning)
 			}
 			return nil

@@ -45,6 +45,9 @@ func TestLoadCommandBaselineTarget(t *testing.T) {
 			t.Errorf("the output does not show %q:\n%s", w, out.String())
 		}
 	}
+	if strings.Contains(errb.String(), "no thresholds") {
+		t.Errorf("a paired run, judged by its verdict, is warned that it has no thresholds:\n%s", errb.String())
+	}
 	b, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)

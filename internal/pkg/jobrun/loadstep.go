@@ -297,7 +297,7 @@ func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
 	if v.Kind == outcome.Cancelled {
 		return runnerv1.Result_RESULT_CANCELLED
 	}
-	if len(o.Checks) == 0 {
+	if len(o.Checks) == 0 && o.Duet == nil { // a paired A/B run is judged by its verdict
 		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
 	for _, r := range v.Reasons {
