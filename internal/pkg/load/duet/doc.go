@@ -12,7 +12,7 @@
 // # Statistics
 //
 // For each latency percentile (p50, p95, p99) every second where both
-// sides completed requests gives one paired log-ratio ln(candidate /
+// sides answered a request successfully gives one paired log-ratio ln(candidate /
 // baseline); for the error rate, one paired difference of the two
 // seconds' error rates. The estimate is the mean over the seconds (for
 // latencies, the geometric mean ratio) and its 95% confidence interval is

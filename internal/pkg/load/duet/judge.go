@@ -34,7 +34,8 @@ type Verdict struct {
 	// Regressed are decided on the paired seconds, whose estimate and
 	// interval Noise states.
 	Deltas []compare.Delta
-	// Seconds is the number of paired seconds judged.
+	// Seconds is the number of paired seconds judged: those in which
+	// both sides completed a request successfully.
 	Seconds int
 	// Candidate and Baseline name the two targets (their origins).
 	Candidate, Baseline string
@@ -49,7 +50,7 @@ func (v Verdict) Regressed() bool { return compare.Regressed(v.Deltas) }
 // Err says why the paired run fails, or nil.
 func (v Verdict) Err() error {
 	if v.TooShort {
-		return fmt.Errorf("paired A/B run: only %d seconds in which both targets completed requests (want at least %d): run longer, or check the summary's errors for the target that answered nothing", v.Seconds, MinSeconds)
+		return fmt.Errorf("paired A/B run: only %d seconds in which both targets answered a request successfully (want at least %d): run longer, or check the summary's errors for the target that answered nothing", v.Seconds, MinSeconds)
 	}
 	var names []string
 	for _, d := range v.Deltas {
@@ -82,7 +83,9 @@ func Judge(secs []Second, cand, base Point, limits compare.Limits) Verdict {
 	}
 	var paired []Second
 	for _, s := range secs {
-		if s.Candidate.Requests > 0 && s.Baseline.Requests > 0 {
+		// Both sides must have measured something: a target that answered
+		// nothing successfully is no baseline (nor candidate).
+		if s.Candidate.Requests > s.Candidate.Errors && s.Baseline.Requests > s.Baseline.Errors {
 			paired = append(paired, s)
 		}
 	}

@@ -102,3 +102,17 @@ func TestJudgeTooShort(t *testing.T) {
 		t.Errorf("%d paired seconds: TooShort %v, Err %v; want a failure", v.Seconds, v.TooShort, v.Err())
 	}
 }
+
+// TestJudgeFailingBaseline: a baseline target that answers nothing
+// successfully (the candidate then looks better on every metric) is not
+// a comparison: the run fails as too short to judge.
+func TestJudgeFailingBaseline(t *testing.T) {
+	t.Parallel()
+	secs, c, b := noisyRun(2, 1)
+	for i := range secs {
+		secs[i].Baseline.Errors = secs[i].Baseline.Requests
+	}
+	if v := Judge(secs, c, b, nil); !v.TooShort || v.Err() == nil {
+		t.Errorf("a baseline failing every request: TooShort %v, Err %v; want a failure", v.TooShort, v.Err())
+	}
+}
