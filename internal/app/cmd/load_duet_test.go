@@ -29,13 +29,15 @@ func TestLoadCommandBaselineTarget(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv
 	}
-	cand, base := slow(20*time.Millisecond), slow(10*time.Millisecond)
+	// 2× slower, with service times long enough that a loaded machine's
+	// scheduling delay (added to both sides) does not hide the ratio.
+	cand, base := slow(60*time.Millisecond), slow(30*time.Millisecond)
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "60", "-d", "6s", "-c", "10", "-q",
+	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "40", "-d", "6s", "-c", "10", "-q",
 		"--baseline-target", base.URL, "--baseline-limit", "p99=25", "--json-output", jsonPath}, strings.NewReader(""), &out, &errb)
 	if code != ExitFailure {
-		t.Fatalf("exit = %d, want 1; stderr:\n%s", code, errb.String())
+		t.Fatalf("exit = %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	if !strings.Contains(errb.String(), "regressed against the baseline target") {
 		t.Errorf("stderr does not give the paired regression:\n%s", errb.String())

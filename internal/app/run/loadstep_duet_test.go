@@ -13,12 +13,12 @@ import (
 )
 
 // TestLoadStepPairedRegression: a load step with baseline_target whose
-// candidate answers in 20 ms against the baseline's 10 ms fails the step
+// candidate answers in 40 ms against the baseline's 20 ms fails the step
 // with the paired regression, and logs both sides.
 func TestLoadStepPairedRegression(t *testing.T) {
 	t.Parallel()
-	cand := newCountingServer(t, "", 20*time.Millisecond)
-	base := newCountingServer(t, "", 10*time.Millisecond)
+	cand := newCountingServer(t, "", 40*time.Millisecond)
+	base := newCountingServer(t, "", 20*time.Millisecond)
 	h := newHarness(t)
 	v := h.run(`
 on: push

@@ -44,8 +44,8 @@ func TestPairedRun(t *testing.T) {
 		cand, base time.Duration
 		regressed  bool
 	}{
-		{"identical", 10 * time.Millisecond, 10 * time.Millisecond, false},
-		{"2x slower", 20 * time.Millisecond, 10 * time.Millisecond, true},
+		{"identical", 20 * time.Millisecond, 20 * time.Millisecond, false},
+		{"2x slower", 40 * time.Millisecond, 20 * time.Millisecond, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
