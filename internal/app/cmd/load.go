@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,8 @@ type loadFlags struct {
 	baseline         []string
 	resultsDir       string
 	dashboardLinger  bool
+	baselineTarget   string
+	baselineLimits   []string
 	dashboard        string
 	progressInterval time.Duration
 	quiet            bool
@@ -101,6 +104,8 @@ anything.`,
 	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
 	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write the HTML report and the JSON result of each run into a new directory under this one, unless --html-output and --json-output name files; '' writes none")
 	fl.BoolVar(&f.dashboardLinger, "dashboard-linger", false, "keep serving the dashboard's final result after the run, until Ctrl-C")
+	fl.StringVar(&f.baselineTarget, "baseline-target", "", "run a paired A/B test: every other arrival goes to the same path on this origin, and the verdict compares the two (config key baseline_target)")
+	fl.StringArrayVar(&f.baselineLimits, "baseline-limit", nil, "allowed worsening of a paired A/B run, METRIC=PERCENT such as p99=10 (repeatable; config key baseline_limits; default p50, p95, p99 10%, error_rate 1 point)")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	f.crankfire = addCrankfireFlags(fl)
@@ -120,6 +125,7 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 		{"duration", "duration", f.duration},
 		{"total", "total", f.total},
 		{"arrival-model", "arrival.model", f.arrivalModel},
+		{"baseline-target", "baseline_target", f.baselineTarget},
 	} {
 		if changed(m.flag) {
 			kv[m.key] = m.val
@@ -127,6 +133,10 @@ func loadOverrides(f *loadFlags, changed func(string) bool) map[string]string {
 	}
 	if len(f.thresholds) > 0 {
 		kv["thresholds"] = strings.Join(f.thresholds, "\n")
+	}
+	if len(f.baselineLimits) > 0 {
+		b, _ := json.Marshal(f.baselineLimits) // strings always encode
+		kv["baseline_limits"] = string(b)
 	}
 	return kv
 }
@@ -154,7 +164,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	defer t.Close()
 	p := t.Engine
 	dash.setPlanned(plannedDuration(&p.Options))
-	if len(p.Thresholds) == 0 {
+	if len(p.Thresholds) == 0 && p.Duet == nil { // a paired A/B run is judged by its verdict
 		fmt.Fprintln(stderr, "warning:", build.NoThresholdsWarning)
 	}
 	// The summary files are created before the run, so that a path that
@@ -174,7 +184,7 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	}
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
+		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn, Duet: out.Duet,
 	})
 	for _, w := range o.Verdict.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
@@ -368,7 +378,7 @@ func newLoadValidateCmd() *cobra.Command {
 			p.Close()
 			out := c.OutOrStdout()
 			fmt.Fprintf(out, "%s: valid load config\n", args[0])
-			if len(p.Thresholds) == 0 {
+			if len(p.Thresholds) == 0 && p.Duet == nil {
 				fmt.Fprintln(out, "warning:", build.NoThresholdsWarning)
 			}
 			return nil

@@ -142,7 +142,7 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	o := outcome.New(outcome.Input{
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
 		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
-		ValidityWarn: cfg.Validity == spec.ValidityWarn,
+		ValidityWarn: cfg.Validity == spec.ValidityWarn, Duet: out.Duet,
 	})
 	outputs, err := j.reportLoad(st, o, nil)
 	if err != nil {
@@ -301,7 +301,7 @@ func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
 	if v.Kind == outcome.Cancelled {
 		return runnerv1.Result_RESULT_CANCELLED
 	}
-	if len(o.Checks) == 0 {
+	if len(o.Checks) == 0 && o.Duet == nil { // a paired A/B run is judged by its verdict
 		j.Logf("::warning::forgeload/load: %s", build.NoThresholdsWarning)
 	}
 	for _, w := range v.Warnings {

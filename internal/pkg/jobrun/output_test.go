@@ -39,7 +39,7 @@ func TestOutputPipesReadAllTheStepWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.idle, p.most = 50*time.Millisecond, 200*time.Millisecond // long enough for a starved reader to take the line already in the pipe
-	const size = 60 << 10 // fits in the pipe: the step exits at once
+	const size = 60 << 10                                      // fits in the pipe: the step exits at once
 	// The background child touches wrote once its first line is in the
 	// pipe, so that the line is there when the exit is handled (once only:
 	// touching it in the loop raced with the removal of the test's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 )
@@ -80,11 +81,15 @@ func CheckTargets(ctx context.Context, pol *policy.Policy, cfg *spec.Config, mas
 	return hosts, nil
 }
 
-// targetURLs are the URLs a run of cfg connects to: its endpoints, the
-// auth block's token endpoint and the tracing endpoint.
+// targetURLs are the URLs a run of cfg connects to: its endpoints (and
+// their baseline_target twins), the auth block's token endpoint and the tracing endpoint.
 func targetURLs(cfg *spec.Config) []string {
 	var out []string
 	for _, e := range cfg.Mix() {
+		out = append(out, e.URL)
+	}
+	for _, e := range cfg.BaselineMix() {
+		// A paired A/B run's baseline target, under the same policy.
 		out = append(out, e.URL)
 	}
 	if a := cfg.Auth; a != nil && a.TokenURL != "" {
@@ -161,6 +166,9 @@ type Outcome struct {
 	// Stopped is why the engine stopped the run before its end (feeder
 	// rows ran out with recycle off, …); nil if it did not.
 	Stopped error
+	// Duet is the verdict of a paired A/B run (baseline_target); nil for
+	// any other run.
+	Duet *duet.Verdict
 }
 
 // Stop is why the run stopped before its end, refusal first; nil if it
@@ -187,6 +195,16 @@ func (t *Test) Run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	out := &Outcome{Result: res, Stopped: t.Engine.Stopped()}
+	if c := t.Engine.Duet; c != nil {
+		lim, err := t.Config.ParsedBaselineLimits()
+		if err != nil {
+			return nil, err // Validate refused it already
+		}
+		cand, base := c.Totals()
+		v := duet.Judge(c.Seconds(), cand, base, lim)
+		v.Candidate, v.Baseline = origin(t.Config.Mix()[0].URL), origin(t.Config.BaselineTarget)
+		out.Duet = &v
+	}
 	if t.g != nil {
 		out.Refused = t.g.refusal()
 	}
@@ -305,6 +323,16 @@ func (g *dialGuard) refusal() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.refused
+}
+
+// origin is raw's scheme and host, without credentials, path or query:
+// how a paired run's summary names each side.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // traceExportURL returns the URL cfg exports spans to, if it has a

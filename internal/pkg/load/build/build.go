@@ -17,6 +17,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/auth"
 	"github.com/forgeload/forgeload/internal/pkg/load/check"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/feeder"
 	"github.com/forgeload/forgeload/internal/pkg/load/httpload"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
@@ -90,6 +91,11 @@ type Engine struct {
 	// Driver is the HTTP driver behind Options.Requester; nil for the other
 	// protocols.
 	Driver *httpload.Driver
+	// Duet collects the two sides of a paired A/B run (baseline_target)
+	// from the run's seconds; nil for any other run. baseline is the
+	// baseline side's driver.
+	Duet     *duet.Collector
+	baseline *httpload.Driver
 	// closer releases the driver's connections; proto reports its
 	// protocol measurements (nil for HTTP).
 	closer func()
@@ -166,6 +172,9 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 		r = load.Retry(r, load.RetryPolicy{Retries: cfg.Retries})
 	}
 	o.Requester = r
+	if p.Duet != nil {
+		p.Duet.Watch(&o.OnSecond)
+	}
 	if err := o.Validate(); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("load config %s: %w", cfg.Source(), err)
@@ -273,6 +282,9 @@ func (p *Engine) Run(ctx context.Context) (*load.Result, error) {
 			n = int(t)
 		}
 		_ = p.Driver.Warm(ctx, n)
+		if p.baseline != nil {
+			_ = p.baseline.Warm(ctx, n)
+		}
 	}
 	if p.vars != nil && p.vars.Auth != nil {
 		// The first token before the first request: a wrong secret fails

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/extract"
 	"github.com/forgeload/forgeload/internal/pkg/load/grpcload"
 	"github.com/forgeload/forgeload/internal/pkg/load/httpload"
@@ -98,13 +99,37 @@ func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns i
 	return d, nil
 }
 
-// httpDriver builds the HTTP driver of cfg's endpoint mix, reading each
-// body file once.
+// httpDriver builds the HTTP driver of cfg's endpoint mix and, for a
+// paired A/B run (baseline_target), a second one of the same mix against
+// the baseline target, paired with the first (package duet).
 func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Requester, error) {
+	d, err := p.newHTTP(cfg, cfg.Mix(), s, conns)
+	if err != nil {
+		return nil, err
+	}
+	p.Driver, p.closer, p.Options.Endpoints = d, d.Close, d.Names()
+	bmix := cfg.BaselineMix()
+	if bmix == nil {
+		return d, nil
+	}
+	b, err := p.newHTTP(cfg, bmix, s, conns)
+	if err != nil {
+		return nil, fmt.Errorf("baseline_target: %w", err)
+	}
+	p.baseline = b
+	p.closer = func() { d.Close(); b.Close() }
+	n := len(p.Options.Endpoints)
+	p.Options.Endpoints = duet.Names(p.Options.Endpoints)
+	p.Duet = duet.NewCollector(n)
+	return duet.Pair(d, b, n), nil
+}
+
+// newHTTP builds an HTTP driver of mix, reading each body file once.
+func (p *Engine) newHTTP(cfg *spec.Config, mix []spec.Endpoint, s Settings, conns int) (*httpload.Driver, error) {
 	suite := p.checks
 	var eps []httpload.Endpoint
 	bodies := map[string][]byte{} // one read per file, however many endpoints share it
-	for i, e := range cfg.Mix() {
+	for i, e := range mix {
 		body := []byte(e.Body)
 		if e.BodyFile != "" {
 			b, ok := bodies[e.BodyFile]
@@ -128,7 +153,7 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 		eps = append(eps, httpload.Endpoint{Name: e.Name, URL: e.URL, Method: e.Method, Headers: e.Headers, Body: body, Weight: e.Weight, Extractors: exs,
 			Checks: suite.Endpoint(i)})
 	}
-	d, err := httpload.New(httpload.Options{
+	return httpload.New(httpload.Options{
 		Endpoints:   eps,
 		Timeout:     cfg.Timeout,
 		Connections: conns,
@@ -138,9 +163,4 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 
 		CheckMaxBody: suite.MaxBody(),
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.Driver, p.closer, p.Options.Endpoints = d, d.Close, d.Names()
-	return d, nil
 }

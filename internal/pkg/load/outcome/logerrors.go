@@ -7,6 +7,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 )
 
@@ -25,7 +26,9 @@ const (
 // policy: logf receives one line per logged failure, "request failed:
 // endpoint %q status %d class %s: err", and, at the first failure left
 // out, a line saying that the rest are sampled. endpoints are the config's
-// endpoints in the engine's order ([spec.Config.Mix]). It is safe for
+// endpoints in the engine's order ([spec.Config.Mix]); a paired A/B run's
+// baseline side (indexes from len(endpoints) on) is named with
+// [duet.BaselinePrefix]. It is safe for
 // concurrent use.
 func FailureLogger(endpoints []spec.Endpoint, logf func(format string, args ...any)) func(*load.Sample, error) {
 	every := &rate.Sometimes{First: LogErrorsFirst, Interval: LogErrorsEvery}
@@ -35,8 +38,11 @@ func FailureLogger(endpoints []spec.Endpoint, logf func(format string, args ...a
 		every.Do(func() {
 			did = true
 			name := ""
-			if s.Endpoint < len(endpoints) {
+			switch n := len(endpoints); {
+			case s.Endpoint < n:
 				name = endpoints[s.Endpoint].Name
+			case s.Endpoint < 2*n: // a paired A/B run's baseline side
+				name = duet.BaselinePrefix + endpoints[s.Endpoint-n].Name
 			}
 			logf("request failed: endpoint %q status %d class %s: %v", name, s.Status, s.Class, err)
 		})

@@ -1,6 +1,8 @@
 package outcome
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
@@ -40,6 +43,9 @@ type Input struct {
 	// Shortfall is why a multi-host run delivered materially less than it
 	// planned; "" if it did not.
 	Shortfall string
+	// Duet is the verdict of a paired A/B run (baseline_target), nil for
+	// any other run: a regression or a run too short to judge fails it.
+	Duet *duet.Verdict
 	// Where qualifies the data in the verdict's reasons, e.g. " on the
 	// merged result".
 	Where string
@@ -63,6 +69,8 @@ type Outcome struct {
 	Baseline *compare.Result
 	// Info says where the run came from; may be nil.
 	Info *load.RunInfo
+	// Duet is the paired A/B verdict, or nil.
+	Duet *duet.Verdict
 	// Verdict is whether the run passed and, if not, why.
 	Verdict Verdict
 }
@@ -78,7 +86,7 @@ func New(in Input) *Outcome {
 	if in.SUT != nil {
 		res.SUT = in.SUT
 	}
-	o := &Outcome{Result: res, Baseline: in.Baseline, Info: in.Info}
+	o := &Outcome{Result: res, Baseline: in.Baseline, Info: in.Info, Duet: in.Duet}
 	var base threshold.Source
 	if in.Baseline != nil {
 		base = in.Baseline
@@ -134,7 +142,8 @@ func (k Kind) String() string {
 // (docs/load.md, "Verdict"), is: aborted by an abort_on_fail threshold
 // (fail), stopped on its own (fail), cancelled, invalid (the load asked
 // for was not delivered; a warning with `validity: warn`), failed
-// thresholds (fail), a multi-host shortfall (fail), nothing measured
+// thresholds (fail), a multi-host shortfall (fail), a paired A/B
+// regression or a paired run too short to judge (fail), nothing measured
 // (fail), else pass. The first that applies gives the Kind; Reasons lists
 // every failure that applies after a stop or a cancel is ruled out, in
 // that order.
@@ -194,6 +203,11 @@ func judge(in Input, res *load.Result, checks []load.Check) Verdict {
 	if in.Shortfall != "" {
 		v.Reasons = append(v.Reasons, in.Shortfall)
 	}
+	if in.Duet != nil {
+		if err := in.Duet.Err(); err != nil {
+			v.Reasons = append(v.Reasons, err.Error())
+		}
+	}
 	if len(v.Reasons) == 0 && res.MeasuredNothing() {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("%s (%d of %d requests failed%s)", build.NothingMeasured, res.Errors, res.Requests, in.Where))
 	}
@@ -206,15 +220,50 @@ func judge(in Input, res *load.Result, checks []load.Check) Verdict {
 	return v
 }
 
-// WriteText writes the summary as an aligned plain-text table.
-func (o *Outcome) WriteText(w io.Writer) error { return o.Summary.WriteText(w) }
+// WriteText writes the summary as an aligned plain-text table, and a
+// paired run's verdict.
+func (o *Outcome) WriteText(w io.Writer) error {
+	if err := o.Summary.WriteText(w); err != nil || o.Duet == nil {
+		return err
+	}
+	return o.Duet.WriteText(w)
+}
 
-// WriteMarkdown writes the summary as GitHub-flavoured Markdown.
-func (o *Outcome) WriteMarkdown(w io.Writer) error { return o.Summary.WriteMarkdown(w) }
+// WriteMarkdown writes the summary as GitHub-flavoured Markdown, and a
+// paired run's verdict.
+func (o *Outcome) WriteMarkdown(w io.Writer) error {
+	if err := o.Summary.WriteMarkdown(w); err != nil || o.Duet == nil {
+		return err
+	}
+	return o.Duet.WriteMarkdown(w)
+}
 
 // WriteJSON writes the summary as indented JSON (the result file that
-// `forgeload compare` and a later run's baseline read).
-func (o *Outcome) WriteJSON(w io.Writer) error { return o.Summary.WriteJSON(w) }
+// `forgeload compare` and a later run's baseline read); a paired run's
+// verdict is its "duet" field, last.
+func (o *Outcome) WriteJSON(w io.Writer) error {
+	if o.Duet == nil {
+		return o.Summary.WriteJSON(w)
+	}
+	var b bytes.Buffer
+	if err := o.Summary.WriteJSON(&b); err != nil {
+		return err
+	}
+	head := bytes.TrimRight(b.Bytes(), " \n")
+	if !bytes.HasSuffix(head, []byte("}")) {
+		return errors.New("write JSON result: the summary is not a JSON object")
+	}
+	d, err := json.MarshalIndent(o.Duet.JSON(), "  ", "  ")
+	if err != nil {
+		return fmt.Errorf("write JSON result: %w", err)
+	}
+	out := append(append(append([]byte(nil), head[:len(head)-1]...), ",\n  \"duet\": "...), d...)
+	out = append(out, "\n}\n"...)
+	if _, err := w.Write(out); err != nil {
+		return fmt.Errorf("write JSON result: %w", err)
+	}
+	return nil
+}
 
 // WriteHTML writes the self-contained HTML report.
 func (o *Outcome) WriteHTML(w io.Writer) error {

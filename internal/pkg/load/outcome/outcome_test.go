@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
+	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
@@ -169,5 +171,67 @@ func TestFailureLogger(t *testing.T) {
 	// logged; allow that one on a slow machine.
 	if failed < LogErrorsFirst || failed > LogErrorsFirst+1 || !strings.Contains(strings.Join(lines, "\n"), "more requests failed") {
 		t.Errorf("logged %d failures (want %d) in:\n%s", failed, LogErrorsFirst, strings.Join(lines, "\n"))
+	}
+}
+
+// TestFailureLoggerBaselineSide: a paired A/B run's baseline requests
+// (endpoint indexes past the config's) are logged as baseline:<name>.
+func TestFailureLoggerBaselineSide(t *testing.T) {
+	var lines []string
+	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	f := FailureLogger([]spec.Endpoint{{Name: "home"}, {Name: "cart"}}, logf)
+	f(&load.Sample{Endpoint: 3, Status: 503}, errors.New("status 503"))
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], `request failed: endpoint "baseline:cart" status 503`) {
+		t.Errorf("logged %q, want the baseline side's cart endpoint", lines)
+	}
+}
+
+// pairedVerdict judges 10 seconds of a paired run whose candidate is
+// factor times slower than its baseline.
+func pairedVerdict(factor float64) *duet.Verdict {
+	var secs []duet.Second
+	for i := range 10 {
+		b := time.Duration(10+i%3) * time.Millisecond
+		c := time.Duration(float64(b) * factor)
+		secs = append(secs, duet.Second{Second: i,
+			Candidate: duet.Point{Requests: 50, P50: c, P95: c, P99: c},
+			Baseline:  duet.Point{Requests: 50, P50: b, P95: b, P99: b}})
+	}
+	v := duet.Judge(secs, secs[0].Candidate, secs[0].Baseline, nil)
+	v.Candidate, v.Baseline = "http://cand:1", "http://base:2"
+	return &v
+}
+
+// TestPairedVerdict: a paired regression fails the run after the failed
+// thresholds and shows in every summary, last in the JSON result; an
+// unchanged candidate passes.
+func TestPairedVerdict(t *testing.T) {
+	o := New(Input{Result: result(100, 0), Thresholds: thresholds(t, "http_req_duration:p99 < 1ms"), Duet: pairedVerdict(2)})
+	if o.Verdict.Kind != Fail || len(o.Verdict.Reasons) != 2 || !strings.Contains(o.Verdict.Reasons[0], "thresholds failed") ||
+		!strings.Contains(o.Verdict.Reasons[1], "regressed against the baseline target") {
+		t.Errorf("verdict %s %q, want fail: the thresholds, then the paired regression", o.Verdict.Kind, o.Verdict.Reasons)
+	}
+	for name, w := range map[string]Writer{"text": Text, "markdown": Markdown, "json": JSON} {
+		var b bytes.Buffer
+		if err := w(o, &b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "http://base:2") {
+			t.Errorf("%s summary does not name the baseline target:\n%s", name, b.String())
+		}
+		if name == "json" {
+			var v struct {
+				Requests int64 `json:"requests"`
+				Duet     struct {
+					Regressed bool `json:"regressed"`
+				} `json:"duet"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &v); err != nil || v.Requests != 100 || !v.Duet.Regressed {
+				t.Errorf("JSON result %+v, %v; want the summary and the regressed paired verdict", v, err)
+			}
+		}
+	}
+	if o := New(Input{Result: result(100, 0), Duet: pairedVerdict(1)}); o.Verdict.Kind != Pass {
+		t.Errorf("unchanged candidate: %s %q, want pass", o.Verdict.Kind, o.Verdict.Reasons)
 	}
 }

@@ -79,6 +79,8 @@ func (d *decoder) topFields() []field {
 		// Crankfire's OpenTelemetry export: accepted as any value so its
 		// files parse, then refused by Validate as not supported yet.
 		{name: "tracing", structured: true, set: d.tracing},
+		{name: "baseline_target", set: func(n *yaml.Node, p string) { d.str(n, p, &c.BaselineTarget) }},
+		{name: "baseline_limits", structured: true, set: func(n *yaml.Node, p string) { d.stringList(n, p, &c.BaselineLimits) }},
 	}
 }
 

@@ -34,6 +34,8 @@ func FuzzParseConfig(f *testing.F) {
 		"target: http://x\nchecks: [{header: Content-Type, matches: '^application/(json'}, {json: '$[', equals: 1}, {status: []}]\n",
 		"endpoints: [{url: http://x, checks: [{status: 200, json: $.a}, {exists: false}, null, [1]]}]\nchecks_max_body: -1\n",
 		"protocol: sse\ntarget: http://x\nchecks: {status: 200}\n",
+		"target: http://x/a?b\nrate: 1\nbaseline_target: http://y:8080\nbaseline_limits: [p99=10%, error_rate=0.5]\n",
+		"target: http://x\nbaseline_target: 'http://y/p?q#f'\nbaseline_limits: [nope=1, p99=-1, p50=x%]\n",
 		"{",
 		"---\n---\n",
 		"\xef\xbb\xbf{}",

@@ -201,6 +201,14 @@ type Config struct {
 	harRemoved int
 	// Tracing is Crankfire's tracing block; nil without one. Key: tracing.
 	Tracing *Tracing
+	// BaselineTarget, when set, makes the run a paired A/B run: every
+	// other arrival goes to the same endpoint on this origin instead (see
+	// [Config.BaselineMix]). Key: baseline_target.
+	BaselineTarget string
+	// BaselineLimits are the allowed worsenings of a paired A/B run,
+	// "METRIC=PERCENT" as `forgeload compare --limit` takes them; empty
+	// means the defaults of package duet. Key: baseline_limits.
+	BaselineLimits []string
 
 	// source names the config in errors, e.g. "perf/api.yaml".
 	source string

@@ -33,6 +33,7 @@ func (c *Config) Validate() error {
 	v.thresholds()
 	v.checks()
 	v.distributed()
+	v.baseline()
 	return v.errs.Err()
 }
 

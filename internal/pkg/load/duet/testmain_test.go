@@ -1,0 +1,9 @@
+package duet
+
+import (
+	"testing"
+
+	"github.com/forgeload/forgeload/internal/pkg/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
