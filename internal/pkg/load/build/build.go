@@ -166,6 +166,7 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 		r = load.Retry(r, load.RetryPolicy{Retries: cfg.Retries})
 	}
 	o.Requester = r
+	p.secondChecks()
 	if err := o.Validate(); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("load config %s: %w", cfg.Source(), err)
