@@ -1264,6 +1264,11 @@ func TestE2EClusterCancel(t *testing.T) {
 	if got := workerRequests(t, log, "w3"); got == 0 {
 		t.Errorf("the partial summary counts no requests from w3, which was sending:\n%s", log)
 	}
+	// The forge takes no upload from a cancelled task: said once, plainly,
+	// as for a step on one host, never as an ::error:: (issue 32).
+	if strings.Count(log, "the forge accepts no upload from a cancelling task") != 1 || strings.Contains(log, "::error::") {
+		t.Errorf("cancelled step's log does not say once, without ::error::, that the report could not be uploaded:\n%s", log)
+	}
 	waitFor(t, "load to stop everywhere (no request for 1.5 s)", 10*time.Second, func() bool {
 		return time.Since(rg.tg.latest()) > 1500*time.Millisecond
 	})
