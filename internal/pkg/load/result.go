@@ -208,6 +208,10 @@ type Result struct {
 	Invalid []Invalidity `json:"invalid,omitempty"`
 	// Interrupted is true when the context stopped the run early.
 	Interrupted bool `json:"interrupted"`
+	// Unreported is, for a multi-host run that lost a host, what Requests
+	// counts of its traffic without metrics and the bound of what it may
+	// have sent beyond; nil otherwise. The coordinator's merge sets it.
+	Unreported *Unreported `json:"unreported,omitempty"`
 	// Seconds is the per-second series, in plan-second order.
 	Seconds []Second `json:"seconds"`
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;

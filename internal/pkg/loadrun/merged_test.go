@@ -14,6 +14,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
@@ -140,5 +141,93 @@ thresholds:
 	}
 	if len(res.Invalid) == 0 || !strings.Contains(res.Invalid[0].Detail, "stop: ") {
 		t.Errorf("invalid = %+v, want INVALID naming the drops' reason", res.Invalid)
+	}
+}
+
+// TestClosedTotalAfterDeathNeverUnderCounts: a closed-model total of 1,200
+// over two pools through a real Redis; w2 reaches Redis through a relay
+// that is cut mid-run, so it fences itself and its last metrics never
+// arrive, and its share moves to w1. The merged result counts w2's
+// requests as the more of what it shipped and what its last heartbeat
+// said it had sent, so it never reports fewer requests than the loopback
+// target got by then, and the summary states the bound of what w2 may
+// have sent after that heartbeat: the target's count lies between the two.
+// Before, the merged requests counted only the metrics that arrived, and
+// the summary had no bound.
+func TestClosedTotalAfterDeathNeverUnderCounts(t *testing.T) {
+	t.Parallel()
+	var served, fromW2 atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		if strings.HasPrefix(r.Header.Get(SegmentHeader), "w2/") {
+			fromW2.Add(1)
+		}
+		time.Sleep(10 * time.Millisecond) // paces each user at about 100 req/s
+	}))
+	defer srv.Close()
+	rs := redistest.Start(t)
+	px := redistest.StartProxy(t, rs.Addr())
+	rdb := redisClient(t, rs.Addr())
+	startPools(t, rdb, map[string]string{"w1": rs.Addr(), "w2": px.Addr()}, func(o *cluster.PoolOptions) {
+		o.Heartbeat, o.LeaseTTL, o.FenceAfter = cluster.DefaultHeartbeat/2, cluster.DefaultLeaseTTL/2, cluster.DefaultFenceAfter/2
+	})
+	cfg := validated(t, "closed.yaml", `
+target: `+srv.URL+`
+concurrency: 2
+total: 1200
+duration: 30s
+distributed: {workers: 2, join_timeout: 20s}
+`, nil)
+	type result struct {
+		d   *Distributed
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d, err := Coordinate(t.Context(), cfg, CoordSettings{Cluster: redisCluster{rdb}, Logf: t.Logf})
+		done <- result{d, err}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for fromW2.Load() < 150 {
+		if time.Now().After(deadline) {
+			t.Fatalf("w2 sent %d requests in 30 s, want 150 before the cut", fromW2.Load())
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	px.Cut()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end within 60 s of the cut")
+	}
+	px.Heal()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	res := r.d.Result
+	lost := false
+	for _, w := range r.d.Outcome.Workers {
+		lost = lost || w.ID == "w2" && w.Lost
+	}
+	if !lost {
+		t.Fatalf("w2 was not lost: %+v", r.d.Outcome.Workers)
+	}
+	u := res.Unreported
+	if u == nil {
+		t.Fatalf("no unreported traffic stated for lost w2; merged requests %d, the target got %d", res.Requests, served.Load())
+	}
+	got := served.Load()
+	t.Logf("merged requests %d (%d counted from w2's last heartbeat, up to %d more), target %d, from w2 %d", res.Requests, u.Counted, u.Bound, got, fromW2.Load())
+	if res.Requests > got || got > res.Requests+u.Bound {
+		t.Errorf("merged requests %d and bound %d: the target's %d does not lie between %d and %d", res.Requests, u.Bound, got, res.Requests, res.Requests+u.Bound)
+	}
+	var b strings.Builder
+	if err := outcome.New(outcome.Input{Result: res, Thresholds: r.d.Thresholds}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", b.String())
+	if !strings.Contains(b.String(), "Unreported (lost hosts)") || !strings.Contains(b.String(), "w2: ") {
+		t.Errorf("summary does not state w2's unreported traffic:\n%s", b.String())
 	}
 }
