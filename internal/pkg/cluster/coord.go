@@ -333,6 +333,7 @@ func Coordinate(ctx context.Context, rdb *redis.Client, r Run, o CoordOptions) (
 
 	out, err := c.drive(ctx)
 	if err != nil {
+		err = c.stopCause(ctx, err)
 		c.abort(ctx, err)
 		if ctx.Err() != nil && c.startAt != 0 {
 			return c.partial(ctx), err
@@ -341,6 +342,28 @@ func Coordinate(ctx context.Context, rdb *redis.Client, r Run, o CoordOptions) (
 	}
 	return out, nil
 }
+
+// stopCause names why a run stopped by its context stopped: the
+// context's cause (an abort_on_fail breach on the merged seconds, a cancel
+// from the forge) rather than "context canceled". err is returned as it
+// is when ctx is not done or was cancelled without a cause.
+func (c *coordinator) stopCause(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || cause == nil || errors.Is(cause, ctx.Err()) {
+		return err
+	}
+	return &stopError{run: c.run, cause: cause, ctxErr: ctx.Err()}
+}
+
+// stopError is a run stopped by its context, named by the context's
+// cause; it unwraps to both the cause and the context's error.
+type stopError struct {
+	run           string
+	cause, ctxErr error
+}
+
+func (e *stopError) Error() string   { return "run " + e.run + ": stopped: " + e.cause.Error() }
+func (e *stopError) Unwrap() []error { return []error{e.cause, e.ctxErr} }
 
 // partial is the outcome of a run cancelled after its start: it waits a
 // little (at most partialWait) for the workers' final metrics, which they

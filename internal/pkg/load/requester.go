@@ -63,8 +63,7 @@ type DropReason uint8
 // The drop reasons, in the order they are reported.
 const (
 	UnsentNone DropReason = iota
-	// DropLate: it waited longer than Options.MaxLateness for a worker,
-	// or fell due before a host that took over mid-plan started.
+	// DropLate: it waited longer than Options.MaxLateness for a worker.
 	DropLate
 	// DropStop: it fell due before the run stopped and was never sent.
 	DropStop
@@ -81,10 +80,15 @@ const (
 	// past Options.MaxStall, and it was skipped rather than sent in a
 	// burst with the other overdue arrivals.
 	DropStall
+	// DropHandover: it fell due while a share of a multi-host run moved
+	// to another host, before the host that took it over started (see
+	// Options.Offset). It is reported but does not make a run invalid:
+	// the coordinator's own rules judge what a lost host cost.
+	DropHandover
 	numDropReasons
 )
 
-var dropNames = [numDropReasons]string{"sent", "late", "stop", "lease", "feeder_exhausted", "canceled_before_send", "auth_failed", "stalled"}
+var dropNames = [numDropReasons]string{"sent", "late", "stop", "lease", "feeder_exhausted", "canceled_before_send", "auth_failed", "stalled", "handover"}
 
 // String returns the reason's stable snake_case name, as used in summaries.
 func (r DropReason) String() string {

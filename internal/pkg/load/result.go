@@ -118,6 +118,10 @@ type Snapshot struct {
 	// CPU fell behind); GeneratorLateMax is the latest of them.
 	GeneratorLate    int64         `json:"generator_late,omitempty"`
 	GeneratorLateMax time.Duration `json:"generator_late_max,omitempty"`
+	// Checks are the response checks' counts of the second (what they
+	// counted since the previous snapshot), in config order; nil without
+	// checks. The engine leaves them nil: package build fills them in.
+	Checks []CheckStats `json:"checks,omitempty"`
 }
 
 // Second is one row of a result's per-second series.
@@ -204,6 +208,10 @@ type Result struct {
 	Invalid []Invalidity `json:"invalid,omitempty"`
 	// Interrupted is true when the context stopped the run early.
 	Interrupted bool `json:"interrupted"`
+	// Unreported is, for a multi-host run that lost a host, what Requests
+	// counts of its traffic without metrics and the bound of what it may
+	// have sent beyond; nil otherwise. The coordinator's merge sets it.
+	Unreported *Unreported `json:"unreported,omitempty"`
 	// Seconds is the per-second series, in plan-second order.
 	Seconds []Second `json:"seconds"`
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
@@ -228,6 +236,7 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 	r.DroppedBy = addCounts(r.DroppedBy, s.DroppedBy)
 	r.GeneratorLate += s.GeneratorLate
 	r.GeneratorLateMax = max(r.GeneratorLateMax, s.GeneratorLateMax)
+	r.Checks = mergeChecks(r.Checks, s.Checks)
 	for i := range s.Endpoints {
 		r.endpoint(s.Endpoints[i].Name).Merge(&s.Endpoints[i].Stats)
 	}
@@ -344,9 +353,6 @@ func (r *Result) Merge(o *Result) {
 func (r *Result) Finish() {
 	r.GeneratorBound = GeneratorBehind(r).Behind || r.Stalled > 0
 	workerDrops := r.DroppedBy[DropLate.String()] + r.DroppedBy[DropStop.String()]
-	if len(r.DroppedBy) == 0 {
-		workerDrops = r.Dropped - r.Stalled // merged across hosts: totals without reasons
-	}
 	r.WorkerBound = workerDrops > 0 || r.Queued*100 > r.Requests
 	r.Invalid = r.Validity()
 }

@@ -309,8 +309,8 @@ func (e *engine) awaitStart(ctx context.Context, res *Result) bool {
 		// driving, so it starts where the plan is now: arrivals that fell
 		// due while it was being set up (warming connections, fetching a
 		// token, a stalled host) are counted as dropped, not sent at once
-		// in a burst beside the rest of the load.
-		e.dropUnsent(res.Start.Add(-LateTolerance), DropLate)
+		// in a burst beside the rest of the load (as the handover's).
+		e.dropUnsent(res.Start.Add(-LateTolerance), DropHandover)
 	}
 	return true
 }

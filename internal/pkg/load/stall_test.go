@@ -11,7 +11,7 @@ import (
 func TestStallIsTheGenerators(t *testing.T) {
 	t.Parallel()
 	var r Result
-	r.Merge(&Result{Stats: Stats{Requests: 100, Stalled: 30}, Dropped: 30})
+	r.Merge(&Result{Stats: Stats{Requests: 100, Stalled: 30}, Dropped: 30, DroppedBy: map[string]int64{"stalled": 30}})
 	r.Merge(&Result{Stats: Stats{Requests: 50}})
 	r.Finish()
 	if r.Stalled != 30 || r.Dropped != 30 {
@@ -24,8 +24,9 @@ func TestStallIsTheGenerators(t *testing.T) {
 	if v := GeneratorVerdict(&s); !strings.Contains(v, "the generator stalled") || !strings.Contains(v, "30 overdue arrivals") {
 		t.Errorf("generator verdict %q does not name the stall and its 30 skipped arrivals", v)
 	}
-	// One more drop that is not a stall is the target's again.
+	// One more drop that is not a stall (a late one) is the target's again.
 	r.Dropped++
+	r.DroppedBy["late"]++
 	r.Finish()
 	if !r.WorkerBound {
 		t.Error("a drop beside the stalled ones is not worker-bound")

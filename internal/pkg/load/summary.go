@@ -134,10 +134,13 @@ type Summary struct {
 	WorkerBound            bool    `json:"worker_bound"`
 	// Valid is false when the run did not deliver the load it was asked
 	// for; Invalid says why (see [Result.Validity]).
-	Valid            bool              `json:"valid"`
-	Invalid          []Invalidity      `json:"invalid,omitempty"`
-	Stalled          int64             `json:"stalled,omitempty"`
-	Interrupted      bool              `json:"interrupted"`
+	Valid       bool         `json:"valid"`
+	Invalid     []Invalidity `json:"invalid,omitempty"`
+	Stalled     int64        `json:"stalled,omitempty"`
+	Interrupted bool         `json:"interrupted"`
+	// Unreported is a multi-host run's lost hosts' traffic counted
+	// without metrics, with its bound; see [Unreported].
+	Unreported       *Unreported       `json:"unreported,omitempty"`
 	Endpoints        []EndpointSummary `json:"endpoints"`
 	Seconds          []SecondSummary   `json:"seconds"`
 	Thresholds       []Check           `json:"thresholds,omitempty"`
@@ -190,6 +193,7 @@ func Summarize(r *Result, checks []Check) Summary {
 		GeneratorBound: r.GeneratorBound,
 		WorkerBound:    r.WorkerBound,
 		Interrupted:    r.Interrupted,
+		Unreported:     r.Unreported,
 		Endpoints:      []EndpointSummary{},
 		Thresholds:     checks,
 		Protocol:       summarizeProtocol(r.Protocol),
@@ -351,6 +355,9 @@ func summaryRows(s *Summary) [][2]string {
 		{"Bytes in / out", fmtBytes(s.BytesIn) + " / " + fmtBytes(s.BytesOut)},
 		{"Retries", strconv.FormatInt(s.Retries, 10)},
 		{"Dropped / late arrivals", late},
+	}
+	if u := unreportedRow(s.Unreported); u != "" {
+		rows = append(rows, [2]string{"Unreported (lost hosts)", u})
 	}
 	if s.MaxWorkers > 0 {
 		rows = append(rows, [2]string{"Workers (peak / max)", strconv.Itoa(s.Workers) + " / " + strconv.Itoa(s.MaxWorkers)})

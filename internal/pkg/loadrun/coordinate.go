@@ -298,14 +298,18 @@ func (pl *plan) merge(out *cluster.Outcome, cancelled bool, prog *progress) *Dis
 	if pl.open {
 		res.TargetRPS = pl.sched.PlannedCount(0, res.Elapsed) / res.Elapsed.Seconds()
 	}
-	res.Finish()
 	d := &Distributed{Result: res, Outcome: out, Cancelled: cancelled, end: end}
 	if pl.open {
 		d.plannedIn = pl.sched.PlannedCount
 	} else {
 		d.closedTotal = int64(min(pl.o.Total, math.MaxInt64))
 	}
-	d.Hosts = workerRows(out, end, rowBounds{d.plannedIn, d.closedTotal})
+	b := rowBounds{d.plannedIn, d.closedTotal}
+	if res.Unreported = lostTraffic(out, b); res.Unreported != nil {
+		res.Requests += res.Unreported.Counted
+	}
+	res.Finish()
+	d.Hosts = workerRows(out, end, b)
 	if !cancelled {
 		d.Shortfall = shortfall(pl.o, end, pl.sched, res.Requests, out)
 	}
@@ -474,6 +478,67 @@ func unreported(r cluster.WorkerRow, reqs int64, b rowBounds) string {
 		msg += fmt.Sprintf(": up to %d requests unreported (the rest of its share of total)", left)
 	}
 	return msg
+}
+
+// lostTraffic is what the merged result counts of the lost workers'
+// traffic without their metrics: each lost worker counts as the more of
+// the requests it shipped and those its last heartbeat said it had sent
+// (passed its lease check, right before each send), so the result never
+// reports fewer requests than the target got from it by then. Bound is
+// what it may have sent after that heartbeat, until it stopped (its last
+// heartbeat plus its fence): its share of the plan over that span in the
+// open model, the rest of its share of total in the closed model. nil
+// when no lost worker left anything unreported.
+func lostTraffic(out *cluster.Outcome, b rowBounds) *load.Unreported {
+	u := &load.Unreported{}
+	var parts []string
+	for _, r := range out.Workers {
+		if !r.Lost {
+			continue
+		}
+		var shipped int64
+		if r.Total != nil {
+			shipped = r.Total.Requests
+		}
+		reqs := max(shipped, r.SentAtLeast)
+		bound, known := lostBound(r, shipped, reqs, b)
+		if reqs == shipped && bound == 0 && known {
+			continue
+		}
+		u.Counted += reqs - shipped
+		u.Bound += bound
+		part := fmt.Sprintf("%s: %d from its last heartbeat, up to %d more until it stopped by %s (its last heartbeat plus its fence)",
+			r.ID, reqs-shipped, bound, r.LostAt.Round(100*time.Millisecond))
+		if !known {
+			part = fmt.Sprintf("%s: %d from its last heartbeat; what it sent after it, until it stopped by %s, has no bound (a closed model without total)",
+				r.ID, reqs-shipped, r.LostAt.Round(100*time.Millisecond))
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	u.Detail = strings.Join(parts, "; ")
+	return u
+}
+
+// lostBound is the most lost worker r may have sent beyond reqs (the
+// requests it is known to have sent; shipped of them in its metrics): 0
+// when all of its metrics arrived, else its share of the plan from the
+// last second it shipped until it stopped (open model, less what its
+// heartbeat added), or the rest of its share of total. known is false in a
+// closed model without total.
+func lostBound(r cluster.WorkerRow, shipped, reqs int64, b rowBounds) (bound int64, known bool) {
+	from := time.Duration(r.LastSecond+1) * time.Second
+	switch {
+	case r.LostAt <= from || r.LostShare <= 0:
+		return 0, true
+	case b.plannedIn != nil:
+		return max(int64(math.Ceil(b.plannedIn(from, r.LostAt)*r.LostShare))-(reqs-shipped), 0), true
+	case b.closedTotal > 0:
+		return max(int64(math.Ceil(float64(b.closedTotal)*r.LostShare))-reqs, 0), true
+	}
+	return 0, false
 }
 
 // progress turns merged run seconds into the step's progress lines, through

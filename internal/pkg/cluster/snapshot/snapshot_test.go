@@ -27,7 +27,9 @@ func record(s *Snapshot, endpoint string, d time.Duration, status int) {
 
 // TestMergeEqualsConcatenation: merging per-worker snapshots gives exactly
 // the histograms and counts of all samples, after a wire round trip, and
-// keeps the endpoints in the order the workers list them.
+// keeps the endpoints in the order the workers list them; drops by reason,
+// the generator's lateness (count and max) and check counts survive the
+// wire and the merge.
 func TestMergeEqualsConcatenation(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -49,6 +51,9 @@ func TestMergeEqualsConcatenation(t *testing.T) {
 				record(all, ep, d, 200)
 			}
 			part.Dropped, part.InFlight = 1, 2
+			part.DroppedBy = map[string]int64{"late": 1}
+			part.GeneratorLate, part.GeneratorLateMax = 3, time.Duration(w+1)*time.Millisecond
+			part.Checks = []load.CheckStats{{Name: "checks[0] status in [200]", Passed: 5, Failed: 1}}
 			b, err := part.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
@@ -64,6 +69,12 @@ func TestMergeEqualsConcatenation(t *testing.T) {
 		}
 		if w := int64(1 + trial%5); merged.Dropped != w || merged.InFlight != 2*w {
 			t.Fatalf("merged dropped %d in flight %d, want %d and %d", merged.Dropped, merged.InFlight, w, 2*w)
+		}
+		if n := int64(1 + trial%5); merged.DroppedBy["late"] != n || merged.GeneratorLate != 3*n ||
+			merged.GeneratorLateMax != time.Duration(n)*time.Millisecond ||
+			len(merged.Checks) != 1 || merged.Checks[0].Passed != 5*n || merged.Checks[0].Failed != n {
+			t.Fatalf("merged drops by reason %v, generator late %d (max %s), checks %+v: want %d late, %d, %dms and %d passed, %d failed",
+				merged.DroppedBy, merged.GeneratorLate, merged.GeneratorLateMax, merged.Checks, n, 3*n, n, 5*n, n)
 		}
 		if len(merged.Endpoints) != 2 || merged.Endpoints[0].Name != "first" || merged.Endpoints[1].Name != "second" {
 			t.Fatalf("merged endpoints %v, want first then second", merged.Endpoints)
@@ -114,12 +125,15 @@ func TestUnmarshalRejects(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", "decode metrics snapshot"},
 		{"{", "decode metrics snapshot"},
-		{`{"s":1,"c":{"requests":3}}`, "version 0, this runner understands 2: run the same forgeload version"},
-		{`{"v":3,"s":1}`, "version 3"},
-		{`{"v":2,"stats":{"latency":"!!"}}`, "base64"},
-		{`{"v":2,"stats":{"latency":"AAAA"}}`, "histogram"},
-		{`{"v":2,"s":"x"}`, "decode metrics snapshot"},
-		{`{"v":2,"s":1,"x":` + strings.Repeat(" ", MaxWireBytes) + `1}`, "byte limit"},
+		{`{"s":1,"c":{"requests":3}}`, "version 0, this runner understands 3: run the same forgeload version"},
+		{`{"v":4,"s":1}`, "version 4"},
+		// A member of the previous version ships no drop reasons,
+		// lateness or check counts: it is refused, not merged short.
+		{`{"v":2,"s":1,"dropped":3}`, "version 2, this runner understands 3: run the same forgeload version on every cluster member"},
+		{`{"v":3,"stats":{"latency":"!!"}}`, "base64"},
+		{`{"v":3,"stats":{"latency":"AAAA"}}`, "histogram"},
+		{`{"v":3,"s":"x"}`, "decode metrics snapshot"},
+		{`{"v":3,"s":1,"x":` + strings.Repeat(" ", MaxWireBytes) + `1}`, "byte limit"},
 	} {
 		if _, err := Unmarshal([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Unmarshal(%.40q) = %v, want an error mentioning %q", tc.in, err, tc.want)
@@ -133,7 +147,7 @@ func FuzzUnmarshal(f *testing.F) {
 	s.Dropped = 2
 	b, _ := s.MarshalBinary()
 	f.Add(b)
-	f.Add([]byte(`{"v":2,"s":1}`))
+	f.Add([]byte(`{"v":3,"s":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := Unmarshal(in)
 		if err != nil {

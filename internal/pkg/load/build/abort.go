@@ -97,3 +97,31 @@ func (p *Engine) watchAborts() {
 		}
 	}
 }
+
+// secondChecks gives every per-second snapshot (Options.OnSecond) the
+// response checks' counts of its second, before anyone else sees it: the
+// abort watch, and a multi-host run's workers, which ship them to the
+// coordinator. It reads the checks' counters once a second, off the
+// request path; without checks or OnSecond it does nothing. The last
+// snapshot comes after every request has ended, so the seconds' counts add
+// up to the run's.
+func (p *Engine) secondChecks() {
+	next := p.Options.OnSecond
+	if p.checks == nil || next == nil {
+		return
+	}
+	var last []load.CheckStats
+	p.Options.OnSecond = func(s *load.Snapshot) {
+		now := p.checks.Stats()
+		s.Checks = make([]load.CheckStats, len(now))
+		for i, c := range now {
+			s.Checks[i] = c
+			if i < len(last) {
+				s.Checks[i].Passed -= last[i].Passed
+				s.Checks[i].Failed -= last[i].Failed
+			}
+		}
+		last = now
+		next(s)
+	}
+}

@@ -175,6 +175,7 @@ func New(cfg *spec.Config, s Settings) (*Engine, error) {
 	if p.Duet != nil {
 		p.Duet.Watch(&o.OnSecond)
 	}
+	p.secondChecks()
 	if err := o.Validate(); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("load config %s: %w", cfg.Source(), err)

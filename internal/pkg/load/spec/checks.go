@@ -88,21 +88,18 @@ func (v *validator) checks() {
 }
 
 // checksThresholds refuses a checks threshold that could only fail for
-// want of data: in a config without checks, or in a multi-host run, whose
-// merge does not carry the checks' counts.
+// want of data: in a config without checks. (A multi-host run's workers
+// ship their check counts, so there it is judged on the merged counts.)
 func (v *validator) checksThresholds(has bool) {
-	c := v.c
-	for _, line := range c.Thresholds {
+	if has {
+		return
+	}
+	for _, line := range v.c.Thresholds {
 		t, err := threshold.Parse(line)
 		if err != nil || t.Metric != threshold.MetricChecks {
 			continue // a bad threshold is reported by thresholds()
 		}
-		switch {
-		case !has:
-			v.fail("thresholds", "threshold %q needs response checks, and the config has none: add checks: (e.g. - status: [200]), or remove the threshold", line)
-		case c.Distributed != nil && c.Distributed.Workers > 1:
-			v.fail("thresholds", "threshold %q is not available in a distributed run yet (each host counts its own checks, and the merge does not carry them): use http_req_failed:rate, which counts the requests that failed a check", line)
-		}
+		v.fail("thresholds", "threshold %q needs response checks, and the config has none: add checks: (e.g. - status: [200]), or remove the threshold", line)
 	}
 }
 

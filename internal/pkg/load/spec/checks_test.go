@@ -110,8 +110,7 @@ func TestChecksInline(t *testing.T) {
 func TestChecksThresholdNeedsChecks(t *testing.T) {
 	t.Parallel()
 	for src, want := range map[string]string{
-		base + "thresholds: ['checks:rate > 99%']\n":                                                     `threshold "checks:rate > 99%" needs response checks, and the config has none`,
-		base + "checks: [{status: 200}]\ndistributed: {workers: 2}\nthresholds: ['checks:rate > 99%']\n": "is not available in a distributed run yet",
+		base + "thresholds: ['checks:rate > 99%']\n": `threshold "checks:rate > 99%" needs response checks, and the config has none`,
 	} {
 		c, err := Parse("c.yaml", []byte(src))
 		if err != nil {
@@ -127,5 +126,14 @@ func TestChecksThresholdNeedsChecks(t *testing.T) {
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("an endpoint's checks and a checks threshold: %v", err)
+	}
+	// A distributed run ships its check counts: the threshold is judged
+	// on the merged counts as on one host.
+	c, err = Parse("c.yaml", []byte(base+"checks: [{status: 200}]\ndistributed: {workers: 2}\nthresholds: ['checks:rate > 99%']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("checks:rate in a distributed run: %v", err)
 	}
 }
