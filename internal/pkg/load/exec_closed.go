@@ -64,8 +64,8 @@ func (x *closedExecutor) worker(i int, w *worker) {
 	e := x.e
 	o := e.o
 	for {
-		if !x.awaitActive(i) {
-			return
+		if int64(i) >= x.active.Load() && !x.awaitActive(i) {
+			return // (the check is inline: an active user pays no call)
 		}
 		select {
 		case <-e.stop:
