@@ -23,6 +23,17 @@ type closedExecutor struct {
 	vuChanged chan struct{}
 }
 
+// maxWorkers returns the most users the plan ever asks for, this host's
+// share of them under ScaleVUs.
+func (x *closedExecutor) maxWorkers() int {
+	o := x.e.o
+	n := o.maxVUs()
+	if o.ScaleVUs != nil {
+		n = o.ScaleVUs(n)
+	}
+	return n
+}
+
 func (x *closedExecutor) start(*sync.WaitGroup) { x.startUsers() }
 
 // startUsers starts one worker per user, all at once.

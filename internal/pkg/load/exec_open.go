@@ -18,6 +18,8 @@ type openExecutor struct {
 	idle atomic.Int64
 }
 
+func (x *openExecutor) maxWorkers() int { return x.e.o.maxConcurrency() }
+
 func (x *openExecutor) start(*sync.WaitGroup) { x.spawn() }
 
 func (x *openExecutor) planEnd() (time.Duration, bool) { return x.e.sched.End() }

@@ -20,6 +20,9 @@ import (
 // Every method but the workers' own runs once per run, off the request
 // path.
 type executor interface {
+	// maxWorkers returns the most workers the plan may need (before the
+	// engine caps it at Total).
+	maxWorkers() int
 	// start starts the model's workers in e.workerWG, and any goroutine of
 	// its own in wg; each returns once e.stop is closed, or earlier when
 	// the model's work is done (Total, the schedule's last arrival).

@@ -169,19 +169,12 @@ type engine struct {
 func newEngine(o *Options) *engine {
 	e := &engine{o: o, names: o.endpointNames(), r: o.Requester, maxLate: o.maxLateness(), precise: preciseWindow}
 	e.sched = NewSchedule(o)
-	n := o.maxConcurrency()
-	if !o.open() {
-		n = o.maxVUs()
-		if o.ScaleVUs != nil {
-			n = o.ScaleVUs(n)
-		}
-	}
-	n = max(n, 0)
+	e.x = newExecutor(e)
+	n := max(e.x.maxWorkers(), 0)
 	if o.Total > 0 && uint64(n) > o.Total {
 		n = int(o.Total) // more workers than requests would never work
 	}
 	e.n = n
-	e.x = newExecutor(e)
 	shards := min(max(n, 1), 4*runtime.GOMAXPROCS(0), max(maxRecorderHists/len(e.names), 1))
 	e.recs = make([]*recorder, shards)
 	for i := range e.recs {
