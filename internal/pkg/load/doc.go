@@ -23,7 +23,7 @@
 // # Executors
 //
 // A run's scheduling model is an executor, one small type per model behind
-// the engine's executor interface (start the workers; say when the plan
+// the engine's executor interface (size and start the workers; say when the plan
 // ends and what that end means; settle the books at the stop): the open
 // model (arrivals at a planned rate from the shared [Schedule], taken by a
 // pool of workers that grows up to [Options.MaxConcurrency]), the closed
