@@ -20,6 +20,27 @@
 // histograms (1 µs to 60 s, 3 significant digits) and, across hosts, from
 // merged histograms; they are never averaged.
 //
+// # Executors
+//
+// A run's scheduling model is an executor, one small type per model behind
+// the engine's executor interface (size and start the workers; say when the plan
+// ends and what that end means; settle the books at the stop): the open
+// model (arrivals at a planned rate from the shared [Schedule], taken by a
+// pool of workers that grows up to [Options.MaxConcurrency]), the closed
+// model (a fixed number of virtual users, each sending its next request
+// when its last one ends) and the ramping closed model (the users active
+// follow [Options.VUStages] and [Options.ScaleVUs], set by a controller
+// every 100 ms). The engine owns the rest: plan time, the recorders, the
+// collector and the graceful stop, which takes two steps whatever the
+// model. First no new iteration or arrival starts (a channel the workers
+// check between requests); then, after the grace period
+// ([Options.Grace]; [MaxInterruptGrace] once ctx is done; never past
+// [Options.Deadline]), the context of the requests in flight is cancelled
+// and the workers are waited for, at most [MaxCancelWait]. An open plan
+// that reaches its end takes the first step by itself: it has no arrival
+// past its end, and the ones already due are still sent during the grace
+// period.
+//
 // # Hot path
 //
 // Workers pull arrivals from one shared schedule, record into preallocated

@@ -1,0 +1,76 @@
+package load
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestRampingUsersFollowActive checks the ramping executor's seam without
+// its controller: a user above the active count sends nothing, starts once
+// the count rises to include it, finishes its request and waits again when
+// the count falls, and a waiting user returns when the run stops.
+func TestRampingUsersFollowActive(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		req := &countingRequester{sleep: time.Second}
+		e := newEngine(&Options{Requester: req, VUStages: []VUStage{{Duration: time.Hour, Target: 4}}})
+		x, ok := e.x.(*rampingExecutor)
+		if !ok {
+			t.Fatalf("executor for VUStages = %T, want *rampingExecutor", e.x)
+		}
+		e.base = time.Now()
+		defer e.begin(t.Context())()
+		x.startUsers() // at plan time 0 the ramp asks for no user
+		synctest.Wait()
+		if n := req.n.Load(); n != 0 || e.started.Load() != 4 {
+			t.Fatalf("before any user is active: %d requests, %d users started; want 0, 4", n, e.started.Load())
+		}
+		x.setActive(3)
+		synctest.Wait()
+		if n := req.n.Load(); n != 3 {
+			t.Fatalf("3 users active: %d requests in flight, want 3", n)
+		}
+		x.setActive(1)
+		time.Sleep(1500 * time.Millisecond) // fake time: the first requests end at 1 s
+		synctest.Wait()
+		if n := req.n.Load(); n != 4 {
+			t.Fatalf("down to 1 user: %d requests sent, want 4 (3, then user 0's second)", n)
+		}
+		e.cancelRequests()
+		e.workerWG.Wait()
+	})
+}
+
+// TestStoppingTwoSteps checks the run's two-step stop: once new work has
+// stopped, a request still goes out with a live context (the grace
+// period); once requests are cancelled, their context is done and a
+// request that would start after is dropped unsent.
+func TestStoppingTwoSteps(t *testing.T) {
+	t.Parallel()
+	req := &countingRequester{}
+	e := newEngine(&Options{Requester: req})
+	defer e.begin(t.Context())()
+	w := e.newWorker(0)
+	e.closeStop()
+	select {
+	case <-e.stop:
+	default:
+		t.Fatal("stop not closed after closeStop")
+	}
+	if err := e.reqCtx.Err(); err != nil {
+		t.Fatalf("request context after the first step: %v, want live", err)
+	}
+	e.do(w, time.Now(), onTime)
+	if n := req.n.Load(); n != 1 {
+		t.Fatalf("a request in the grace period: %d sent, want 1", n)
+	}
+	e.cancelRequests()
+	if e.reqCtx.Err() == nil {
+		t.Fatal("request context live after cancelRequests")
+	}
+	e.do(w, time.Now(), onTime)
+	if n, d := req.n.Load(), e.droppedBy[DropCanceled].Load(); n != 1 || d != 1 {
+		t.Fatalf("a request after the cancel: %d sent, %d dropped as canceled; want 1, 1", n, d)
+	}
+}
