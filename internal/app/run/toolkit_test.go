@@ -126,3 +126,63 @@ jobs:
 	wantContains(t, "same repository", logText(h.run(restore, o, repo("o/app"))), "lookup=200")
 	wantContains(t, "other repository", logText(h.run(restore, o, repo("o/other"))), "lookup=204")
 }
+
+// uploadV4 uploads one artifact with the protocol of
+// actions/upload-artifact@v4 (the toolkit's @actions/artifact 2.x): the
+// run and job ids from the runtime token's scope, CreateArtifact and
+// FinalizeArtifact at ACTIONS_RESULTS_URL's origin, the data as a block
+// and a block list at the signed URL.
+const uploadV4 = `const http = require('http');
+const crypto = require('crypto');
+const {ACTIONS_RESULTS_URL: results, ACTIONS_RUNTIME_TOKEN: token} = process.env;
+function call(method, url, body, headers) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL(url), {method, headers}, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => res.statusCode < 300 ? resolve(text) : reject(new Error(method + ' ' + url + ': ' + res.statusCode + ' ' + text)));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+(async () => {
+  const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+  const [, run, job] = claims.scp.split(' ').find((s) => s.startsWith('Actions.Results:')).split(':');
+  const rpc = (m, body) => call('POST', new URL(results).origin + '/twirp/github.actions.results.api.v1.ArtifactService/' + m,
+    JSON.stringify(body), {'Content-Type': 'application/json', Authorization: 'Bearer ' + token}).then(JSON.parse);
+  const ids = {workflow_run_backend_id: run, workflow_job_run_backend_id: job, name: 'report4'};
+  const created = await rpc('CreateArtifact', {...ids, version: 4});
+  const signed = created.signed_upload_url || created.signedUploadUrl;
+  const data = Buffer.from('hello from upload-artifact v4');
+  const block = Buffer.from('block-000001').toString('base64');
+  await call('PUT', signed + '&comp=block&blockid=' + encodeURIComponent(block), data, {'x-ms-blob-type': 'BlockBlob'});
+  await call('PUT', signed + '&comp=blocklist', '<?xml version="1.0" encoding="utf-8"?><BlockList><Latest>' + block + '</Latest></BlockList>', {});
+  const hash = crypto.createHash('sha256').update(data).digest('hex');
+  await rpc('FinalizeArtifact', {...ids, size: String(data.length), hash: 'sha256:' + hash});
+  console.log('UPLOADED-V4');
+})().catch((e) => { console.error(e.message); process.exit(1); });
+`
+
+// TestToolkitArtifactV4: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN are
+// what Gitea's artifact protocol of upload-artifact@v4 takes: a Node
+// script speaking it uploads an artifact the forge confirms.
+func TestToolkitArtifactV4(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("needs node")
+	}
+	h := newHarness(t)
+	payload := "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: |\n          cat > up.js <<'JS'\n" +
+		indent(uploadV4, "          ") + "          JS\n          " + node + " up.js\n"
+	v := h.run(payload, Options{})
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, logText(v))
+	}
+	wantContains(t, "log", logText(v), "UPLOADED-V4")
+	arts := h.forge.Artifacts()
+	if len(arts) != 1 || arts[0].Name != "report4" || !arts[0].Confirmed || string(arts[0].Data) != "hello from upload-artifact v4" {
+		t.Fatalf("artifacts = %+v, want report4 confirmed", arts)
+	}
+}
