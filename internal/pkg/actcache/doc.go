@@ -21,7 +21,8 @@
 //
 // Jobs run workflows from anyone who can push: every request is bounded
 // (key and version lengths, the number of keys, JSON body sizes, an
-// upload's size and each chunk's range, the uploads in flight), chunks may
+// upload's size and each chunk's range, the uploads in flight and the bytes they hold together, at most
+// MaxBytes), chunks may
 // not overlap, and a commit is taken only when its chunks cover exactly
 // the size it names.
 package actcache

@@ -126,3 +126,25 @@ func TestRevokeDropsUploads(t *testing.T) {
 	}
 	grant(t, s, "o/r").reserve("k", v1, 3)
 }
+
+// TestUploadsInFlightBounded: uploads not yet committed together hold at
+// most the cache's bound on disk; what a revoked job held is freed.
+func TestUploadsInFlightBounded(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{MaxBytes: 250})
+	u, _, revoke := s.Grant("o/r")
+	a := &client{t: t, base: u}
+	b := grant(t, s, "o/r")
+	ida := a.reserve("a", v1, 200)
+	if code, body := a.chunk(ida, 0, bytes.Repeat([]byte("a"), 200)); code != 204 {
+		t.Fatalf("chunk a = %d %s", code, body)
+	}
+	idb := b.reserve("b", v1, 200)
+	if code, body := b.chunk(idb, 0, bytes.Repeat([]byte("b"), 100)); code != 400 || !strings.Contains(body, "uploads in flight hold 200 bytes") {
+		t.Errorf("chunk past the bound in flight = %d %s, want 400", code, body)
+	}
+	revoke()
+	if code, body := b.chunk(idb, 0, bytes.Repeat([]byte("b"), 100)); code != 204 {
+		t.Errorf("chunk after the other job ended = %d %s, want 204", code, body)
+	}
+}

@@ -80,8 +80,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           s.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		// A chunk (32 MiB from the toolkit) has 10 minutes to arrive.
+		ReadTimeout:    10 * time.Minute,
+		IdleTimeout:    time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(s.ln) }()

@@ -65,6 +65,7 @@ type store struct {
 	nextID  int64
 	seq     uint64 // the last Used handed out
 	used    int64  // bytes of the committed entries
+	writing int64  // bytes claimed by uploads not committed
 	uploads int    // entries reserved and not committed
 }
 
@@ -262,6 +263,9 @@ func (s *store) claim(e *entry, start, end int64) error {
 	if len(e.ranges) >= MaxChunks {
 		return fmt.Errorf("the upload has %d chunks already", len(e.ranges))
 	}
+	if s.writing+end-start > s.maxBytes {
+		return fmt.Errorf("the uploads in flight hold %d bytes already, and this chunk would take them past the cache's bound of %d bytes; commit or end them first", s.writing, s.maxBytes)
+	}
 	for _, r := range e.ranges {
 		if start < r[1] && r[0] < end {
 			return fmt.Errorf("bytes %d-%d overlap a chunk already written (bytes %d-%d)", start, end-1, r[0], r[1]-1)
@@ -269,6 +273,7 @@ func (s *store) claim(e *entry, start, end int64) error {
 	}
 	e.ranges = append(e.ranges, [2]int64{start, end})
 	e.writing++
+	s.writing += end - start
 	return nil
 }
 
@@ -280,6 +285,9 @@ func (s *store) release(e *entry, start, end int64, ok bool) {
 	e.writing--
 	if ok {
 		return
+	}
+	if s.entries[e.ID] == e {
+		s.writing -= end - start
 	}
 	for i, r := range e.ranges {
 		if r == [2]int64{start, end} {
@@ -315,6 +323,7 @@ func (s *store) commit(e *entry, size int64) error {
 	if err := os.Rename(s.partPath(e.ID), s.blobPath(e.ID)); err != nil {
 		return fmt.Errorf("store the upload: %w", err)
 	}
+	s.writing -= size
 	e.Size, e.done, e.ranges, e.token = size, true, nil, ""
 	s.uploads--
 	s.used += size
@@ -355,6 +364,10 @@ func (s *store) dropLocked(e *entry) {
 		return
 	}
 	s.uploads--
+	for _, r := range e.ranges {
+		s.writing -= r[1] - r[0]
+	}
+	e.ranges = nil
 	_ = os.Remove(s.partPath(e.ID))
 }
 
