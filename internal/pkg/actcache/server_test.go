@@ -297,3 +297,35 @@ func TestEntriesSurviveRestart(t *testing.T) {
 	}
 	c2.reserve("unfinished", v1, 10) // no longer held
 }
+
+// TestConcurrentChunks: chunks sent at once, as the toolkit sends four,
+// make one entry.
+func TestConcurrentChunks(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{})
+	c := grant(t, s, "o/r")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	id := c.reserve("par", v1, len(data))
+	const n = 8
+	step := len(data) / n
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			if code, body := c.chunk(id, i*step, data[i*step:(i+1)*step]); code != http.StatusNoContent {
+				errs <- fmt.Sprintf("chunk %d: %d %s", i, code, body)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if code, body := c.commit(id, len(data)); code != http.StatusNoContent {
+		t.Fatalf("commit: %d %s", code, body)
+	}
+	if _, got := c.restore("par", v1); !bytes.Equal(got, data) {
+		t.Errorf("restored %d bytes, not the %d saved", len(got), len(data))
+	}
+}

@@ -251,8 +251,8 @@ func (s *store) upload(token string, id int64) *entry {
 func (s *store) claim(e *entry, start, end int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.entries[e.ID] != e {
-		return errors.New("the upload was abandoned")
+	if s.entries[e.ID] != e || e.done {
+		return errors.New("the upload was abandoned or is committed already")
 	}
 	if end > s.maxBytes {
 		return fmt.Errorf("the chunk ends at byte %d, past the cache's bound of %d bytes", end, s.maxBytes)
