@@ -180,6 +180,15 @@ func TestSaveRestore(t *testing.T) {
 	if res.StatusCode != http.StatusPartialContent || string(part) != "forgeload cache " {
 		t.Errorf("range GET = %d %q, want 206 %q", res.StatusCode, part, "forgeload cache ")
 	}
+	// And asks the size first, with HEAD.
+	head, err := http.Head(h.ArchiveLocation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusOK || head.ContentLength != int64(len(data)) {
+		t.Errorf("HEAD = %d, length %d; want 200, %d", head.StatusCode, head.ContentLength, len(data))
+	}
 }
 
 // TestRestoreKeys: with no exact match, each restore key in turn matches
