@@ -6,6 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+
+	"github.com/forgeload/forgeload/internal/pkg/forgetest"
 )
 
 // cacheWorkflow saves an entry with curl in one job, speaking the cache
@@ -77,5 +82,42 @@ func TestE2EExecCache(t *testing.T) {
 	token := strings.TrimSuffix(string(url)[strings.LastIndex(strings.TrimSuffix(string(url), "/"), "/")+1:], "/")
 	if len(token) < 32 || strings.Contains(string(out), token) {
 		t.Errorf("the URL's token %q is shown in the log:\n%s", token, out)
+	}
+}
+
+// TestE2EDaemonCache: with cache.enabled, the daemon starts the cache
+// server, and a job it runs saves and restores through ACTIONS_CACHE_URL.
+// Before, the daemon had no cache.
+func TestE2EDaemonCache(t *testing.T) {
+	parallel(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl")
+	}
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "cache:\n  enabled: true\n  host: 127.0.0.1\n  dir: "+filepath.Join(t.TempDir(), "cache")+"\n")
+	registered(t, f, n, "e2e-cache")
+	payload := []byte(`on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: |
+          set -eu
+          api="${ACTIONS_CACHE_URL}_apis/artifactcache"
+          id=$(curl -sSf -X POST -d '{"key":"k-1","version":"v"}' "$api/caches" | sed 's/.*"cacheId":\([0-9]*\).*/\1/')
+          printf 'cached' | curl -sSf -X PATCH -H 'Content-Range: bytes 0-5/*' --data-binary @- "$api/caches/$id"
+          curl -sSf -X POST -d '{"size":6}' "$api/caches/$id"
+          loc=$(curl -sSf "$api/cache?keys=k-&version=v" | sed 's/.*"archiveLocation":"\([^"]*\)".*/\1/')
+          echo "restored=$(curl -sSf "$loc")"
+`)
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload})
+	d := n.startDaemon("--once")
+	if code := d.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("daemon --once exit %d:\n%s", code, d.out.String())
+	}
+	v := f.Task(id)
+	log := strings.Join(v.Log, "\n")
+	if v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "restored=cached") {
+		t.Fatalf("task result %v; log:\n%s\ndaemon:\n%s", v.Result, log, d.out.String())
 	}
 }
