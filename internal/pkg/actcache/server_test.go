@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -336,5 +337,13 @@ func TestConcurrentChunks(t *testing.T) {
 	}
 	if _, got := c.restore("par", v1); !bytes.Equal(got, data) {
 		t.Errorf("restored %d bytes, not the %d saved", len(got), len(data))
+	}
+}
+
+// TestOutboundHost: the default address is an IP address, not a name.
+func TestOutboundHost(t *testing.T) {
+	t.Parallel()
+	if h := OutboundHost(); net.ParseIP(h) == nil || net.ParseIP(h).To4() == nil {
+		t.Errorf("OutboundHost() = %q, want an IPv4 address", h)
 	}
 }
