@@ -28,7 +28,7 @@ func startCache(ctx context.Context, c config.Cache, wg *sync.WaitGroup, log *lo
 		}
 		dir = filepath.Join(base, "forgeload", "actions-cache")
 	}
-	srv, err := actcache.Listen(actcache.Options{Dir: dir, MaxBytes: int64(c.MaxMB) << 20, Host: c.Host, Port: c.Port})
+	srv, err := actcache.Listen(actcache.Options{Dir: dir, MaxBytes: int64(c.MaxMB) << 20, MaxRepoBytes: int64(c.MaxRepoMB) << 20, Host: c.Host, Port: c.Port})
 	if err != nil {
 		return nil, withCode(ExitBadInput, err)
 	}

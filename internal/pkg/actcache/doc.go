@@ -15,7 +15,8 @@
 // repository name ever reaches a file path. The sum of the entries is kept
 // within [Options.MaxBytes] (and their number within
 // [Options.MaxEntries]) by removing those used least recently when an
-// upload is committed.
+// upload is committed; a repository past [Options.MaxRepoBytes] loses its
+// own first, so that no repository can push all the others' out.
 //
 // # Hostile input
 //

@@ -112,8 +112,8 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, repo string) {
 		fail(w, http.StatusBadRequest, "key %q has a comma, which separates the keys of a lookup; take it out", clip(req.Key))
 		return
 	}
-	if req.CacheSize < 0 || req.CacheSize > s.store.maxBytes {
-		fail(w, http.StatusBadRequest, "cacheSize %d is not from 0 to the cache's bound of %d bytes (cache.max_mb)", req.CacheSize, s.store.maxBytes)
+	if req.CacheSize < 0 || req.CacheSize > s.store.maxRepo {
+		fail(w, http.StatusBadRequest, "cacheSize %d is not from 0 to the %d bytes one repository may hold (cache.max_repo_mb)", req.CacheSize, s.store.maxRepo)
 		return
 	}
 	id, err := s.store.reserve(r.PathValue("token"), repo, req.Key, req.Version, req.CacheSize, s.now())
@@ -199,8 +199,8 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, _ string) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if req.Size < 0 || req.Size > s.store.maxBytes {
-		fail(w, http.StatusBadRequest, "size %d is not from 0 to the cache's bound of %d bytes (cache.max_mb)", req.Size, s.store.maxBytes)
+	if req.Size < 0 || req.Size > s.store.maxRepo {
+		fail(w, http.StatusBadRequest, "size %d is not from 0 to the %d bytes one repository may hold (cache.max_repo_mb)", req.Size, s.store.maxRepo)
 		return
 	}
 	if err := s.store.commit(e, req.Size); err != nil {

@@ -131,7 +131,7 @@ func TestRevokeDropsUploads(t *testing.T) {
 // most the cache's bound on disk; what a revoked job held is freed.
 func TestUploadsInFlightBounded(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, Options{MaxBytes: 250})
+	s := startServer(t, Options{MaxBytes: 250, MaxRepoBytes: 250})
 	u, _, revoke := s.Grant("o/r")
 	a := &client{t: t, base: u}
 	b := grant(t, s, "o/r")

@@ -21,6 +21,12 @@ type Options struct {
 	// MaxBytes bounds the sum of the entries (cache.max_mb). Default
 	// DefaultMaxBytes.
 	MaxBytes int64
+	// MaxRepoBytes bounds the entries of one repository
+	// (cache.max_repo_mb): past it, that repository's entries used least
+	// recently go first, so that it cannot push out more than
+	// MaxBytes-MaxRepoBytes of the others'. An upload larger is refused.
+	// Default half of MaxBytes; at most MaxBytes.
+	MaxRepoBytes int64
 	// MaxEntries bounds their number. Default DefaultMaxEntries.
 	MaxEntries int
 	// Host is the address the server listens on and jobs are given
@@ -54,13 +60,16 @@ func Listen(o Options) (*Server, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
+	if o.MaxRepoBytes <= 0 || o.MaxRepoBytes > o.MaxBytes {
+		o.MaxRepoBytes = o.MaxBytes / 2
+	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}
 	if o.Host == "" {
 		o.Host = OutboundHost()
 	}
-	st, err := openStore(o.Dir, o.MaxBytes, o.MaxEntries)
+	st, err := openStore(o.Dir, o.MaxBytes, o.MaxRepoBytes, o.MaxEntries)
 	if err != nil {
 		return nil, err
 	}

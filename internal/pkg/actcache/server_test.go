@@ -258,7 +258,7 @@ func TestRepositoryIsolation(t *testing.T) {
 func TestEviction(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, Options{Dir: dir, MaxBytes: 250})
+	s := startServer(t, Options{Dir: dir, MaxBytes: 250, MaxRepoBytes: 250})
 	c := grant(t, s, "o/r")
 	c.save("a", v1, bytes.Repeat([]byte("a"), 100))
 	c.save("b", v1, bytes.Repeat([]byte("b"), 100))
@@ -345,5 +345,28 @@ func TestOutboundHost(t *testing.T) {
 	t.Parallel()
 	if h := OutboundHost(); net.ParseIP(h) == nil || net.ParseIP(h).To4() == nil {
 		t.Errorf("OutboundHost() = %q, want an IPv4 address", h)
+	}
+}
+
+// TestRepositoryShare: a repository past its share (half the cache by
+// default) loses its own entries used least recently, not another's, even
+// when the other's are older.
+func TestRepositoryShare(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{MaxBytes: 300})
+	mine := grant(t, s, "o/r")
+	mine.save("a1", v1, bytes.Repeat([]byte("a"), 100))
+	flood := grant(t, s, "o/flood")
+	for i := range 3 {
+		flood.save(fmt.Sprintf("b%d", i), v1, bytes.Repeat([]byte("b"), 100))
+	}
+	if k, _ := mine.restore("a1", v1); k != "a1" {
+		t.Errorf("another repository's uploads pushed out o/r's entry")
+	}
+	if k, _ := flood.restore("b2", v1); k != "b2" {
+		t.Errorf("the flooding repository lost its newest entry")
+	}
+	if code, body := flood.do("POST", "caches", jsonBody(map[string]any{"key": "big", "version": v1, "cacheSize": 151}), nil); code != http.StatusBadRequest || !strings.Contains(string(body), "150 bytes one repository may hold") {
+		t.Errorf("reserve above the share = %d %s, want 400", code, body)
 	}
 }

@@ -58,6 +58,7 @@ type entry struct {
 type store struct {
 	dir        string
 	maxBytes   int64
+	maxRepo    int64 // bound of one repository's entries
 	maxEntries int
 
 	mu      sync.Mutex
@@ -78,8 +79,8 @@ type indexFile struct {
 // openStore opens (making it if need be) the store in dir: it loads the
 // index, drops entries whose file is gone, and removes files no entry
 // names and every unfinished upload.
-func openStore(dir string, maxBytes int64, maxEntries int) (*store, error) {
-	s := &store{dir: dir, maxBytes: maxBytes, maxEntries: maxEntries, entries: map[int64]*entry{}, nextID: 1}
+func openStore(dir string, maxBytes, maxRepo int64, maxEntries int) (*store, error) {
+	s := &store{dir: dir, maxBytes: maxBytes, maxRepo: maxRepo, maxEntries: maxEntries, entries: map[int64]*entry{}, nextID: 1}
 	for _, d := range []string{s.blobDir(), s.partDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("cache directory: %w; set cache.dir to a directory this user can write", err)
@@ -254,8 +255,8 @@ func (s *store) claim(e *entry, start, end int64) error {
 	if s.entries[e.ID] != e || e.done {
 		return errors.New("the upload was abandoned or is committed already")
 	}
-	if end > s.maxBytes {
-		return fmt.Errorf("the chunk ends at byte %d, past the cache's bound of %d bytes", end, s.maxBytes)
+	if end > s.maxRepo {
+		return fmt.Errorf("the chunk ends at byte %d, past the %d bytes one repository may hold", end, s.maxRepo)
 	}
 	if e.announce > 0 && end > e.announce {
 		return fmt.Errorf("the chunk ends at byte %d, past the %d bytes the upload announced", end, e.announce)
@@ -333,27 +334,46 @@ func (s *store) commit(e *entry, size int64) error {
 }
 
 // evictLocked removes the committed entries used least recently until
-// the store is within its bounds.
+// the store is within its bounds: first those of each repository above
+// its share, so that no repository can push out more than the rest of
+// the cache, then those of any.
 func (s *store) evictLocked() {
 	count := 0
+	repoBytes := map[string]int64{}
 	for _, e := range s.entries {
 		if e.done {
 			count++
+			repoBytes[e.Repo] += e.Size
+		}
+	}
+	for repo, n := range repoBytes {
+		for n > s.maxRepo {
+			lru := s.lruLocked(repo)
+			n -= lru.Size
+			s.dropLocked(lru)
+			count--
 		}
 	}
 	for s.used > s.maxBytes || count > s.maxEntries {
-		var lru *entry
-		for _, e := range s.entries {
-			if e.done && (lru == nil || e.Used < lru.Used) {
-				lru = e
-			}
-		}
+		lru := s.lruLocked("")
 		if lru == nil {
 			return
 		}
 		s.dropLocked(lru)
 		count--
 	}
+}
+
+// lruLocked is the committed entry used least recently, of repo (any
+// repository when repo is ""); nil when there is none.
+func (s *store) lruLocked(repo string) *entry {
+	var lru *entry
+	for _, e := range s.entries {
+		if e.done && (repo == "" || e.Repo == repo) && (lru == nil || e.Used < lru.Used) {
+			lru = e
+		}
+	}
+	return lru
 }
 
 func (s *store) dropLocked(e *entry) {

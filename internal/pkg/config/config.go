@@ -268,6 +268,11 @@ type Cache struct {
 	// used least recently are removed past it. Default 2048; must be from
 	// 1 to [MaxActionCacheMB].
 	MaxMB int `yaml:"max_mb"`
+	// MaxRepoMB bounds one repository's entries, in MiB: past it, its
+	// own entries used least recently are removed first, so that one
+	// repository cannot push the others' out of the cache. Default 0:
+	// half of MaxMB; must be from 0 to MaxMB.
+	MaxRepoMB int `yaml:"max_repo_mb"`
 	// Host is the address the server listens on and jobs are given.
 	// Default "": the first IPv4 address of a network interface of this
 	// host that is not loopback or a Docker bridge, which job containers

@@ -739,13 +739,14 @@ func TestActionCacheKeys(t *testing.T) {
 // with its fix.
 func TestCacheKeys(t *testing.T) {
 	t.Parallel()
-	c, err := Parse("f.yaml", []byte("cache:\n  enabled: true\n  dir: /var/cache/fl\n  max_mb: 10\n  host: 10.1.2.3\n  port: 8088\n"), nil)
-	if err != nil || c.Cache != (Cache{Enabled: true, Dir: "/var/cache/fl", MaxMB: 10, Host: "10.1.2.3", Port: 8088}) {
+	c, err := Parse("f.yaml", []byte("cache:\n  enabled: true\n  dir: /var/cache/fl\n  max_mb: 10\n  max_repo_mb: 4\n  host: 10.1.2.3\n  port: 8088\n"), nil)
+	if err != nil || c.Cache != (Cache{Enabled: true, Dir: "/var/cache/fl", MaxMB: 10, MaxRepoMB: 4, Host: "10.1.2.3", Port: 8088}) {
 		t.Fatalf("Parse = %+v, %v", c.Cache, err)
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"cache:\n  max_mb: 0\n", "f.yaml:2: cache.max_mb: 0 is not from 1 to 1048576"},
 		{"cache:\n  port: 70000\n", "f.yaml:2: cache.port: 70000 is not a port"},
+		{"cache:\n  max_mb: 10\n  max_repo_mb: 11\n", "f.yaml:3: cache.max_repo_mb: 11 is not from 0 to cache.max_mb (10)"},
 		{"cache:\n  host: cache.example.com\n", `f.yaml:2: cache.host: "cache.example.com" is not an IP address`},
 	} {
 		if _, err := Parse("f.yaml", []byte(tc.yaml), nil); err == nil || !strings.Contains(err.Error(), tc.want) {

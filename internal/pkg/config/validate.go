@@ -239,6 +239,9 @@ func (p *parser) cacheSection(c *Cache) {
 	if c.MaxMB < 1 || c.MaxMB > MaxActionCacheMB {
 		p.bad("cache.max_mb", "%d is not from 1 to %d (want the cache's bound in MiB, e.g. %d)", c.MaxMB, MaxActionCacheMB, DefaultCacheMaxMB)
 	}
+	if c.MaxRepoMB < 0 || c.MaxRepoMB > c.MaxMB {
+		p.bad("cache.max_repo_mb", "%d is not from 0 to cache.max_mb (%d) (want one repository's bound in MiB, or 0 for half of cache.max_mb)", c.MaxRepoMB, c.MaxMB)
+	}
 	if c.Port < 0 || c.Port > 65535 {
 		p.bad("cache.port", "%d is not a port (want 0 for a free one, or 1 to 65535)", c.Port)
 	}
