@@ -167,6 +167,7 @@ type Daemon struct {
 	link     *clusterLink
 	stopPool context.CancelFunc
 	stopBg   context.CancelFunc // the metrics server and the outbox
+	cache    jobrun.CacheServer // the cache for actions/cache; nil when off
 	bg       sync.WaitGroup
 	poller   *poll.Poller
 }
@@ -273,6 +274,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.cache, err = startCache(bgCtx, cfg.Cache, &d.bg, log); err != nil {
+		return err
+	}
 
 	caps, err := declareUntilUp(ctx, d.cl, labels, cfg.Runner.FetchInterval, cfg.Runner.FetchIntervalMax, ready, log)
 	if err != nil {
@@ -370,7 +374,6 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 	if err != nil {
 		return nil, withCode(ExitBadInput, err)
 	}
-
 	link, err := newClusterLink(ctx, cfg, m, log)
 	if err != nil {
 		return nil, err
@@ -411,6 +414,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 			ServiceTimeout:   cfg.Container.ServiceTimeout,
 			ActionCache:      actionCache(cfg.Runner),
+			Cache:            d.cache,
 			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},

@@ -191,6 +191,7 @@ type localRun struct {
 	log        *logrus.Entry
 	containers run.Containers
 	engErr     error
+	cache      jobrun.CacheServer
 }
 
 // newLocalRun reads the flags, the config and the workflow files (args, or
@@ -273,18 +274,25 @@ func (l *localRun) start(ctx context.Context, stderr io.Writer) (stop func(), er
 	logger := newLogger(l.cfg, stderr)
 	logger.SetLevel(logrus.WarnLevel)
 	l.log = logrus.NewEntry(logger)
+	cctx, stopCache := context.WithCancel(ctx)
+	var cacheWG sync.WaitGroup
+	if l.cache, err = startCache(cctx, l.cfg.Cache, &cacheWG, l.log); err != nil {
+		stopCache()
+		return nil, err
+	}
+	stopped := func() { stopCache(); cacheWG.Wait() }
 	// Services and job containers run on the local Docker Engine, under an
 	// owner of this process alone; what they leave is removed by stop.
 	if !slices.ContainsFunc(l.jobs, func(j execJob) bool { return needsContainers(j.payload, l.cfg.Runner.Labels) }) {
-		return func() {}, nil
+		return stopped, nil
 	}
 	eng, err := connectEngine(ctx, l.cfg, fmt.Sprintf("forgeload-exec-%d", os.Getpid()))
 	if err != nil {
 		l.engErr = err // the jobs that need it fail with this reason
-		return func() {}, nil
+		return stopped, nil
 	}
 	l.containers = eng
-	return func() { stopEngine(eng, l.log) }, nil
+	return func() { stopEngine(eng, l.log); stopped() }, nil
 }
 
 // Run runs the jobs in order, each given the results of the jobs it needs
@@ -349,6 +357,7 @@ func (l *localRun) runnerOptions() run.Options {
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),
 			ServiceTimeout:   cfg.Container.ServiceTimeout,
 			ActionCache:      actionCache(cfg.Runner),
+			Cache:            l.cache,
 			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},

@@ -18,6 +18,7 @@ type Config struct {
 	Metrics   Metrics    `yaml:"metrics"`
 	Cluster   Cluster    `yaml:"cluster"`
 	Container Container  `yaml:"container"`
+	Cache     Cache      `yaml:"cache"`
 }
 
 // Log configures the daemon's own log (not the jobs' logs, which go to the
@@ -253,6 +254,34 @@ type Container struct {
 	AllowedOptions []string `yaml:"allowed_options"`
 }
 
+// Cache configures the cache server that `actions/cache` in jobs talks to
+// (Gitea's runner embeds one too). Each job is given its own URL of it in
+// ACTIONS_CACHE_URL, which serves its repository's entries only.
+type Cache struct {
+	// Enabled starts the cache server with the daemon and with forgeload
+	// exec. Default false: actions/cache finds no cache and warns.
+	Enabled bool `yaml:"enabled"`
+	// Dir holds the cache's entries. Default "": forgeload/actions-cache
+	// in the user's cache directory (e.g. ~/.cache).
+	Dir string `yaml:"dir"`
+	// MaxMB bounds the cache, in MiB, over every repository; the entries
+	// used least recently are removed past it. Default 2048; must be from
+	// 1 to [MaxActionCacheMB].
+	MaxMB int `yaml:"max_mb"`
+	// MaxRepoMB bounds one repository's entries, in MiB: past it, its
+	// own entries used least recently are removed first, so that one
+	// repository cannot push the others' out of the cache. Default 0:
+	// half of MaxMB; must be from 0 to MaxMB.
+	MaxRepoMB int `yaml:"max_repo_mb"`
+	// Host is the address the server listens on and jobs are given.
+	// Default "": the first IPv4 address of a network interface of this
+	// host that is not loopback or a Docker bridge, which job containers
+	// reach too (127.0.0.1 is reached by host jobs only).
+	Host string `yaml:"host"`
+	// Port is the port it listens on. Default 0: a free port.
+	Port int `yaml:"port"`
+}
+
 // Defaults, exported so that documentation and callers can name them.
 const (
 	DefaultLogLevel            = "info"
@@ -267,6 +296,7 @@ const (
 	DefaultFetchInterval       = 2 * time.Second
 	DefaultFetchIntervalMax    = 5 * time.Second
 	DefaultActionCacheMaxMB    = 1024
+	DefaultCacheMaxMB          = 2048
 	MaxActionCacheMB           = 1 << 20 // 1 TiB
 	DefaultReportInterval      = time.Second
 	DefaultFinalReportTimeout  = 30 * time.Second
@@ -359,6 +389,7 @@ func Default() *Config {
 			CoordinatorLease:     DefaultClusterCoordinatorLease,
 			CoordinatorLostAfter: DefaultClusterCoordinatorLostAfter,
 		},
+		Cache:     Cache{MaxMB: DefaultCacheMaxMB},
 		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}, AllowedCapabilities: []string{}, AllowedOptions: []string{}},
 	}
 }

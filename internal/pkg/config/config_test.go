@@ -162,7 +162,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", "runner:\n  capacty: 2\n", nil,
 			`f.yaml:2: runner: unknown key "capacty"; did you mean "capacity"? known keys: action_cache_dir, action_cache_max_mb, capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout`},
 		{"unknown section", "runers:\n  capacity: 2\n", nil,
-			`f.yaml:1: unknown key "runers"; did you mean "runner"? known keys: cluster, container, load, log, metrics, runner`},
+			`f.yaml:1: unknown key "runers"; did you mean "runner"? known keys: cache, cluster, container, load, log, metrics, runner`},
 		{"not a number", "runner:\n  capacity: abc\n", nil,
 			`f.yaml:2: runner.capacity: "abc" is not a whole number (want e.g. 2)`},
 		{"float for int", "runner:\n  capacity: 1.5\n", nil,
@@ -184,7 +184,7 @@ func TestParseErrors(t *testing.T) {
 		{"scalar for section", "runner: 3\n", nil,
 			`f.yaml:1: runner: want a mapping of keys (action_cache_dir, action_cache_max_mb, capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout), got "3"`},
 		{"top level not a mapping", "- a\n", nil,
-			`f.yaml:1: want a mapping of keys (cluster, container, load, log, metrics, runner), got a list`},
+			`f.yaml:1: want a mapping of keys (cache, cluster, container, load, log, metrics, runner), got a list`},
 		{"duplicate key", "runner:\n  capacity: 1\n  capacity: 2\n", nil,
 			`f.yaml:3: runner.capacity: set twice (first on line 2); keep one`},
 		{"alias", "log:\n  level: &l info\n  format: *l\n", nil,
@@ -732,5 +732,25 @@ func TestActionCacheKeys(t *testing.T) {
 	_, err = Parse("f.yaml", []byte("runner:\n  action_cache_max_mb: 0\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "f.yaml:2: runner.action_cache_max_mb: 0 is not from 1 to 1048576") {
 		t.Fatalf("Parse error = %v", err)
+	}
+}
+
+// TestCacheKeys: the cache server's section, and each bad value named
+// with its fix.
+func TestCacheKeys(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("f.yaml", []byte("cache:\n  enabled: true\n  dir: /var/cache/fl\n  max_mb: 10\n  max_repo_mb: 4\n  host: 10.1.2.3\n  port: 8088\n"), nil)
+	if err != nil || c.Cache != (Cache{Enabled: true, Dir: "/var/cache/fl", MaxMB: 10, MaxRepoMB: 4, Host: "10.1.2.3", Port: 8088}) {
+		t.Fatalf("Parse = %+v, %v", c.Cache, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"cache:\n  max_mb: 0\n", "f.yaml:2: cache.max_mb: 0 is not from 1 to 1048576"},
+		{"cache:\n  port: 70000\n", "f.yaml:2: cache.port: 70000 is not a port"},
+		{"cache:\n  max_mb: 10\n  max_repo_mb: 11\n", "f.yaml:3: cache.max_repo_mb: 11 is not from 0 to cache.max_mb (10)"},
+		{"cache:\n  host: cache.example.com\n", `f.yaml:2: cache.host: "cache.example.com" is not an IP address`},
+	} {
+		if _, err := Parse("f.yaml", []byte(tc.yaml), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }

@@ -99,6 +99,7 @@ func (p *parser) validate(c *Config) error {
 	p.metricsSection(&c.Metrics)
 	p.clusterSection(&c.Cluster)
 	p.containerSection(&c.Container)
+	p.cacheSection(&c.Cache)
 	return errors.Join(p.errs...)
 }
 
@@ -231,6 +232,22 @@ func (p *parser) clusterSection(cl *Cluster) {
 		p.bad("cluster.max_segments", "%d is negative (want 0 to run no shares of other runners' tests, or e.g. %d)", cl.MaxSegments, DefaultClusterMaxSegment)
 	}
 	p.clusterTimings(cl)
+}
+
+// cacheSection checks the cache: section.
+func (p *parser) cacheSection(c *Cache) {
+	if c.MaxMB < 1 || c.MaxMB > MaxActionCacheMB {
+		p.bad("cache.max_mb", "%d is not from 1 to %d (want the cache's bound in MiB, e.g. %d)", c.MaxMB, MaxActionCacheMB, DefaultCacheMaxMB)
+	}
+	if c.MaxRepoMB < 0 || c.MaxRepoMB > c.MaxMB {
+		p.bad("cache.max_repo_mb", "%d is not from 0 to cache.max_mb (%d) (want one repository's bound in MiB, or 0 for half of cache.max_mb)", c.MaxRepoMB, c.MaxMB)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		p.bad("cache.port", "%d is not a port (want 0 for a free one, or 1 to 65535)", c.Port)
+	}
+	if c.Host != "" && net.ParseIP(c.Host) == nil {
+		p.bad("cache.host", "%q is not an IP address of this host (want e.g. 192.168.1.10, or empty to pick one job containers reach)", c.Host)
+	}
 }
 
 // containerSection checks the container: section.

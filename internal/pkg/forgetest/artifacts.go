@@ -39,9 +39,13 @@ type Artifact struct {
 	// Confirmed is set by a successful FinalizeArtifact: the size and
 	// the sha256 matched.
 	Confirmed bool
+	// Files are the files of an artifact uploaded with the v3 protocol
+	// (upload-artifact@v3), by path inside it; nil for v4.
+	Files map[string][]byte
 
-	blocks map[string][]byte
-	order  []string
+	fileSizes map[string]int64 // v3: each file's announced size
+	blocks    map[string][]byte
+	order     []string
 }
 
 // Artifacts returns copies of every artifact created so far, in creation
@@ -53,7 +57,13 @@ func (f *Forge) Artifacts() []Artifact {
 	for _, a := range f.artifacts {
 		c := *a
 		c.Data = append([]byte(nil), a.Data...)
-		c.blocks, c.order = nil, nil
+		c.blocks, c.order, c.fileSizes, c.Files = nil, nil, nil, nil
+		for p, d := range a.Files {
+			if c.Files == nil {
+				c.Files = map[string][]byte{}
+			}
+			c.Files[p] = append([]byte(nil), d...)
+		}
 		out = append(out, c)
 	}
 	return out

@@ -172,6 +172,7 @@ func NewServer(opts ...Option) (*Forge, error) {
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/steps/{step}/summary", f.handleSummary)
 	mux.HandleFunc("PUT /api/actions_pipeline/_apis/pipelines/workflows/{run}/jobs/{job}/summary", f.handleSummary)
 	mux.HandleFunc(ArtifactRoute, f.handleArtifacts)
+	f.v3Routes(mux)
 	f.apiRoutes(mux)
 	f.forgejoRoutes(mux, hopts)
 	mux.HandleFunc("/", f.serveGit)

@@ -47,6 +47,10 @@ type job struct {
 	mu       sync.Mutex
 	pgids    []int // process groups of run: steps, killed at job end
 	timedOut bool  // the job's timeout-minutes ended it
+	// cacheURL is ACTIONS_CACHE_URL, cacheToken the secret in it;
+	// cacheRevoke ends them at cleanup.
+	cacheURL, cacheToken string
+	cacheRevoke          func()
 	// saidRefused is set once the log said that the forge takes no upload
 	// from a cancelled task (history.go).
 	saidRefused bool
@@ -56,6 +60,9 @@ func newJob(deps *Config, task *runnerv1.Task) *job {
 	j := &job{deps: deps, task: task, steps: map[string]workflow.StepResult{}}
 	j.wf, j.parseErr = parseTask(task)
 	j.github = workflow.GithubContext(task.GetContext())
+	if deps.Cache != nil && j.parseErr == nil {
+		j.cacheURL, j.cacheToken, j.cacheRevoke = deps.Cache.Grant(j.ctxString("repository"))
+	}
 	return j
 }
 
@@ -77,6 +84,9 @@ func (j *job) masks() []string {
 		if v, ok := j.task.GetContext().GetFields()[k]; ok && v.GetStringValue() != "" {
 			m = append(m, v.GetStringValue())
 		}
+	}
+	if j.cacheToken != "" {
+		m = append(m, j.cacheToken)
 	}
 	return m
 }
@@ -394,6 +404,9 @@ func sortedKeys(m map[string]string) []string {
 func (j *job) cleanup() {
 	j.killGroups()
 	j.stopContainers()
+	if j.cacheRevoke != nil {
+		j.cacheRevoke()
+	}
 	if j.td != nil {
 		_ = j.td.Close()
 	}

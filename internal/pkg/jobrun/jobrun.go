@@ -140,6 +140,17 @@ type Config struct {
 	// among the runner's jobs. Default (nil, or an empty Dir):
 	// <WorkDir>/actions.
 	ActionCache *ActionCache
+	// Cache is the cache server for actions/cache (cache.enabled); nil
+	// means none, and jobs get no ACTIONS_CACHE_URL.
+	Cache CacheServer
+}
+
+// CacheServer lends each job the cache server's URL for its repository
+// (ACTIONS_CACHE_URL) and the token in it (masked in the job's log),
+// until the job calls revoke at its cleanup. Package actcache's Server is
+// one.
+type CacheServer interface {
+	Grant(repository string) (url, token string, revoke func())
 }
 
 // WithDefaults returns c with every zero field that has a default set to

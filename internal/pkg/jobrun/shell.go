@@ -162,6 +162,9 @@ func (j *job) baseEnv(f stepFiles) map[string]string {
 		env["ACTIONS_RESULTS_URL"] = inst
 		env["ACTIONS_RUNTIME_TOKEN"] = j.runtimeToken()
 	}
+	if j.cacheURL != "" {
+		env["ACTIONS_CACHE_URL"] = j.cacheURL
+	}
 	if t := j.task.GetSecrets()["GITHUB_TOKEN"]; t != "" {
 		env["GITHUB_TOKEN"] = t
 	}

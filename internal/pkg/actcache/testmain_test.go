@@ -1,0 +1,9 @@
+package actcache
+
+import (
+	"testing"
+
+	"github.com/forgeload/forgeload/internal/pkg/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
