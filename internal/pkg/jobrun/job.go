@@ -47,6 +47,10 @@ type job struct {
 	mu       sync.Mutex
 	pgids    []int // process groups of run: steps, killed at job end
 	timedOut bool  // the job's timeout-minutes ended it
+	// callInputs is the inputs context of a job of a called reusable
+	// workflow, and callDepth how many calls led to it (reusable.go).
+	callInputs map[string]any
+	callDepth  int
 	// saidRefused is set once the log said that the forge takes no upload
 	// from a cancelled task (history.go).
 	saidRefused bool
@@ -121,6 +125,9 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	defer cancel()
 	if res, ok := j.evalJobIf(ec); !ok {
 		return res
+	}
+	if j.wf.Job.Uses != "" {
+		return j.runCall(jobCtx, outer)
 	}
 	if !j.checkSteps(jobCtx, j.exprContext(workflow.StatusSuccess)) {
 		if jobCtx.Err() != nil {
@@ -437,6 +444,9 @@ func (j *job) matrix() map[string]any {
 }
 
 func (j *job) inputs() map[string]any {
+	if j.callInputs != nil {
+		return j.callInputs
+	}
 	var types map[string]string
 	if j.wf != nil {
 		types = j.wf.InputTypes

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestE2EExecReusableWorkflow: forgeload exec runs a job that calls a
+// reusable workflow of the directory it runs in (uses: ./.gitea/...), with
+// its inputs, and the next job sees the called workflow's outputs through
+// needs. Before, the workflow did not parse.
+func TestE2EExecReusableWorkflow(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  call:
+    uses: ./.gitea/workflows/lib.yml
+    with:
+      who: world
+  after:
+    needs: call
+    runs-on: x
+    steps:
+      - run: echo "after got ${{ needs.call.outputs.greeting }}"
+`, map[string]string{".gitea/workflows/lib.yml": `on:
+  workflow_call:
+    inputs:
+      who: {type: string, required: true}
+    outputs:
+      greeting: {value: "${{ jobs.say.outputs.g }}"}
+jobs:
+  say:
+    runs-on: x
+    outputs: {g: "${{ steps.s.outputs.g }}"}
+    steps:
+      - id: s
+        run: echo "g=hello ${{ inputs.who }}" >> "$GITHUB_OUTPUT"
+`})
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{"Called job say: success", "after got hello world", "■ job call: success", "■ job after: success"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
