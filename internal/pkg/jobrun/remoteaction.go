@@ -125,8 +125,7 @@ func (j *job) fetchRepo(ctx context.Context, r remoteRef, what string, out io.Wr
 	if sameHost(r.base, j.ctxString("server_url")) || sameHost(r.base, j.deps.Instance) {
 		token = j.ctxString("token")
 	}
-	scheme, _, _ := strings.Cut(r.base, "://")
-	g, err := j.newHostGit(ctx, scheme, token, out)
+	g, err := j.newHostGit(ctx, r.base, token, out)
 	if err != nil {
 		return nil, err
 	}
