@@ -45,3 +45,33 @@ jobs:
 		}
 	}
 }
+
+// TestE2EExecReusableWorkflowErrors: a workflow that calls itself stops at
+// 10 levels (as on GitHub), and a secret the called workflow does not declare fails the
+// job before any called job runs, naming it.
+func TestE2EExecReusableWorkflowErrors(t *testing.T) {
+	parallel(t)
+	code, out := execWorkflow(t, `on: push
+jobs:
+  call:
+    uses: ./.gitea/workflows/loop.yml
+`, map[string]string{".gitea/workflows/loop.yml": `on: workflow_call
+jobs:
+  again:
+    uses: ./.gitea/workflows/loop.yml
+`})
+	if code != ExitFailure || !strings.Contains(out, "this call would make 11 levels of workflows calling one another, more than the 10 allowed") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	code, out = execWorkflow(t, `on: push
+jobs:
+  call:
+    uses: ./.gitea/workflows/lib.yml
+    secrets:
+      NOPE: x
+`, map[string]string{".gitea/workflows/lib.yml": "on: workflow_call\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo ran}]\n"})
+	if code != ExitFailure || strings.Contains(out, "Called job") ||
+		!strings.Contains(out, `secrets.NOPE: the called workflow declares no secret "NOPE" under on.workflow_call.secrets`) {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+}

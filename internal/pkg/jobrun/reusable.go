@@ -36,8 +36,9 @@ func (j *job) runCall(ctx, outer context.Context) runnerv1.Result {
 		}
 		return runnerv1.Result_RESULT_FAILURE
 	}
-	if j.callDepth+1 >= maxCallDepth {
-		return fail("reusable workflows call one another %d levels deep, more than the %d allowed; call fewer levels", j.callDepth+1, maxCallDepth)
+	// The task's workflow is level 1, the one it calls level 2, and so on.
+	if level := j.callDepth + 2; level > maxCallDepth {
+		return fail("this call would make %d levels of workflows calling one another, more than the %d allowed; call fewer levels", level, maxCallDepth)
 	}
 	called, err := j.loadCalled(ctx)
 	if err != nil {
