@@ -144,3 +144,34 @@ jobs:
 	}
 	wantContains(t, "log", log, `input "target" is required by the called workflow`)
 }
+
+// TestCachedRepositoryNeedsAccess: a repository cached by commit (an
+// action, or a called workflow's) is handed to a job only when the forge
+// lets the job's token read it, even when the job names the commit id,
+// which needs no lookup. Before, a job whose token could not read the
+// repository got the cached files.
+func TestCachedRepositoryNeedsAccess(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ids, err := h.forge.AddActionRepo("org/private", forgetest.Commit{Files: map[string]string{
+		".gitea/workflows/lib.yml": "on: workflow_call\njobs:\n  a:\n    runs-on: x\n    steps: [{run: echo private-workflow-ran}]\n",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := &jobrun.ActionCache{Dir: t.TempDir()}
+	payload := "on: push\njobs:\n  call:\n    uses: org/private/.gitea/workflows/lib.yml@" + ids[0] + "\n"
+	v := h.run(payload, Options{Config: jobrun.Config{ActionCache: cache}})
+	if log := logText(v); v.Result != runnerv1.Result_RESULT_SUCCESS || !strings.Contains(log, "private-workflow-ran") {
+		t.Fatalf("first run: %v; log:\n%s", v.Result, log)
+	}
+	// A job whose token the forge does not accept.
+	v = h.run(payload, Options{Config: jobrun.Config{ActionCache: cache}}, func(j *forgetest.Job) {
+		j.Context = map[string]any{"token": "not-a-token-of-this-forge"}
+	})
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "private-workflow-ran") || strings.Contains(log, "Using the cached copy") {
+		t.Fatalf("a job that cannot read the repository: %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "readable with the task's token?")
+}

@@ -200,6 +200,11 @@ func (j *job) placeAction(g *hostGit, key, fetchRef, commit, root string, out io
 // branch of that name.
 func (g *hostGit) resolveRef(ref string) (commit, fetchRef string, err error) {
 	if commitRe.MatchString(ref) {
+		// A commit id needs no lookup, but the cache must not hand a
+		// repository's files to a job that cannot read it: ask the forge.
+		if _, err := g.output("ls-remote", "origin", "HEAD"); err != nil {
+			return "", "", fmt.Errorf("%w (is the repository reachable, and readable with the task's token?)", err)
+		}
 		return ref, ref, nil
 	}
 	tag, branch := "refs/tags/"+ref, "refs/heads/"+ref
