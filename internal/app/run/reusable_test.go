@@ -105,6 +105,7 @@ jobs:
 		"testing 1.2.5 dry=true simulated",
 		"job skipped: if: ${{ !inputs.dry }} is false",
 		"Called job build: success", "Called job test: success", "Called job skipped: skipped",
+		`[test] step 1 "Run echo \"testing ${{ needs.build.outputs.v }} dry=${{ inputs.dry }} ${{ !inputs.dry && 'real' || 'simulated' }}\"": success`,
 	} {
 		wantContains(t, "log", log, want)
 	}

@@ -132,7 +132,7 @@ func (j *job) runCalledJob(ctx, outer context.Context, w *workflow.Workflow, inp
 	sub := &job{deps: j.deps, task: task, steps: map[string]workflow.StepResult{}, wf: w,
 		github: maps.Clone(j.github), callInputs: inputs, callDepth: j.callDepth + 1}
 	sub.github["job"] = w.JobID
-	rep := &callReporter{Reporter: j.rep, job: w.JobID}
+	rep := &callReporter{Reporter: j.rep, job: w.JobID, steps: w.Job.Steps}
 	sub.rep = rep
 	j.rep.Logf(-1, "::group::Called job %s (%s)", w.JobID, j.wf.Job.Uses)
 	defer j.rep.Logf(-1, "::endgroup::")
@@ -143,9 +143,6 @@ func (j *job) runCalledJob(ctx, outer context.Context, w *workflow.Workflow, inp
 			return runnerv1.Result_RESULT_FAILURE
 		}
 		res := sub.run(ctx, outer)
-		if errors.Is(context.Cause(ctx), errJobTimeout) {
-			sub.timedOut = true
-		}
 		sub.killGroups()
 		sub.reportExitedServices()
 		return res
@@ -309,15 +306,26 @@ func (j *job) callRepo(ref workflow.CallRef) (remoteRef, error) {
 type callReporter struct {
 	Reporter
 	job     string
+	steps   []workflow.Step
 	outputs map[string]string
 }
 
 // StepStart implements Reporter.
-func (r *callReporter) StepStart(i int) { r.Reporter.Logf(-1, "[%s] step %d", r.job, i+1) }
+func (r *callReporter) StepStart(i int) {
+	r.Reporter.Logf(-1, "[%s] step %d%s", r.job, i+1, r.stepName(i))
+}
 
 // StepEnd implements Reporter.
 func (r *callReporter) StepEnd(i int, res runnerv1.Result) {
-	r.Reporter.Logf(-1, "[%s] step %d: %s", r.job, i+1, resultWord(res))
+	r.Reporter.Logf(-1, "[%s] step %d%s: %s", r.job, i+1, r.stepName(i), resultWord(res))
+}
+
+// stepName is " " and the quoted name of step i as written, or "".
+func (r *callReporter) stepName(i int) string {
+	if i < 0 || i >= len(r.steps) {
+		return ""
+	}
+	return fmt.Sprintf(" %q", r.steps[i].DisplayName())
 }
 
 // Logf implements Reporter.
