@@ -75,3 +75,29 @@ jobs:
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
 }
+
+// TestE2EExecRemoteReusableWorkflowByURL: forgeload exec runs a reusable
+// workflow named by its full URL, fetched with git from a public
+// repository; owner/repo/... without a host is bad input there, saying
+// why.
+func TestE2EExecRemoteReusableWorkflowByURL(t *testing.T) {
+	parallel(t)
+	url := serveGitRepo(t, "org/shared", "v1", map[string]string{".github/workflows/lib.yml": `on:
+  workflow_call:
+    inputs:
+      n: {type: number, default: 2}
+jobs:
+  a:
+    runs-on: x
+    steps:
+      - run: echo "remote workflow n=${{ inputs.n }} sum=${{ inputs.n == 2 }}"
+`})
+	code, out := execWorkflow(t, "on: push\njobs:\n  call:\n    uses: "+url+"/org/shared/.github/workflows/lib.yml@v1\n", nil)
+	if code != 0 || !strings.Contains(out, "remote workflow n=2 sum=true") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	code, out = execWorkflow(t, "on: push\njobs:\n  call:\n    uses: org/shared/.github/workflows/lib.yml@v1\n", nil)
+	if code != ExitFailure || !strings.Contains(out, "a local run has no forge to fetch the workflow from; write its full URL") {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+}
