@@ -7,8 +7,9 @@ import (
 
 // TestE2EExecReusableWorkflow: forgeload exec runs a job that calls a
 // reusable workflow of the directory it runs in (uses: ./.gitea/...), with
-// its inputs, and the next job sees the called workflow's outputs through
-// needs. Before, the workflow did not parse.
+// its inputs, its jobs in needs order (a matrix job once per combination),
+// and the next job sees the called workflow's outputs through needs.
+// Before, the workflow did not parse.
 func TestE2EExecReusableWorkflow(t *testing.T) {
 	parallel(t)
 	code, out := execWorkflow(t, `on: push
@@ -21,14 +22,27 @@ jobs:
     needs: call
     runs-on: x
     steps:
-      - run: echo "after got ${{ needs.call.outputs.greeting }}"
+      - run: echo "after got ${{ needs.call.outputs.greeting }} and leg ${{ needs.call.outputs.leg }}"
 `, map[string]string{".gitea/workflows/lib.yml": `on:
   workflow_call:
     inputs:
       who: {type: string, required: true}
     outputs:
       greeting: {value: "${{ jobs.say.outputs.g }}"}
+      leg: {value: "${{ jobs.legs.outputs.last }}-${{ jobs.legs.result }}"}
 jobs:
+  legs:
+    needs: say
+    runs-on: x
+    strategy:
+      matrix:
+        n: [1, 2]
+    outputs: {last: "${{ steps.l.outputs.v }}"}
+    steps:
+      - id: l
+        run: |
+          echo "leg ${{ matrix.n }} after ${{ needs.say.outputs.g }}"
+          echo "v=${{ matrix.n }}" >> "$GITHUB_OUTPUT"
   say:
     runs-on: x
     outputs: {g: "${{ steps.s.outputs.g }}"}
@@ -39,7 +53,8 @@ jobs:
 	if code != 0 {
 		t.Fatalf("exit %d; output:\n%s", code, out)
 	}
-	for _, want := range []string{"Called job say: success", "after got hello world", "■ job call: success", "■ job after: success"} {
+	for _, want := range []string{"Called job say: success", "leg 1 after hello world", "leg 2 after hello world", "Called job legs (1): success",
+		"Called job legs (2): success", "after got hello world and leg 2-success", "■ job call: success", "■ job after: success"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -98,9 +98,10 @@ func (j *job) runCalledJobs(ctx, outer context.Context, order []*workflow.Workfl
 		if ctx.Err() == nil {
 			res, outputs = j.runCalledJob(ctx, outer, w, inputs, secrets, needs)
 		}
-		j.rep.Logf(-1, "Called job %s: %s", w.JobID, resultWord(res))
-		needs[w.JobID] = &runnerv1.TaskNeed{Result: res, Outputs: outputs}
-		results[w.JobID] = workflow.NeedResult{Result: resultWord(res), Outputs: orEmptyMap(outputs)}
+		j.rep.Logf(-1, "Called job %s: %s", calledName(w), resultWord(res))
+		n := mergeCalledNeed(needs[w.JobID], res, outputs)
+		needs[w.JobID] = n
+		results[w.JobID] = workflow.NeedResult{Result: resultWord(n.GetResult()), Outputs: n.GetOutputs()}
 		switch {
 		case res == runnerv1.Result_RESULT_FAILURE:
 			status = workflow.StatusFailure
@@ -111,11 +112,22 @@ func (j *job) runCalledJobs(ctx, outer context.Context, order []*workflow.Workfl
 	return results, status
 }
 
-func orEmptyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
+// mergeCalledNeed adds the result and outputs of one job of a matrix to
+// what the jobs that need it see, as the forge merges a matrix's jobs: a
+// failure or cancel stands over a success, later outputs win.
+func mergeCalledNeed(prev *runnerv1.TaskNeed, res runnerv1.Result, outputs map[string]string) *runnerv1.TaskNeed {
+	if prev == nil {
+		prev = &runnerv1.TaskNeed{Result: res, Outputs: map[string]string{}}
+	} else if prev.Result == runnerv1.Result_RESULT_SUCCESS || prev.Result == runnerv1.Result_RESULT_SKIPPED {
+		prev.Result = res
 	}
-	return m
+	maps.Copy(prev.Outputs, outputs)
+	return prev
+}
+
+// calledName is the job's id with its matrix values, as the log names it.
+func calledName(w *workflow.Workflow) string {
+	return w.JobID + workflow.MatrixJob{Values: w.Job.Matrix}.Suffix()
 }
 
 // runCalledJob runs one job of the called workflow as a job of its own:
@@ -132,16 +144,12 @@ func (j *job) runCalledJob(ctx, outer context.Context, w *workflow.Workflow, inp
 	sub := &job{deps: j.deps, task: task, steps: map[string]workflow.StepResult{}, wf: w,
 		github: maps.Clone(j.github), callInputs: inputs, callDepth: j.callDepth + 1}
 	sub.github["job"] = w.JobID
-	rep := &callReporter{Reporter: j.rep, job: w.JobID, steps: w.Job.Steps}
+	rep := &callReporter{Reporter: j.rep, job: calledName(w), steps: w.Job.Steps}
 	sub.rep = rep
-	j.rep.Logf(-1, "::group::Called job %s (%s)", w.JobID, j.wf.Job.Uses)
+	j.rep.Logf(-1, "::group::Called job %s (%s)", calledName(w), j.wf.Job.Uses)
 	defer j.rep.Logf(-1, "::endgroup::")
 	res := func() runnerv1.Result {
 		defer sub.cleanup()
-		if err := matrixOfOne(w.Job); err != nil {
-			j.rep.Logf(-1, "::error::job %s: %v", w.JobID, err)
-			return runnerv1.Result_RESULT_FAILURE
-		}
 		res := sub.run(ctx, outer)
 		sub.killGroups()
 		sub.reportExitedServices()
@@ -150,25 +158,18 @@ func (j *job) runCalledJob(ctx, outer context.Context, w *workflow.Workflow, inp
 	return res, rep.outputs
 }
 
-// matrixOfOne refuses a called job whose strategy.matrix has more than one
-// combination: this runner runs the called jobs one by one and does not
-// expand their matrices.
-func matrixOfOne(job *workflow.Job) error {
-	for _, k := range slices.Sorted(maps.Keys(job.Matrix)) {
-		if l, ok := job.Matrix[k].([]any); ok && len(l) != 1 {
-			return fmt.Errorf("strategy.matrix.%s has %d values; forgeload runs a called workflow's jobs without expanding their matrices: give each value a job of its own, or run the workflow itself instead of calling it", k, len(l))
-		}
-	}
-	return nil
-}
-
 // callOrder orders the called workflow's jobs so that each comes after the
-// jobs it needs, keeping the file's order otherwise; a need of no job, or
-// a cycle, is an error naming the job.
+// jobs it needs, keeping the file's order otherwise (the jobs of a
+// matrix, which share an id, stay together); a need of no job, or a
+// cycle, is an error naming the job.
 func callOrder(jobs []*workflow.Workflow) ([]*workflow.Workflow, error) {
-	byID := map[string]*workflow.Workflow{}
+	byID := map[string][]*workflow.Workflow{}
+	var ids []string
 	for _, w := range jobs {
-		byID[w.JobID] = w
+		if byID[w.JobID] == nil {
+			ids = append(ids, w.JobID)
+		}
+		byID[w.JobID] = append(byID[w.JobID], w)
 	}
 	for _, w := range jobs {
 		for _, n := range w.Job.Needs {
@@ -179,19 +180,19 @@ func callOrder(jobs []*workflow.Workflow) ([]*workflow.Workflow, error) {
 	}
 	var order []*workflow.Workflow
 	placed := map[string]bool{}
-	for len(order) < len(jobs) {
+	for len(placed) < len(ids) {
 		progress := false
-		for _, w := range jobs {
-			if placed[w.JobID] || !allPlaced(w.Job.Needs, placed) {
+		for _, id := range ids {
+			if placed[id] || !allPlaced(byID[id][0].Job.Needs, placed) {
 				continue
 			}
-			order, placed[w.JobID], progress = append(order, w), true, true
+			order, placed[id], progress = append(order, byID[id]...), true, true
 		}
 		if !progress {
 			var left []string
-			for _, w := range jobs {
-				if !placed[w.JobID] {
-					left = append(left, w.JobID)
+			for _, id := range ids {
+				if !placed[id] {
+					left = append(left, id)
 				}
 			}
 			return nil, fmt.Errorf("the needs: of the called workflow's jobs %s form a cycle; remove one", strings.Join(left, ", "))

@@ -96,7 +96,9 @@ type Called struct {
 	// Secrets are the declared secrets, by name; required: true is true.
 	Secrets map[string]bool
 	// Jobs are the workflow's jobs in file order, each a [Workflow] of its
-	// own, as [ParseJobs] returns them.
+	// own, as [ParseJobs] returns them, with each strategy.matrix expanded:
+	// one entry per combination, all with the job's JobID (see
+	// [ExpandMatrix]).
 	Jobs []*Workflow
 }
 
@@ -150,7 +152,66 @@ func parseCalled(payload []byte) (*Called, error) {
 	if c.Jobs, err = ParseJobs(payload); err != nil {
 		return nil, err
 	}
+	if c.Jobs, err = expandMatrices(root, c.Jobs); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// expandMatrices replaces each job of jobs whose strategy.matrix is a
+// mapping by one job per combination, as the forge expands a workflow's
+// jobs: the same JobID, Matrix holding the combination's values and Name
+// the suffix " (v1, v2)" (unless the name is an expression). A matrix
+// written as an expression is an error: nothing here can evaluate it
+// before the job runs.
+func expandMatrices(root *yaml.Node, jobs []*Workflow) ([]*Workflow, error) {
+	nodes := map[string]*yaml.Node{}
+	if jn := mappingChild(root, "jobs"); jn != nil {
+		for i := 0; i+1 < len(jn.Content); i += 2 {
+			nodes[jn.Content[i].Value] = strictyaml.Resolve(jn.Content[i+1])
+		}
+	}
+	var out []*Workflow
+	for _, w := range jobs {
+		m := mappingChild(mappingChild(nodes[w.JobID], "strategy"), "matrix")
+		if m == nil {
+			out = append(out, w)
+			continue
+		}
+		path := "jobs." + w.JobID + ".strategy.matrix"
+		if m.Kind != yaml.MappingNode {
+			return nil, perr(m, path, "a matrix written as an expression cannot be expanded in a called workflow, which the runner expands; write its dimensions as lists")
+		}
+		combos, err := ExpandMatrix(m, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range combos {
+			one := *w
+			job := *w.Job
+			job.Matrix = c.Values
+			job.Name = firstNonEmpty(job.Name, w.JobID)
+			if !strings.Contains(job.Name, "${{") {
+				job.Name += c.Suffix()
+			}
+			one.Job = &job
+			out = append(out, &one)
+		}
+	}
+	return out, nil
+}
+
+// mappingChild is the value of key in the mapping n, or nil.
+func mappingChild(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return strictyaml.Resolve(n.Content[i+1])
+		}
+	}
+	return nil
 }
 
 func lineOf(n *yaml.Node) int {

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -54,6 +56,22 @@ func TestParseCalled(t *testing.T) {
 	}
 }
 
+func TestParseCalledExpandsMatrices(t *testing.T) {
+	t.Parallel()
+	c, err := ParseCalled([]byte("on: workflow_call\njobs:\n  a:\n    runs-on: x\n    strategy:\n      matrix: {go: ['1.22', '1.23'], os: [linux]}\n    steps: [{run: a}]\n  b:\n    needs: a\n    runs-on: x\n    steps: [{run: b}]\n"), "ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Jobs {
+		got = append(got, fmt.Sprintf("%s %q %v", w.JobID, w.Job.Name, w.Job.Matrix))
+	}
+	want := []string{`a "a (1.22, linux)" map[go:1.22 os:linux]`, `a "a (1.23, linux)" map[go:1.23 os:linux]`, `b "" map[]`}
+	if !slices.Equal(got, want) {
+		t.Errorf("jobs = %q, want %q", got, want)
+	}
+}
+
 func TestCallInputsErrors(t *testing.T) {
 	t.Parallel()
 	c, err := ParseCalled([]byte(calledYAML), "b.yml")
@@ -88,6 +106,8 @@ func TestParseCalledErrors(t *testing.T) {
 			`ci.yml:4: on.workflow_call.inputs.a: unknown key "typ"; did you mean "type"? known keys: default, description, required, type`},
 		{"output without value", "on:\n  workflow_call:\n    outputs:\n      v: {description: x}\njobs: {a: {runs-on: x, steps: [{run: a}]}}\n",
 			"ci.yml:4: on.workflow_call.outputs.v: an output needs value: (such as ${{ jobs.build.outputs.version }})"},
+		{"expression matrix", "on: workflow_call\njobs:\n  a:\n    runs-on: x\n    strategy:\n      matrix: ${{ fromJSON(inputs.m) }}\n    steps: [{run: a}]\n",
+			"ci.yml:6: jobs.a.strategy.matrix: a matrix written as an expression cannot be expanded in a called workflow, which the runner expands; write its dimensions as lists"},
 		{"bad job", "on: [workflow_call]\njobs: {a: {runs-on: x}}\n",
 			"ci.yml:2: jobs.a: a job needs steps: (or uses: to call a reusable workflow)"},
 	} {
