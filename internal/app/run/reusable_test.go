@@ -176,3 +176,32 @@ func TestCachedRepositoryNeedsAccess(t *testing.T) {
 	}
 	wantContains(t, "log", log, "readable with the task's token?")
 }
+
+// TestCalledJobTimeout: a called job's own timeout-minutes fails it (not
+// a cancel), and so the calling job, and the job after it that needs it is
+// skipped. Before, it ended as cancelled without a word.
+func TestCalledJobTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if _, err := h.forge.AddRepo("me/app", map[string]string{".gitea/workflows/slow.yml": `on: workflow_call
+jobs:
+  slow:
+    runs-on: x
+    timeout-minutes: 0.01
+    steps: [{run: sleep 30}]
+  next:
+    needs: slow
+    runs-on: x
+    steps: [{run: echo next-$((1+1))}]
+`}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.run("on: push\njobs:\n  call:\n    uses: ./.gitea/workflows/slow.yml\n", Options{})
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "next-2") {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{"called job slow exceeded its timeout-minutes and was stopped", "Called job slow: failure", "Called job next: skipped"} {
+		wantContains(t, "log", log, want)
+	}
+}

@@ -151,6 +151,11 @@ func (j *job) runCalledJob(ctx, outer context.Context, w *workflow.Workflow, inp
 	res := func() runnerv1.Result {
 		defer sub.cleanup()
 		res := sub.run(ctx, outer)
+		if sub.timedOut {
+			// Its own timeout-minutes ended it: a failure, as for any job.
+			j.rep.Logf(-1, "::error::called job %s exceeded its timeout-minutes and was stopped", calledName(w))
+			res = runnerv1.Result_RESULT_FAILURE
+		}
 		sub.killGroups()
 		sub.reportExitedServices()
 		return res
