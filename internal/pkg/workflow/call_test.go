@@ -148,6 +148,7 @@ func FuzzParseCalled(f *testing.F) {
 	f.Add([]byte(calledYAML))
 	f.Add([]byte("on: workflow_call\njobs: {a: {uses: ./.gitea/workflows/x.yml}}"))
 	f.Add([]byte("on: {workflow_call: {inputs: {a: {type: number, default: 1}}, secrets: {s: {required: true}}}}\njobs: {a: {runs-on: x, steps: [{run: a}]}}"))
+	f.Add([]byte("on: workflow_call\njobs: {a: {runs-on: x, strategy: {matrix: {x: [1, 2], include: [{x: 3, y: a}], exclude: [{x: 1}]}}, steps: [{run: a}]}, b: {needs: a, uses: o/r/.github/workflows/b.yml@v1}}"))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		c, err := ParseCalled(payload, "f.yml")
 		if err != nil {
