@@ -78,12 +78,12 @@ func TestCheckoutRejectsUnknownInput(t *testing.T) {
 
 	// An input of actions/checkout that forgeload would ignore fails the
 	// step before anything is fetched.
-	v = h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: actions/checkout@v4\n        with:\n          submodules: recursive\n      - run: echo after\n", Options{})
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - uses: actions/checkout@v4\n        with:\n          sparse-checkout: src\n      - run: echo after\n", Options{})
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result = %v, want FAILURE", v.Result)
 	}
 	// Refused when the job starts, before any step runs.
-	wantContains(t, "log", logText(v), `::error::step 1 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.submodules: recursive is not supported`)
+	wantContains(t, "log", logText(v), `::error::step 1 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.sparse-checkout: src is not supported`)
 	if strings.Contains(logText(v), "Checking out") || strings.Contains(logText(v), "\nafter") {
 		t.Fatalf("the checkout went ahead, or the job did, despite the refused input:\n%s", logText(v))
 	}
@@ -416,7 +416,7 @@ jobs:
         with:
           github-server-url: %s
       - run: |
-          echo "head=$(cat .git/HEAD)"
+          echo "head=$(cat .git/HEAD) at $(cat .git/refs/heads/main)"
           grep -c pwn .git/config || echo "no planted config"
           cat README
 `, img, strings.ReplaceAll(loop, "\n", "\n          "), server), Options{Config: jobrun.Config{WorkDir: work, Containers: eng, PullPolicy: container.PullNever}})
@@ -427,7 +427,7 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result = %v, want success; log:\n%s", v.Result, log)
 	}
-	for _, w := range []string{"head=" + sha, "no planted config", "\nhello"} {
+	for _, w := range []string{"head=ref: refs/heads/main at " + sha, "no planted config", "\nhello"} {
 		wantContains(t, "log", log, w)
 	}
 }

@@ -16,6 +16,16 @@ type Commit struct {
 	Tags          []string
 	AnnotatedTags []string
 	Branches      []string
+	// Submodules are gitlinks the commit records, each named in the
+	// .gitmodules the commit gets.
+	Submodules []Submodule
+}
+
+// Submodule is a submodule of a [Commit]: its path in the tree, its URL
+// (as .gitmodules writes it: absolute, or relative such as ../lib.git)
+// and the commit the tree records.
+type Submodule struct {
+	Path, URL, Commit string
 }
 
 // AddActionRepo creates (or replaces) the repository name ("owner/repo")
@@ -101,7 +111,19 @@ func commitTree(work string, n int, c Commit) (string, error) {
 			return "", fmt.Errorf("forgetest: %w", err)
 		}
 	}
-	steps := [][]string{{"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", fmt.Sprintf("commit %d", n)}}
+	steps := [][]string{{"add", "-A"}}
+	if len(c.Submodules) > 0 {
+		var gm strings.Builder
+		for _, sm := range c.Submodules {
+			fmt.Fprintf(&gm, "[submodule %q]\n\tpath = %s\n\turl = %s\n", sm.Path, sm.Path, sm.URL)
+			steps = append(steps, []string{"update-index", "--add", "--cacheinfo", "160000," + sm.Commit + "," + sm.Path})
+		}
+		if err := os.WriteFile(filepath.Join(work, ".gitmodules"), []byte(gm.String()), 0o644); err != nil {
+			return "", fmt.Errorf("forgetest: %w", err)
+		}
+		steps = append(steps, []string{"add", ".gitmodules"})
+	}
+	steps = append(steps, []string{"commit", "-q", "--allow-empty", "-m", fmt.Sprintf("commit %d", n)})
 	for _, t := range c.Tags {
 		steps = append(steps, []string{"tag", "-f", t})
 	}

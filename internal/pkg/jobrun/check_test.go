@@ -40,7 +40,7 @@ jobs:
         uses: docker://alpine:3
       - uses: actions/checkout@v4
         with:
-          submodules: true
+          sparse-checkout: src
       - uses: acme/thing
       - uses: ../elsewhere/action
 `)
@@ -58,7 +58,7 @@ jobs:
 	for _, want := range []string{
 		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none), so actions/setup-go has no forge to come from; write the action's full URL: uses: https://host/actions/setup-go@v5; install Go on the runner host`,
 		`step 3 "image" uses "docker://alpine:3": docker:// steps need a Docker Engine, and this runner has none; run the job on a runner with Docker`,
-		`step 4 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.submodules: true is not supported`,
+		`step 4 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.sparse-checkout: src is not supported`,
 		`step 5 "Run acme/thing" uses "acme/thing": a uses: reference needs a version after @`,
 		`step 6 "Run ../elsewhere/action" uses "../elsewhere/action": a local action must be a directory inside the workspace; write uses: ./path/to/action`,
 		"this runner cannot run 5 step(s) of job a (listed above), so none of its steps ran",

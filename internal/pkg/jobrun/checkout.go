@@ -2,6 +2,7 @@ package jobrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	neturl "net/url"
 	"os"
@@ -17,7 +18,7 @@ import (
 )
 
 // checkoutInputs are the with: inputs the checkout honours.
-var checkoutInputs = []string{"repository", "ref", "token", "path", "fetch-depth", "clean", "github-server-url"}
+var checkoutInputs = []string{"repository", "ref", "token", "path", "fetch-depth", "clean", "github-server-url", "submodules", "fetch-tags", "lfs"}
 
 // checkoutFixed are the other inputs of actions/checkout: each is accepted
 // only with a value that asks for what this checkout does anyway (any
@@ -28,9 +29,6 @@ var checkoutFixed = map[string]struct {
 	does   string
 }{
 	"persist-credentials":       {[]string{"false"}, "never writes the token into .git/config: a later step that pushes must pass a token itself"},
-	"submodules":                {[]string{"false"}, "checks out no submodules: run `git submodule update --init --recursive` in a run: step"},
-	"lfs":                       {[]string{"false"}, "fetches no Git LFS files: run `git lfs pull` in a run: step"},
-	"fetch-tags":                {[]string{"false"}, "fetches no tags: run `git fetch --tags` in a run: step"},
 	"show-progress":             {[]string{"false"}, "logs git's output without progress meters"},
 	"sparse-checkout":           {[]string{""}, "checks out the whole tree: use `git sparse-checkout` in a run: step"},
 	"filter":                    {[]string{""}, "fetches whole objects, with no partial-clone filter"},
@@ -48,6 +46,8 @@ type checkoutStep struct {
 	repository, ref, token, path, server string
 	depth                                int  // 0: the whole history
 	clean                                bool // git clean the destination (clean: true, the default)
+	submodules                           submoduleMode
+	fetchTags                            bool // fetch-tags: true
 }
 
 // newCheckoutStep resolves st's with: against ec. An input it would
@@ -88,15 +88,11 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 		}
 		c.depth = n
 	}
-	switch v := strings.ToLower(with["clean"]); v {
-	case "", "true":
-	case "false":
-		c.clean = false
-	default:
-		return nil, fmt.Errorf("with.clean %q is not true or false", with["clean"])
+	if err := c.setOptions(with); err != nil {
+		return nil, err
 	}
 	if c.server != "" {
-		if _, err := forgeScheme(c.server, true); err != nil {
+		if err := checkForgeURL(c.server, true); err != nil {
 			return nil, err
 		}
 	}
@@ -104,6 +100,40 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 		return nil, fmt.Errorf("with.path %q must be relative and stay inside the workspace", p)
 	}
 	return c, nil
+}
+
+// setOptions reads the boolean-like inputs clean, fetch-tags, lfs and
+// submodules.
+func (c *checkoutStep) setOptions(with map[string]string) error {
+	var lfs bool
+	for _, b := range []struct {
+		key string
+		v   *bool
+	}{{"clean", &c.clean}, {"fetch-tags", &c.fetchTags}, {"lfs", &lfs}} {
+		switch v := strings.ToLower(with[b.key]); v {
+		case "":
+		case "true", "false":
+			*b.v = v == "true"
+		default:
+			return fmt.Errorf("with.%s %q is not true or false", b.key, with[b.key])
+		}
+	}
+	if lfs {
+		if err := exec.Command("git", "lfs", "version").Run(); err != nil {
+			return errors.New("with.lfs: true needs git-lfs, which is not installed on this runner host (git lfs version fails); install it (apt-get install git-lfs), or drop lfs: and run the job on a runner that has it")
+		}
+		return errors.New("with.lfs: true is not supported: forgeload's built-in checkout fetches no Git LFS files yet; set lfs: false and run `git lfs pull` in a run: step")
+	}
+	switch v := strings.ToLower(with["submodules"]); v {
+	case "", "false":
+	case "true":
+		c.submodules = submodulesTop
+	case "recursive":
+		c.submodules = submodulesRecursive
+	default:
+		return fmt.Errorf("with.submodules %q is not true, false or recursive", with["submodules"])
+	}
+	return nil
 }
 
 // checkout runs uses: actions/checkout natively with git: it fetches the
@@ -147,12 +177,11 @@ func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result
 		ref = j.ctxString("ref")
 	}
 	url := server + "/" + repo + ".git"
-	scheme, err := forgeScheme(server, c.server != "")
-	if err != nil {
+	if err := checkForgeURL(server, c.server != ""); err != nil {
 		return fail("%v", err)
 	}
 	j.Logf("Checking out %s at %s into %s", url, firstNonEmptyStr(sha, ref, "the default branch"), dest)
-	g, err := j.newHostGit(ctx, scheme, token, j.Writer())
+	g, err := j.newHostGit(ctx, server, token, j.Writer())
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -167,7 +196,9 @@ func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result
 }
 
 // fetchAndCheckout makes the repository, fetches sha (or ref, or the
-// default branch) from url and checks it out, in g's private directory.
+// default branch) from url and checks it out, in g's private directory:
+// on a branch of the ref's name when the ref is a branch (as
+// actions/checkout does), else on a detached HEAD; then the submodules.
 func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error {
 	// core.worktree, which init records, is dropped: the repository moves
 	// into the destination afterwards, where git finds it by its place.
@@ -178,46 +209,79 @@ func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error 
 			return err
 		}
 	}
-	const reach = "is the repository reachable and the token allowed to read it?"
-	fetch := []string{"-c", "protocol.version=2", "fetch", "--no-tags", "--prune"}
-	if c.depth > 0 {
-		fetch = append(fetch, "--depth="+strconv.Itoa(c.depth))
+	branch, err := c.branchOf(g, sha, ref)
+	if err != nil {
+		return err
 	}
-	want := firstNonEmptyStr(sha, ref)
-	if want == "" {
-		if err := g.run(append(fetch, "origin")...); err != nil {
-			return fmt.Errorf("%w (%s)", err, reach)
-		}
-	} else if err := g.run(append(fetch, "origin", want)...); err != nil {
-		if sha == "" || ref == "" {
-			return fmt.Errorf("%w (%s)", err, reach)
-		}
-		// Some servers refuse a fetch by commit id; fetch the ref instead.
-		if err := g.run(append(fetch, "origin", ref)...); err != nil {
-			return fmt.Errorf("%w (%s)", err, reach)
-		}
+	if err := c.fetch(g, sha, ref, branch); err != nil {
+		return err
 	}
 	// A commit id checks out as itself; a ref as what the fetch brought.
 	target := sha
 	if target == "" {
 		target = "FETCH_HEAD"
 	}
-	return g.run("checkout", "-q", "--force", "--detach", target)
+	if branch == "" {
+		err = g.run("checkout", "-q", "--force", "--detach", target)
+	} else {
+		err = g.checkoutBranch(branch, target)
+	}
+	if err != nil {
+		return err
+	}
+	return c.updateSubmodules(g)
 }
 
-// forgeScheme is the scheme of the forge's URL server, which must be
-// http or https: the checkout fetches over HTTP(S) only (fromWith: the URL
-// came from with.github-server-url).
-func forgeScheme(server string, fromWith bool) (string, error) {
+// fetch fetches sha (else ref, else the default branch) from origin, into
+// refs/remotes/origin/<branch> when branch is set, with every tag when
+// fetch-tags is true.
+func (c *checkoutStep) fetch(g *hostGit, sha, ref, branch string) error {
+	const reach = "is the repository reachable and the token allowed to read it?"
+	fetch := []string{"-c", "protocol.version=2", "fetch", "--no-tags", "--prune"}
+	if c.fetchTags {
+		fetch[3] = "--tags"
+	}
+	if c.depth > 0 {
+		fetch = append(fetch, "--depth="+strconv.Itoa(c.depth))
+	}
+	spec := func(src string) string {
+		if branch == "" {
+			return src
+		}
+		return "+" + src + ":refs/remotes/origin/" + branch
+	}
+	want := firstNonEmptyStr(sha, ref)
+	if want == "" {
+		if err := g.run(append(fetch, "origin")...); err != nil {
+			return fmt.Errorf("%w (%s)", err, reach)
+		}
+		return nil
+	}
+	if err := g.run(append(fetch, "origin", spec(want))...); err != nil {
+		if sha == "" || ref == "" {
+			return fmt.Errorf("%w (%s)", err, reach)
+		}
+		// Some servers refuse a fetch by commit id; fetch the ref instead.
+		if err := g.run(append(fetch, "origin", spec(ref))...); err != nil {
+			return fmt.Errorf("%w (%s)", err, reach)
+		}
+	}
+	return nil
+}
+
+// checkForgeURL checks that the forge's URL server is an http or https
+// URL: the checkout fetches over HTTP(S) only (fromWith: the URL came from
+// with.github-server-url).
+func checkForgeURL(server string, fromWith bool) error {
 	what := "the task's server_url"
 	if fromWith {
 		what = "with.github-server-url"
 	}
 	u, err := neturl.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q is not an http:// or https:// URL; the checkout fetches from the forge over HTTP(S) only", what, server)
+		return fmt.Errorf("%s %q is not an http:// or https:// URL; the checkout fetches from the forge over HTTP(S) only", what, server)
 	}
-	return u.Scheme, nil
+	return nil
 }
 
 // checkoutDir makes the checkout's destination, the workspace or path

@@ -18,6 +18,7 @@ func TestCheckoutInputs(t *testing.T) {
 		nil,
 		{"repository": "o/r", "ref": "main", "token": "t", "path": "${{ env.DIR }}", "fetch-depth": "0", "clean": "false", "github-server-url": "https://x"},
 		{"persist-credentials": "false", "submodules": "False", "lfs": "false", "fetch-tags": "false", "show-progress": "false"},
+		{"submodules": "recursive", "fetch-tags": "true"}, {"submodules": "true"},
 		{"submodules": "${{ env.EMPTY }}", "sparse-checkout": "", "ssh-key": ""},
 		{"set-safe-directory": "true", "sparse-checkout-cone-mode": "false", "ssh-strict": "false", "ssh-user": "me"},
 	}
@@ -37,16 +38,16 @@ func TestCheckoutInputs(t *testing.T) {
 		t.Errorf("defaults: depth %d clean %v, want 1 and true", c.depth, c.clean)
 	}
 
-	const supported = "Supported: repository, ref, token, path, fetch-depth, clean, github-server-url"
+	const supported = "Supported: repository, ref, token, path, fetch-depth, clean, github-server-url, submodules, fetch-tags, lfs"
 	bad := []struct {
 		with map[string]string
 		want []string
 	}{
 		{map[string]string{"depth": "1"}, []string{"with.depth is not an input of actions/checkout; supported: repository, ref"}},
-		{map[string]string{"submodules": "recursive"}, []string{"with.submodules: recursive is not supported", "checks out no submodules", "git submodule update", supported}},
+		{map[string]string{"submodules": "all"}, []string{`with.submodules "all" is not true, false or recursive`}},
 		{map[string]string{"persist-credentials": "true"}, []string{"with.persist-credentials: true is not supported", "never writes the token", supported}},
-		{map[string]string{"lfs": "true"}, []string{"with.lfs: true is not supported", "git lfs pull"}},
-		{map[string]string{"fetch-tags": "true"}, []string{"with.fetch-tags: true"}},
+		{map[string]string{"lfs": "true"}, []string{"with.lfs: true "}},
+		{map[string]string{"fetch-tags": "yes"}, []string{`with.fetch-tags "yes" is not true or false`}},
 		{map[string]string{"sparse-checkout": "src"}, []string{"with.sparse-checkout: src is not supported", "whole tree"}},
 		{map[string]string{"filter": "blob:none"}, []string{"with.filter: blob:none"}},
 		{map[string]string{"ssh-key": "${{ env.DIR }}"}, []string{"with.ssh-key: sub is not supported", "never over SSH"}},

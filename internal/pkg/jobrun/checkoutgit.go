@@ -45,9 +45,13 @@ type hostGit struct {
 }
 
 // newHostGit makes the private directory of a checkout that fetches from
-// a forge over scheme ("http" or "https"), with token (masked in the log)
-// when there is one. git's output goes to out. The caller calls close.
-func (j *job) newHostGit(ctx context.Context, scheme, token string, out io.Writer) (*hostGit, error) {
+// the forge at base (an http:// or https:// URL), with token (masked in
+// the log) when there is one: the token goes only to URLs under base, so
+// a submodule on another host is fetched without it. Besides the forge's
+// scheme, git may speak https (a submodule's). git's output goes to out.
+// The caller calls close.
+func (j *job) newHostGit(ctx context.Context, base, token string, out io.Writer) (*hostGit, error) {
+	scheme, _, _ := strings.Cut(base, "://")
 	priv, err := os.MkdirTemp(j.deps.TaskRoot, fmt.Sprintf("%s%d-git-", TaskDirPrefix, j.task.GetId()))
 	if err != nil {
 		return nil, fmt.Errorf("create the checkout's private git directory in %s: %w (set a writable work dir)", j.deps.TaskRoot, err)
@@ -65,6 +69,7 @@ func (j *job) newHostGit(ctx context.Context, scheme, token string, out io.Write
 		{"core.fsmonitor", "false"},
 		{"protocol.allow", "never"},
 		{"protocol." + scheme + ".allow", "always"},
+		{"protocol.https.allow", "always"},
 		{"fetch.recurseSubmodules", "false"},
 		{"submodule.recurse", "false"},
 		// No gc or maintenance left running on the repository after git
@@ -74,7 +79,7 @@ func (j *job) newHostGit(ctx context.Context, scheme, token string, out io.Write
 	}
 	if token != "" {
 		auth := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-		config = append(config, [2]string{"http.extraheader", "AUTHORIZATION: basic " + auth})
+		config = append(config, [2]string{"http." + strings.TrimRight(base, "/") + "/.extraheader", "AUTHORIZATION: basic " + auth})
 		j.rep.AddMask(auth)
 	}
 	g.env = checkoutGitEnv(os.Environ(), g.gitDir, g.workTree, home, config)

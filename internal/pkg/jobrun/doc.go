@@ -13,7 +13,11 @@
 // on the Docker Engine), or an unsupportedStep that fails saying what runs
 // instead. Before any step runs, checkSteps reports every step the job
 // has that this runner cannot run, and fetches its remote actions (with
-// git, through the [ActionCache], by commit) into the task directory. A kind is one file and one line in
+// git, through the [ActionCache], by commit) into the task directory. A
+// job that calls a reusable workflow (jobs.<id>.uses, as Gitea up to 1.26
+// sends it) has no steps: runCall fetches the called file the same way and
+// runs its jobs as jobs of their own, in needs order, through a reporter
+// that puts them in the caller's rows. A kind is one file and one line in
 // usesKinds; each runs with a stepJob, the job as that step sees it, whose
 // Logf and Writer are the step's log (the [Reporter]'s input for that
 // step): no step indexes the reporter. What a job publishes beside its log

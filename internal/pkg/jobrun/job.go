@@ -51,6 +51,10 @@ type job struct {
 	// cacheRevoke ends them at cleanup.
 	cacheURL, cacheToken string
 	cacheRevoke          func()
+	// callInputs is the inputs context of a job of a called reusable
+	// workflow, and callDepth how many calls led to it (reusable.go).
+	callInputs map[string]any
+	callDepth  int
 	// saidRefused is set once the log said that the forge takes no upload
 	// from a cancelled task (history.go).
 	saidRefused bool
@@ -131,6 +135,9 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	defer cancel()
 	if res, ok := j.evalJobIf(ec); !ok {
 		return res
+	}
+	if j.wf.Job.Uses != "" {
+		return j.runCall(jobCtx, outer)
 	}
 	if !j.checkSteps(jobCtx, j.exprContext(workflow.StatusSuccess)) {
 		if jobCtx.Err() != nil {
@@ -450,6 +457,9 @@ func (j *job) matrix() map[string]any {
 }
 
 func (j *job) inputs() map[string]any {
+	if j.callInputs != nil {
+		return j.callInputs
+	}
 	var types map[string]string
 	if j.wf != nil {
 		types = j.wf.InputTypes

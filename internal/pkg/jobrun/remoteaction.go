@@ -105,12 +105,27 @@ func (j *job) fetchAction(ctx context.Context, uses string, out io.Writer) (*fet
 	if err != nil {
 		return nil, err
 	}
+	f, err := j.fetchRepo(ctx, r, "Action", out)
+	if err != nil {
+		return nil, err
+	}
+	if j.actions == nil {
+		j.actions = map[string]*fetchedAction{}
+	}
+	j.actions[uses] = f
+	return f, nil
+}
+
+// fetchRepo resolves r's ref to a commit and puts the repository's files
+// at that commit into the task directory, through the action cache; what
+// ("Action", "Workflow") starts the line that names the commit. The task
+// token goes only to the forge the task came from.
+func (j *job) fetchRepo(ctx context.Context, r remoteRef, what string, out io.Writer) (*fetchedAction, error) {
 	token := ""
 	if sameHost(r.base, j.ctxString("server_url")) || sameHost(r.base, j.deps.Instance) {
 		token = j.ctxString("token")
 	}
-	scheme, _, _ := strings.Cut(r.base, "://")
-	g, err := j.newHostGit(ctx, scheme, token, out)
+	g, err := j.newHostGit(ctx, r.base, token, out)
 	if err != nil {
 		return nil, err
 	}
@@ -126,15 +141,11 @@ func (j *job) fetchAction(ctx context.Context, uses string, out io.Writer) (*fet
 		return nil, fmt.Errorf("resolve %s@%s: %w", r.name(), r.ref, err)
 	}
 	key := path.Join(cacheHost(r.host), r.owner, r.repo, commit)
-	fmt.Fprintf(out, "Action %s@%s is commit %s\n", r.name(), r.ref, commit)
+	fmt.Fprintf(out, "%s %s@%s is commit %s\n", what, r.name(), r.ref, commit)
 	f := &fetchedAction{ref: r, commit: commit, root: filepath.Join(j.dir, "actions", filepath.FromSlash(key))}
 	if err := j.placeAction(g, key, fetchRef, commit, f.root, out); err != nil {
 		return nil, fmt.Errorf("fetch %s@%s: %w", r.name(), r.ref, err)
 	}
-	if j.actions == nil {
-		j.actions = map[string]*fetchedAction{}
-	}
-	j.actions[uses] = f
 	return f, nil
 }
 
@@ -189,6 +200,11 @@ func (j *job) placeAction(g *hostGit, key, fetchRef, commit, root string, out io
 // branch of that name.
 func (g *hostGit) resolveRef(ref string) (commit, fetchRef string, err error) {
 	if commitRe.MatchString(ref) {
+		// A commit id needs no lookup, but the cache must not hand a
+		// repository's files to a job that cannot read it: ask the forge.
+		if _, err := g.output("ls-remote", "origin", "HEAD"); err != nil {
+			return "", "", fmt.Errorf("%w (is the repository reachable, and readable with the task's token?)", err)
+		}
 		return ref, ref, nil
 	}
 	tag, branch := "refs/tags/"+ref, "refs/heads/"+ref

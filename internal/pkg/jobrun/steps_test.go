@@ -55,7 +55,7 @@ jobs:
         run: echo ${{ nope( }}
       - uses: actions/checkout@v4
         with:
-          submodules: true
+          sparse-checkout: src
       - uses: forgeload/load@v1
         with:
           rate: ${{ nope( }}
@@ -101,7 +101,7 @@ jobs:
 		6:  `step "bad env": env X: `,
 		7:  `step "bad dir": working-directory: `,
 		8:  `step "bad script": run: `,
-		9:  `actions/checkout: with.submodules: true is not supported`,
+		9:  `actions/checkout: with.sparse-checkout: src is not supported`,
 		10: `forgeload/load: with: rate: `,
 	} {
 		if _, err := resolve(i); err == nil || !strings.Contains(err.Error(), want) {

@@ -17,6 +17,10 @@ func (j *stepJob) uploadSummary(md []byte) {
 	if len(md) == 0 || up == nil || !client.HasCapability(j.deps.Capabilities, client.CapabilityJobSummary) {
 		return
 	}
+	if j.callInputs != nil {
+		j.Logf("The step summary is not uploaded: this step belongs to a called workflow, whose steps the forge does not know")
+		return
+	}
 	md = []byte(j.rep.Mask(string(md)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -20,10 +20,17 @@
 // that errors read "ci.yml:7: ..."), and [ExpandMatrix] expands a
 // strategy.matrix into its jobs as Gitea does.
 //
+// A job may call a reusable workflow instead of having steps ([Job.Uses],
+// checked by [ParseCallRef]); [ParseCalled] reads the called file: its
+// on.workflow_call inputs, outputs and secrets, and its jobs, and
+// [Called.CallInputs] builds the typed inputs context from the caller's
+// with:.
+//
 // # Expressions
 //
 // A [Context] holds the values of the contexts (github, env, vars, secrets,
-// steps, needs, job, runner, matrix, inputs, strategy) and the job status.
+// steps, needs, job, runner, matrix, inputs, strategy, and jobs for a
+// reusable workflow's outputs) and the job status.
 // [Context.Eval] evaluates one expression, [Context.Interpolate] replaces
 // every ${{ }} in a string, and [Context.EvalIf] applies the rules of if:.
 // [Context.EvalBool], [Context.EvalMinutes] and [Context.InterpolateMap]

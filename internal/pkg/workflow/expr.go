@@ -87,6 +87,10 @@ type Context struct {
 	// Strategy is the strategy context (fail-fast, job-index, job-total,
 	// max-parallel).
 	Strategy map[string]any
+	// Jobs is the jobs context, which only the outputs of a reusable
+	// workflow (on.workflow_call.outputs) read: its jobs' results and
+	// outputs, by job id.
+	Jobs map[string]NeedResult
 	// Job holds the job context's keys besides status: services (each
 	// service's id, network and ports) and container (id, network).
 	Job map[string]any
@@ -132,7 +136,7 @@ var functions = [...]fnSpec{
 }
 
 // contexts lists the context names expressions may use.
-var contexts = [...]string{"github", "gitea", "forgejo", "env", "vars", "secrets", "steps", "needs", "job", "runner", "matrix", "inputs", "strategy"}
+var contexts = [...]string{"github", "gitea", "forgejo", "env", "vars", "secrets", "steps", "needs", "job", "runner", "matrix", "inputs", "strategy", "jobs"}
 
 func lookupFunc(name string) (fnSpec, bool) {
 	for _, f := range functions {
@@ -460,6 +464,12 @@ func (c *Context) root(name string) any {
 	case "needs":
 		m := make(map[string]any, len(c.Needs))
 		for k, r := range c.Needs {
+			m[k] = r
+		}
+		return m
+	case "jobs":
+		m := make(map[string]any, len(c.Jobs))
+		for k, r := range c.Jobs {
 			m[k] = r
 		}
 		return m

@@ -335,10 +335,10 @@ func TestEvalErrors(t *testing.T) {
 		{"frobnicate()",
 			`unknown function "frobnicate" in ${{ frobnicate() }}; known: contains, startsWith, endsWith, format, join, toJSON, fromJSON, success, failure, always, cancelled, hashFiles`},
 		{"secret.TOKEN",
-			`unknown context "secret" in ${{ secret.TOKEN }}; did you mean "secrets"? known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy`},
+			`unknown context "secret" in ${{ secret.TOKEN }}; did you mean "secrets"? known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy, jobs`},
 		// Unknown names are errors even where evaluation would not reach.
 		{"false && nope.x",
-			`unknown context "nope" in ${{ false && nope.x }}; known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy`},
+			`unknown context "nope" in ${{ false && nope.x }}; known: github, gitea, forgejo, env, vars, secrets, steps, needs, job, runner, matrix, inputs, strategy, jobs`},
 		{"contains('a')", "contains takes 2 argument(s), got 1 in ${{ contains('a') }}"},
 		{"join()", "join takes 1 or 2 argument(s), got 0 in ${{ join() }}"},
 		{"format()", "format takes at least 1 argument(s), got 0 in ${{ format() }}"},

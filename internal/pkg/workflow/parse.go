@@ -74,8 +74,8 @@ var (
 
 // Parse parses a forge task's workflow_payload: a YAML workflow with exactly
 // one job. Every key must belong to the GitHub Actions schema; errors are
-// [*ParseError] values naming the line and the field. A job that calls a
-// reusable workflow is rejected as not supported yet.
+// [*ParseError] values naming the line and the field. A job may call a
+// reusable workflow (uses:, with no steps); see [ParseCalled].
 func Parse(payload []byte) (*Workflow, error) {
 	ws, err := parse(payload, true)
 	if err != nil {
@@ -224,34 +224,82 @@ func parseJob(n *yaml.Node, path string) (*Job, error) {
 			if !isEmpty(v) {
 				job.Container, err = parseContainer(v, kp)
 			}
-		case "uses", "with", "secrets":
-			// Serialisers may write these keys with empty values; only a
-			// real value asks for something forgeload cannot do.
-			if !isEmpty(v) {
-				err = unsupportedJobKey(p.Key, kp, k)
-			}
+		case "uses":
+			err = parseJobUses(job, v, kp)
+		case "with":
+			job.With, err = stringMap(v, kp)
+		case "secrets":
+			err = parseJobSecrets(job, v, kp)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if stepsNode == nil {
-		return nil, perr(n, path, "a job needs steps:")
-	}
-	if job.Steps, err = parseSteps(stepsNode); err != nil {
+	if err := finishJob(job, n, stepsNode, path); err != nil {
 		return nil, err
 	}
 	return job, nil
 }
 
-func unsupportedJobKey(key *yaml.Node, kp, k string) error {
-	switch k {
-	case "uses":
-		return perr(key, kp, "calling a reusable workflow is not supported yet; copy its steps into this job")
-	default:
-		return perr(key, kp, "only applies to a job that calls a reusable workflow with uses:, which forgeload does not support; remove it")
+// finishJob checks that the job (node n, at path) either calls a
+// reusable workflow or has steps (stepsNode), and parses them.
+func finishJob(job *Job, n, stepsNode *yaml.Node, path string) (err error) {
+	if job.Uses != "" {
+		return checkCallJob(job, n, stepsNode, path)
 	}
+	if len(job.With) > 0 || len(job.Secrets) > 0 || job.SecretsInherit {
+		return perr(n, path, "with: and secrets: only apply to a job that calls a reusable workflow with uses:; remove them, or add uses:")
+	}
+	if stepsNode == nil {
+		return perr(n, path, "a job needs steps: (or uses: to call a reusable workflow)")
+	}
+	job.Steps, err = parseSteps(stepsNode)
+	return err
+}
+
+// parseJobUses reads a job's uses:, a reusable workflow; serialisers may
+// write it empty, which counts as absent.
+func parseJobUses(job *Job, v *yaml.Node, kp string) error {
+	if isEmpty(v) {
+		return nil
+	}
+	s, err := scalar(v, kp)
+	if err != nil {
+		return err
+	}
+	job.Uses = strings.TrimSpace(s)
+	if _, err := ParseCallRef(job.Uses); err != nil {
+		return perr(v, kp, "%v", err)
+	}
+	return nil
+}
+
+// parseJobSecrets reads a calling job's secrets:, inherit or a mapping.
+func parseJobSecrets(job *Job, v *yaml.Node, kp string) (err error) {
+	if v.Kind == yaml.ScalarNode && !strictyaml.IsNull(v) {
+		if v.Value != "inherit" {
+			return perr(v, kp, "%q: want inherit, or a mapping of secret names to values", v.Value)
+		}
+		job.SecretsInherit = true
+		return nil
+	}
+	job.Secrets, err = stringMap(v, kp)
+	return err
+}
+
+// checkCallJob checks a job that calls a reusable workflow: its jobs bring
+// the steps, containers and services.
+func checkCallJob(job *Job, n, stepsNode *yaml.Node, path string) error {
+	switch {
+	case stepsNode != nil && !isEmpty(stepsNode):
+		return perr(stepsNode, path+".steps", "a job that calls a reusable workflow (uses:) has no steps: of its own; move them into a job of its own")
+	case job.Container != nil:
+		return perr(n, path+".container", "a job that calls a reusable workflow (uses:) takes no container:; set it on the called workflow's jobs")
+	case len(job.Services) > 0:
+		return perr(n, path+".services", "a job that calls a reusable workflow (uses:) takes no services:; set them on the called workflow's jobs")
+	}
+	return nil
 }
 
 // isEmpty reports whether n is null, "", or an empty mapping or list.

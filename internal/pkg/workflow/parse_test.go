@@ -137,9 +137,19 @@ func TestParseErrors(t *testing.T) {
 			`workflow line 5: jobs.perf.services.api.ports[0]: "http" is not a port: write 8080, 9000:8080 or 127.0.0.1:9000:8080 (optionally /tcp or /udp)`},
 		{"container as a list", "jobs:\n  perf:\n    runs-on: x\n    container: [a]\n    steps: [{run: a}]\n",
 			"workflow line 4: jobs.perf.container: want an image name or a mapping with image:, got a list"},
-		{"reusable workflow", "jobs:\n  perf:\n    uses: o/r/.github/workflows/x.yml@v1\n",
-			"workflow line 3: jobs.perf.uses: calling a reusable workflow is not supported yet; copy its steps into this job"},
-		{"no steps", "jobs:\n  perf:\n    runs-on: x\n", "workflow line 3: jobs.perf: a job needs steps:"},
+		{"reusable workflow without ref", "jobs:\n  perf:\n    uses: o/r/.github/workflows/x.yml\n",
+			`workflow line 3: jobs.perf.uses: "o/r/.github/workflows/x.yml" has no @ref; write ./.gitea/workflows/FILE.yml, owner/repo/.gitea/workflows/FILE.yml@ref or https://host/owner/repo/.gitea/workflows/FILE.yml@ref (.github/workflows works too)`},
+		{"reusable workflow outside workflows", "jobs:\n  perf:\n    uses: ./ci/x.yml\n",
+			`workflow line 3: jobs.perf.uses: "./ci/x.yml" is not a workflow file in .gitea/workflows or .github/workflows; write ./.gitea/workflows/FILE.yml, owner/repo/.gitea/workflows/FILE.yml@ref or https://host/owner/repo/.gitea/workflows/FILE.yml@ref (.github/workflows works too)`},
+		{"reusable workflow climbing out", "jobs:\n  perf:\n    uses: o/../.gitea/workflows/x.yml@v1\n",
+			`workflow line 3: jobs.perf.uses: "o/../.gitea/workflows/x.yml@v1": ".." is not a valid owner or repository name (letters, digits, _ . -)`},
+		{"reusable workflow with steps", "jobs:\n  perf:\n    uses: ./.gitea/workflows/x.yml\n    steps: [{run: a}]\n",
+			"workflow line 4: jobs.perf.steps: a job that calls a reusable workflow (uses:) has no steps: of its own; move them into a job of its own"},
+		{"secrets not inherit", "jobs:\n  perf:\n    uses: ./.gitea/workflows/x.yml\n    secrets: all\n",
+			`workflow line 4: jobs.perf.secrets: "all": want inherit, or a mapping of secret names to values`},
+		{"with without uses", "jobs:\n  perf:\n    runs-on: x\n    with: {a: 1}\n    steps: [{run: a}]\n",
+			"workflow line 3: jobs.perf: with: and secrets: only apply to a job that calls a reusable workflow with uses:; remove them, or add uses:"},
+		{"no steps", "jobs:\n  perf:\n    runs-on: x\n", "workflow line 3: jobs.perf: a job needs steps: (or uses: to call a reusable workflow)"},
 		{"empty steps", "jobs:\n  perf:\n    runs-on: x\n    steps: []\n", "workflow line 4: steps: a job needs at least one step"},
 		{"step not mapping", job("      - echo hi\n"), `workflow line 6: steps[0]: want a mapping with run: or uses:, got "echo hi"`},
 		{"with not scalar", job("      - uses: a@v1\n        with:\n          x: [1, 2]\n"), "workflow line 8: steps[0].with.x: want a string, number or boolean, got a list"},
@@ -409,6 +419,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("jobs: {a: {runs-on: x, strategy: {matrix: {x: [[[1]]]}}, steps: [{uses: a, with: {b: !!binary aGk=}}]}}"))
 	f.Add([]byte("jobs: {a: {runs-on: x, container: {image: b, ports: [1]}, services: {db: p:1, api: {image: i, ports: ['[::1]:1:2/udp'], credentials: {username: u}, cmd: [a, b]}}, steps: [{run: a}]}}"))
+	f.Add([]byte("jobs: {a: {uses: o/r/.gitea/workflows/x.yml@v1, with: {a: 1}, secrets: inherit}}"))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		w, err := Parse(payload)
 		if err != nil {
@@ -417,8 +428,8 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if w.Job == nil || len(w.Job.Steps) == 0 {
-			t.Fatalf("Parse() = %+v without a job or steps and no error", w)
+		if w.Job == nil || (len(w.Job.Steps) == 0) == (w.Job.Uses == "") {
+			t.Fatalf("Parse() = %+v without a job, or not exactly one of steps and uses, and no error", w)
 		}
 		for i, s := range w.Job.Steps {
 			if s.Index != i || (s.Run == "") == (s.Uses == "") {

@@ -73,6 +73,18 @@ type Job struct {
 	// Container is the job's container:, or nil when its steps run on the
 	// host.
 	Container *Container
+	// Uses is the reusable workflow the job calls (see [ParseCallRef]),
+	// or "" for a job of steps. A job that calls one has no Steps.
+	Uses string
+	// With holds the inputs of a job that calls a reusable workflow,
+	// rendered as for [Step.With], unevaluated.
+	With map[string]string
+	// Secrets maps the secrets the called workflow gets to their values
+	// (usually ${{ secrets.X }}), unevaluated; see SecretsInherit.
+	Secrets map[string]string
+	// SecretsInherit is secrets: inherit: the called workflow gets every
+	// secret of the caller.
+	SecretsInherit bool
 }
 
 // Step is one entry of a job's steps:. Expression-valued fields hold the
