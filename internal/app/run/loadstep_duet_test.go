@@ -42,7 +42,7 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("result %v, want FAILURE; log:\n%s", v.Result, logText(v))
 	}
-	for _, w := range []string{"regressed against the baseline target", "Paired A/B run: REGRESSION", "baseline:GET /", "p99=25%"} {
+	for _, w := range []string{"regressed against the baseline target", "Paired A/B run: REGRESSION", "baseline:GET /", "=25%"} {
 		wantContains(t, "log", logText(v), w)
 	}
 	if strings.Contains(logText(v), "no thresholds") {
