@@ -176,6 +176,9 @@ func measureSUT(t Threshold, src Source) (float64, error) {
 		case t.Metric == MetricSUTCPU && t.Unit == "%":
 			return pick(t, m.CPUShareMax, m.CPUShareMean), nil
 		case t.Metric == MetricSUTCPU:
+			if err := bareCoresReachable(t, m); err != nil {
+				return 0, err
+			}
 			return pick(t, m.CPUCoresMax, m.CPUCoresMean), nil
 		case t.Unit == "%":
 			if m.MemLimitBytes <= 0 {
@@ -207,6 +210,22 @@ func measureSUT(t Threshold, src Source) (float64, error) {
 		worst = max(worst, v)
 	}
 	return worst, nil
+}
+
+// bareCoresReachable refuses a sut_cpu upper bound written as a plain
+// number of cores the service's CPU limit cannot reach (known from its
+// cores and share of the limit): such a bound can never fail, and "< 80"
+// was most likely meant as 80%.
+func bareCoresReachable(t Threshold, m ResourceMetrics) error {
+	if !t.BareCores || (t.Op != OpLess && t.Op != OpLessEqual) || m.CPUShareMax <= 0 {
+		return nil
+	}
+	limit := m.CPUCoresMax / m.CPUShareMax
+	if t.Value > limit || t.Op == OpLessEqual && t.Value >= limit {
+		return fmt.Errorf("evaluate threshold %q: a plain number is cores, and %s cores can never be reached by a service limited to %s; write %s%% for a share of its limit, or %scores if cores are meant",
+			t.Source, formatNumber(t.Value), formatNumber(math.Round(limit*100)/100), formatNumber(t.Value), formatNumber(t.Value))
+	}
+	return nil
 }
 
 func pick(t Threshold, maxV, meanV float64) float64 {

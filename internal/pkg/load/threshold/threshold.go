@@ -58,6 +58,10 @@ type Threshold struct {
 	// Unit is, for sut_cpu and sut_mem, "%" when Value is a fraction of the
 	// target's limit, else "cores" (sut_cpu) or "bytes" (sut_mem).
 	Unit string
+	// BareCores is set for a sut_cpu bound written as a plain number, read
+	// as cores: one at or above the service's CPU limit can never fail, so
+	// it is refused when judged (the writer most likely meant a percent).
+	BareCores bool
 	// Op is one of the Op constants.
 	Op string
 	// Value is the bound in the canonical unit: seconds for durations, a
@@ -594,7 +598,7 @@ func (p *parser) sutValue(t *Threshold) error {
 	if t.Metric == MetricSUTCPU {
 		switch strings.ToLower(unit) {
 		case "", "core", "cores":
-			t.Unit, t.Value = "cores", v
+			t.Unit, t.Value, t.BareCores = "cores", v, unit == ""
 			return nil
 		}
 		return p.errorf(unitAt, "unknown unit %s for CPU: want %%, cores, or a plain number of cores", fragment(unit))

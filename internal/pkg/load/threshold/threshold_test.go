@@ -437,6 +437,27 @@ func TestSUTThresholds(t *testing.T) {
 			t.Errorf("Evaluate(%q) = passed %v, %s, err %v; want passed %v, %s", tc.in, o.Passed, FormatValue(th, o.Actual), o.Err, tc.pass, tc.actual)
 		}
 	}
+	// A plain number is cores: one the service's limit (here 1 core) can
+	// never reach is refused, naming the percent it was likely meant as;
+	// written with its unit, it stands.
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{"sut_cpu{service:api}:max < 80", "write 80% for a share of its limit"},
+		{"sut_cpu{service:api}:max <= 1", "can never be reached by a service limited to 1"},
+		{"sut_cpu{service:api}:max < 80cores", ""},
+		{"sut_cpu{service:api}:max < 1", ""},
+	} {
+		th, err := Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v", tc.in, err)
+		}
+		o := EvaluateBaseline([]Threshold{th}, src, nil)[0]
+		if tc.want == "" && o.Err != nil || tc.want != "" && (o.Err == nil || o.Passed || !strings.Contains(o.Err.Error(), tc.want)) {
+			t.Errorf("Evaluate(%q): passed %v, err %v; want error containing %q", tc.in, o.Passed, o.Err, tc.want)
+		}
+	}
 	th, _ := Parse("sut_cpu:max < 80%")
 	if o := EvaluateBaseline([]Threshold{th}, fakeSource{}, nil); o[0].Passed || o[0].Err == nil || !strings.Contains(o[0].Err.Error(), "needs services: in the job") {
 		t.Errorf("Evaluate without measurements = %+v, want an error naming services:", o[0])
