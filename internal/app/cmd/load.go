@@ -37,6 +37,7 @@ type loadFlags struct {
 	markdownOutput   string
 	htmlOutput       string
 	baseline         []string
+	confirm          int
 	resultsDir       string
 	dashboardLinger  bool
 	dashboard        string
@@ -99,6 +100,7 @@ anything.`,
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address (or port) while the test runs; it ends with the run unless --dashboard-linger; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
 	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
+	fl.IntVar(&f.confirm, "confirm", 0, "with --baseline, run the test again up to this many times (0 to 3) when it fails only on its baseline thresholds, and fail only if every rerun agrees")
 	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write the HTML report and the JSON result of each run into a new directory under this one, unless --html-output and --json-output name files; '' writes none")
 	fl.BoolVar(&f.dashboardLinger, "dashboard-linger", false, "keep serving the dashboard's final result after the run, until Ctrl-C")
 	fl.DurationVar(&f.progressInterval, "progress-interval", load.DefaultProgressInterval, "how often to print the progress line to stderr")
@@ -164,18 +166,30 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if err != nil {
 		return err
 	}
+	if err := checkConfirm(f); err != nil {
+		return withCode(ExitBadInput, err)
+	}
 	base, err := readBaseline(f.baseline, p.Thresholds, stderr)
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	out, err := t.Run(ctx)
-	if err != nil {
-		return withCode(ExitBadInput, err)
+	run := func(t *loadrun.Test) (*outcome.Outcome, error) {
+		out, err := t.Run(ctx)
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		return outcome.New(outcome.Input{
+			Result: out.Result, Thresholds: t.Engine.Thresholds, Baseline: base, Info: localRunInfo(cfg),
+			Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
+		}), nil
 	}
-	o := outcome.New(outcome.Input{
-		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
-	})
+	o, err := run(t)
+	if err != nil {
+		return err
+	}
+	if o, err = confirmLoad(ctx, f, cfg, s, o, run, stdout, stderr); err != nil {
+		return err
+	}
 	for _, w := range o.Verdict.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}

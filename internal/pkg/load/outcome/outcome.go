@@ -65,6 +65,10 @@ type Outcome struct {
 	Info *load.RunInfo
 	// Verdict is whether the run passed and, if not, why.
 	Verdict Verdict
+	// Regression is set when the run failed only on thresholds that
+	// compare with the baseline (nothing else failed, stopped or fell
+	// short): the failure a confirming rerun may overturn.
+	Regression bool
 }
 
 // summarize is load.Summarize; a variable so that a test can count the
@@ -90,6 +94,7 @@ func New(in Input) *Outcome {
 		o.Summary.Aborted = ab.Error()
 	}
 	o.Verdict = judge(in, res, o.Checks)
+	o.Regression = regression(in, o.Checks, o.Verdict)
 	return o
 }
 
