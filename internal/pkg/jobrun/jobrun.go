@@ -103,6 +103,12 @@ type Config struct {
 	// baselines (the daemon's forge client); nil means none, as for
 	// forgeload exec, and the steps skip them with a notice.
 	Publisher Publisher
+	// CommentToken (runner.comment_token) is the token a load step posts
+	// its pull request comment with when the forge refuses the job's own
+	// token (a fork's pull request gets a read-only one); used for that
+	// comment only, through Publisher (so only against this runner's
+	// forge), and masked in every job log. Empty: none.
+	CommentToken string
 	// ResultsDir, for local runs (forgeload exec), is where each load
 	// step's report.html and result.json are written, in a directory
 	// named as its run artifact would be, since there is no forge to
