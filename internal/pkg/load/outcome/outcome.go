@@ -221,9 +221,12 @@ func (o *Outcome) WriteMarkdown(w io.Writer) error { return o.Summary.WriteMarkd
 // `forgeload compare` and a later run's baseline read).
 func (o *Outcome) WriteJSON(w io.Writer) error { return o.Summary.WriteJSON(w) }
 
-// WriteHTML writes the self-contained HTML report.
+// WriteHTML writes the self-contained HTML report, with the comparison
+// with the baseline when there is one.
 func (o *Outcome) WriteHTML(w io.Writer) error {
-	return resultview.BuildSummary(o.Result, &o.Summary).Render(w)
+	v := resultview.BuildSummary(o.Result, &o.Summary)
+	v.SetBaseline(o.baselineView())
+	return v.Render(w)
 }
 
 // Deltas compares the run with its baseline; nil without one.
