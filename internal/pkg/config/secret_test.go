@@ -64,3 +64,47 @@ func TestCommentToken(t *testing.T) {
 		t.Errorf("a token with a line break: %v, want an error naming the key without the token", err)
 	}
 }
+
+// FuzzCommentToken: whatever runner.comment_token holds, the config
+// either takes it as one token or refuses it with an error that names the
+// key and does not show the value; a printed config never shows it.
+func FuzzCommentToken(f *testing.F) {
+	for _, s := range []string{"abc123", "two words", "line\nbreak", "tab\there", "\x7f", "", "ünïcödé-token", strings.Repeat("x", 200)} {
+		f.Add(s)
+	}
+	parse := func(tok string) (*Config, error) {
+		return Parse("f.yaml", nil, func(k string) string {
+			if k == "FORGELOAD_RUNNER_COMMENT_TOKEN" {
+				return tok
+			}
+			return ""
+		})
+	}
+	_, refused := parse("two words")
+	if refused == nil {
+		f.Fatal("a token with a space was taken")
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		cfg, err := parse(tok)
+		if err != nil {
+			// The error is the same whatever the token: it cannot show it.
+			if err.Error() != refused.Error() {
+				t.Fatalf("token %q: error %q, want %q", tok, err, refused)
+			}
+			return
+		}
+		got, err := cfg.Runner.ReadCommentToken()
+		if err != nil || (got != "" && !validToken(string(got))) {
+			t.Fatalf("token %q taken as %q, %v", tok, got, err)
+		}
+		// A config prints the same whatever its token: it cannot show it.
+		if got == "" {
+			return
+		}
+		with := fmt.Sprintf("%+v %#v", cfg, cfg)
+		cfg.Runner.CommentToken = "another-token"
+		if other := fmt.Sprintf("%+v %#v", cfg, cfg); with != other {
+			t.Fatalf("the printed config depends on the token %q", tok)
+		}
+	})
+}
