@@ -39,15 +39,20 @@ func (v *View) SetBaseline(b *Baseline) {
 }
 
 // addReferences adds a dashed horizontal series "baseline <metric>" across
-// the chart's time range for each row with a reference value.
+// the chart's time range for each row with a reference value, in the
+// colour of the run's series of that metric.
 func (c *Chart) addReferences(rows []BaselineRow) {
 	first, last, ok := c.xRange()
 	if !ok {
 		return
 	}
+	colour := map[string]string{}
+	for i, s := range c.Series {
+		colour[s.Name] = palette[i%len(palette)]
+	}
 	for _, r := range rows {
 		if r.RefMS > 0 {
-			c.Series = append(c.Series, Series{Name: "baseline " + r.Metric, Dashed: true,
+			c.Series = append(c.Series, Series{Name: "baseline " + r.Metric, Dashed: true, Color: colour[r.Metric],
 				Points: []Point{{X: first, Y: r.RefMS}, {X: last, Y: r.RefMS}}})
 		}
 	}

@@ -24,17 +24,19 @@ type baselinePage struct {
 		Points int
 		Width  float64
 		Y      float64
+		Color  string
 	}
 	Runs []struct {
-		Name string
-		Y    float64
+		Name  string
+		Y     float64
+		Color string
 	}
 	XSS bool
 }
 
 const readBaseline = `(() => {
   const lat = document.querySelector('figure[data-chart="latency"]');
-  const line = p => ({Name: p.dataset.series, Points: p.points.numberOfItems, Width: p.getBBox().width, Y: p.points.numberOfItems ? p.points.getItem(0).y : 0});
+  const line = p => ({Name: p.dataset.series, Points: p.points.numberOfItems, Width: p.getBBox().width, Y: p.points.numberOfItems ? p.points.getItem(0).y : 0, Color: p.getAttribute('stroke')});
   const all = lat ? [...lat.querySelectorAll('polyline.series')].map(line) : [];
   return {
     Name: (document.getElementById('baseline-name') || {}).textContent || '',
@@ -57,9 +59,9 @@ func TestBrowserBaseline(t *testing.T) {
 	sum := load.Summarize(r, nil)
 	// The baseline: the run's p50 as it was, its p99 0.8 of the run's.
 	b := &Baseline{Name: xss, Rows: []BaselineRow{
-		{Metric: "rps", Old: "100.0/s", New: fmt.Sprintf("%.1f/s", sum.RPS), Change: "+0.2/s (+0.2%)", Verdict: "~ noise"},
+		{Metric: "rps", Old: "100.0/s", New: fmt.Sprintf("%.1f/s", sum.RPS), Change: "+0.2/s (+0.2%)", Verdict: "~ noise", Noise: "±0.9 req/s (95%, per-second rates)"},
 		{Metric: "p50", Old: load.FormatMS(sum.Latency.P50), New: load.FormatMS(sum.Latency.P50), Change: "+0.00ms (+0.0%)", Verdict: "~ noise", RefMS: sum.Latency.P50},
-		{Metric: "p99", Old: load.FormatMS(sum.Latency.P99 * 0.8), New: load.FormatMS(sum.Latency.P99), Change: "+25.0%", Verdict: "worse", Worse: true, RefMS: sum.Latency.P99 * 0.8},
+		{Metric: "p99", Old: load.FormatMS(sum.Latency.P99 * 0.8), New: load.FormatMS(sum.Latency.P99), Change: "+25.0%", Verdict: "worse", Noise: "95% CI beyond; runs ±0.40ms (8.86 × MAD of 5)", Worse: true, RefMS: sum.Latency.P99 * 0.8},
 		{Metric: "error_rate", Old: "0.50%", New: load.FormatPercent(sum.ErrorRate), Change: "+0.03 pts", Verdict: "~ noise"},
 	}}
 	dir := t.TempDir()
@@ -109,7 +111,12 @@ func TestBrowserBaseline(t *testing.T) {
 		t.Errorf("baseline p99 drawn at y=%v, p50 at y=%v; want p99 higher", got.Refs[1].Y, got.Refs[0].Y)
 	}
 	if len(got.Runs) != 4 {
-		t.Errorf("latency chart has %d series of the run beside the references, want 4", len(got.Runs))
+		t.Fatalf("latency chart has %d series of the run beside the references, want 4", len(got.Runs))
+	}
+	// Each reference line has its percentile's colour: p50 is the run's
+	// first series, p99 its third.
+	if got.Refs[0].Color != got.Runs[0].Color || got.Refs[1].Color != got.Runs[2].Color {
+		t.Errorf("reference colours %s, %s; want the run's p50 %s and p99 %s", got.Refs[0].Color, got.Refs[1].Color, got.Runs[0].Color, got.Runs[2].Color)
 	}
 	saveScreenshot(t, ctx, "report-baseline.png")
 
