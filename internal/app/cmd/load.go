@@ -173,21 +173,15 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if err != nil {
 		return withCode(ExitBadInput, err)
 	}
-	run := func(t *loadrun.Test) (*outcome.Outcome, error) {
-		out, err := t.Run(ctx)
-		if err != nil {
-			return nil, withCode(ExitBadInput, err)
-		}
-		return outcome.New(outcome.Input{
-			Result: out.Result, Thresholds: t.Engine.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-			Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
-		}), nil
-	}
-	o, err := run(t)
+	out, err := t.Run(ctx)
 	if err != nil {
-		return err
+		return withCode(ExitBadInput, err)
 	}
-	if o, err = confirmLoad(ctx, f, cfg, s, o, run, stdout, stderr); err != nil {
+	o := outcome.New(outcome.Input{
+		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
+		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
+	})
+	if o, err = confirmLoad(ctx, f, o, rerunner(ctx, cfg, s, base), stdout, stderr); err != nil {
 		return err
 	}
 	for _, w := range o.Verdict.Warnings {

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
@@ -27,15 +28,35 @@ func checkConfirm(f *loadFlags) error {
 	return nil
 }
 
-// confirmLoad runs the test again, up to --confirm times, while the last
-// run failed only on its baseline thresholds (o.Regression), printing
-// each earlier run's summary and comparison on stdout under its name; it
-// returns the run that decides: the first that did not regress, else the
-// last. run runs a test built from cfg and s and judges it.
-func confirmLoad(ctx context.Context, f *loadFlags, cfg *spec.Config, s build.Settings, o *outcome.Outcome,
-	run func(*loadrun.Test) (*outcome.Outcome, error), stdout, stderr io.Writer,
-) (*outcome.Outcome, error) {
-	s.OnSecond = nil // the dashboard shows the first run as it happens, then the deciding run
+// rerunner builds a test from cfg and s again (without the dashboard's
+// feed: the dashboard shows the first run as it happens, then the run
+// that decides), runs it and judges it against base as runLoad judges
+// the first run.
+func rerunner(ctx context.Context, cfg *spec.Config, s build.Settings, base *compare.Result) func() (*outcome.Outcome, error) {
+	s.OnSecond = nil
+	return func() (*outcome.Outcome, error) {
+		t, err := loadrun.New(ctx, cfg, loadrun.Settings{Engine: s})
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		defer t.Close()
+		out, err := t.Run(ctx)
+		if err != nil {
+			return nil, withCode(ExitBadInput, err)
+		}
+		return outcome.New(outcome.Input{
+			Result: out.Result, Thresholds: t.Engine.Thresholds, Baseline: base, Info: localRunInfo(cfg),
+			Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
+		}), nil
+	}
+}
+
+// confirmLoad runs the test again with rerun, up to --confirm times, while
+// the last run failed only on its baseline thresholds (o.Regression),
+// printing each earlier run's summary and comparison on stdout under its
+// name; it returns the run that decides: the first that did not regress,
+// else the last.
+func confirmLoad(ctx context.Context, f *loadFlags, o *outcome.Outcome, rerun func() (*outcome.Outcome, error), stdout, stderr io.Writer) (*outcome.Outcome, error) {
 	for i := 1; i <= f.confirm && o.Regression && ctx.Err() == nil; i++ {
 		fmt.Fprintf(stdout, "%s:\n", confirmRunName(i-1))
 		if err := o.WriteText(stdout); err != nil {
@@ -46,13 +67,8 @@ func confirmLoad(ctx context.Context, f *loadFlags, cfg *spec.Config, s build.Se
 		}
 		fmt.Fprintf(stdout, "\n%s:\n", confirmRunName(i))
 		fmt.Fprintf(stderr, "confirm: %s failed only on its baseline thresholds (%v); running the test again (rerun %d of up to %d)\n", confirmRunName(i-1), o.Verdict.Err(), i, f.confirm)
-		t, err := loadrun.New(ctx, cfg, loadrun.Settings{Engine: s})
-		if err != nil {
-			return nil, withCode(ExitBadInput, err)
-		}
-		o, err = run(t)
-		_ = t.Close()
-		if err != nil {
+		var err error
+		if o, err = rerun(); err != nil {
 			return nil, err
 		}
 		switch {

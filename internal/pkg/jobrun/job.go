@@ -78,9 +78,6 @@ func (j *job) masks() []string {
 			m = append(m, v.GetStringValue())
 		}
 	}
-	if j.deps.CommentToken != "" {
-		m = append(m, j.deps.CommentToken)
-	}
 	return m
 }
 

@@ -219,9 +219,15 @@ func NewJob(cfg *Config, task *runnerv1.Task) *Job {
 func (x *Job) StepCount() int { return x.j.stepCount() }
 
 // Masks are the values the job's log must never show: every secret, the
-// task and runtime tokens, and the passwords of the proxy URLs steps
-// inherit from the daemon.
-func (x *Job) Masks() []string { return x.j.masks() }
+// task and runtime tokens, the passwords of the proxy URLs steps inherit
+// from the daemon, and the runner's comment token (Config.CommentToken).
+func (x *Job) Masks() []string {
+	m := x.j.masks()
+	if t := x.j.deps.CommentToken; t != "" {
+		m = append(m, t)
+	}
+	return m
+}
 
 // Run runs the job to its end, reporting through rep, and returns its
 // result. jobCtx (the reporter's) ends on a cancel, from the forge or the
