@@ -352,6 +352,18 @@ func removeStaleTaskDirs(runner *run.Runner, log *logrus.Entry) {
 	}
 }
 
+// jobInputs are what the config gives every job: its env
+// (runner.envs and env_file) and the pull request comment token
+// (runner.comment_token or comment_token_file).
+func jobInputs(cfg *config.Config) (map[string]string, string, error) {
+	envs, err := jobEnvs(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	tok, err := cfg.Runner.ReadCommentToken()
+	return envs, string(tok), err
+}
+
 // taskRunner builds the task runner that polling hands jobs to: the target
 // policy, the jobs' env, the cluster link (and this runner's place in the
 // pool, running segments until ctx ends), and the outbox of kept final
@@ -362,15 +374,11 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 	if d.eng != nil {
 		containers = d.eng
 	}
-	pol, err := policy.New(ctx, policy.Options{
-		Allow: cfg.Load.AllowTargets,
-		Deny:  cfg.Load.DenyTargets,
-		Forge: d.reg.Address,
-	})
+	pol, err := policy.New(ctx, policy.Options{Allow: cfg.Load.AllowTargets, Deny: cfg.Load.DenyTargets, Forge: d.reg.Address})
 	if err != nil {
 		return nil, withCode(ExitBadInput, err)
 	}
-	envs, err := jobEnvs(cfg)
+	envs, commentToken, err := jobInputs(cfg)
 	if err != nil {
 		return nil, withCode(ExitBadInput, err)
 	}
@@ -409,6 +417,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 			RunObserver:      newRunObserver(jobs),
 			Cluster:          coord,
 			Publisher:        d.cl,
+			CommentToken:     commentToken,
 			Containers:       containers,
 			ContainersErr:    d.engErr,
 			PullPolicy:       container.PullPolicy(cfg.Container.PullPolicy),

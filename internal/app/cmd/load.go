@@ -38,6 +38,7 @@ type loadFlags struct {
 	markdownOutput   string
 	htmlOutput       string
 	baseline         []string
+	confirm          int
 	resultsDir       string
 	dashboardLinger  bool
 	baselineTarget   string
@@ -102,6 +103,7 @@ anything.`,
 	fl.StringVar(&f.dashboard, "dashboard", "", "serve the live dashboard on this loopback address (or port) while the test runs; it ends with the run unless --dashboard-linger; alone, a free port on 127.0.0.1 (config key dashboard)")
 	fl.Lookup("dashboard").NoOptDefVal = dashboardDefaultAddr
 	fl.StringArrayVar(&f.baseline, "baseline", nil, "a JSON result (--json-output of an earlier run) to compare with; thresholds may use 'baseline'; repeat it, oldest first, to compare with the median of several")
+	fl.IntVar(&f.confirm, "confirm", 0, "with --baseline, run the test again up to this many times (0 to 3) when it fails only on its baseline thresholds, and fail only if every rerun agrees")
 	fl.StringVar(&f.resultsDir, "results-dir", resultsDirDefault, "write the HTML report and the JSON result of each run into a new directory under this one, unless --html-output and --json-output name files; '' writes none")
 	fl.BoolVar(&f.dashboardLinger, "dashboard-linger", false, "keep serving the dashboard's final result after the run, until Ctrl-C")
 	fl.StringVar(&f.baselineTarget, "baseline-target", "", "run a paired A/B test: every other arrival goes to the same path on this origin, and the verdict compares the two (config key baseline_target)")
@@ -174,6 +176,9 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 	if err != nil {
 		return err
 	}
+	if err := checkConfirm(f); err != nil {
+		return withCode(ExitBadInput, err)
+	}
 	base, err := readBaseline(f.baseline, p.Thresholds, stderr)
 	if err != nil {
 		return withCode(ExitBadInput, err)
@@ -186,6 +191,9 @@ func runLoad(ctx context.Context, f *loadFlags, changed func(string) bool, stdou
 		Result: out.Result, Thresholds: p.Thresholds, Baseline: base, Info: localRunInfo(cfg),
 		Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn, Duet: out.Duet,
 	})
+	if o, err = confirmLoad(ctx, f, o, rerunner(ctx, cfg, s, base), stdout, stderr); err != nil {
+		return err
+	}
 	for _, w := range o.Verdict.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}

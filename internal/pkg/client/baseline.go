@@ -200,6 +200,9 @@ func (c *Client) apiRequest(ctx context.Context, token, u string) (*http.Respons
 		if res.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("GET %s: %w: %s", strings.TrimPrefix(u, c.address), errNotFound, strings.TrimSpace(string(body)))
 		}
+		if refused(res.StatusCode) {
+			return nil, fmt.Errorf("GET %s: %w: %s: %s", strings.TrimPrefix(u, c.address), ErrRefused, res.Status, strings.TrimSpace(string(body)))
+		}
 		return nil, fmt.Errorf("GET %s: %s: %s", strings.TrimPrefix(u, c.address), res.Status, strings.TrimSpace(string(body)))
 	}
 	return res, nil

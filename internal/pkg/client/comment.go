@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,16 @@ import (
 // maxCommentBody bounds a pull request comment (Gitea keeps comments in a
 // LONGTEXT column, but a table of deltas is a few KiB).
 const maxCommentBody = 64 << 10
+
+// ErrRefused is wrapped by the errors of REST API calls the forge answered
+// 401 or 403: the token may not do that (Gitea gives the task of a
+// fork's pull request a read-only token).
+var ErrRefused = errors.New("the forge refused the token")
+
+// refused reports whether an API status means the token may not do it.
+func refused(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
 
 // PullComment is a comment [Client.UpsertComment] posted or updated.
 type PullComment struct {
@@ -93,6 +104,9 @@ func (c *Client) apiSend(ctx context.Context, token, method, u, body string, out
 	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, maxSummaryError))
+		if refused(res.StatusCode) {
+			return fmt.Errorf("%s %s: %w: %s: %s", method, strings.TrimPrefix(u, c.address), ErrRefused, res.Status, strings.TrimSpace(string(msg)))
+		}
 		return fmt.Errorf("%s %s: %s: %s", method, strings.TrimPrefix(u, c.address), res.Status, strings.TrimSpace(string(msg)))
 	}
 	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(out); err != nil {

@@ -144,3 +144,27 @@ func TestUpsertComment(t *testing.T) {
 		t.Errorf("comment on another repository = %v, want a 403 without the token", err)
 	}
 }
+
+// TestUpsertCommentReadOnly: the read-only token of a fork's pull request
+// may not comment (ErrRefused, without the token in the error), and a
+// user's token, as the runner's admin configures one, may: the comment is
+// by that user.
+func TestUpsertCommentReadOnly(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t)
+	tok := f.Task(f.QueueJob(forgetest.Job{RunsOn: []string{"x"}, ReadOnlyToken: true})).Token
+	c := mustNew(t, client.Options{Address: f.URL(), UUID: "u", Token: "t", Version: "1.0"})
+	ctx := context.Background()
+	const marker = "<!-- forgeload:forgeload-perf-api -->"
+	_, err := c.UpsertComment(ctx, tok, "forgeload/demo", 7, marker, marker+"\nrun 1")
+	if !errors.Is(err, client.ErrRefused) || !strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), tok) {
+		t.Fatalf("comment with a read-only token = %v, want ErrRefused (403) without the token", err)
+	}
+	bot := f.UserToken("perf-bot")
+	if got, err := c.UpsertComment(ctx, bot, "forgeload/demo", 7, marker, marker+"\nrun 1"); err != nil || got.Updated {
+		t.Fatalf("comment with a user's token = %+v, %v; want a new comment", got, err)
+	}
+	if cs := f.Comments("forgeload/demo", 7); len(cs) != 1 || cs[0].Author != "perf-bot" {
+		t.Errorf("comments = %+v, want one by perf-bot", cs)
+	}
+}

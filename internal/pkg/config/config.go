@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/redact"
@@ -94,7 +95,34 @@ type Runner struct {
 	// JavaScript actions jobs use (runs.using: node12 to node24) on the
 	// host. Default "": such actions are refused.
 	Node string `yaml:"node"`
+	// CommentToken is a forge token (e.g. of a bot user with write access
+	// to the repositories' issues) that load steps post their comparison
+	// on a pull request with when the job's own token may not comment (a
+	// fork's pull request gets a read-only one). It is used for that
+	// comment only, and only against this runner's forge. Default "":
+	// none. A secret: it is masked in job logs and never logged; prefer
+	// CommentTokenFile.
+	CommentToken Secret `yaml:"comment_token"`
+	// CommentTokenFile is a file holding CommentToken, readable by its
+	// owner only (mode 0600 or stricter), read when the daemon starts.
+	// Default "": none. At most one of the two may be set.
+	CommentTokenFile string `yaml:"comment_token_file"`
 }
+
+// Secret is a config value that must not be shown: its String (and so
+// %v and %+v) is "[redacted]" when it is set.
+type Secret string
+
+// String hides the secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString hides the secret from %#v.
+func (s Secret) GoString() string { return strconv.Quote(s.String()) }
 
 // LoadLimits is the load section: what load-test jobs may do on this runner.
 // (It cannot be named Load: that is the function that builds a Config.)

@@ -160,7 +160,7 @@ func TestParseErrors(t *testing.T) {
 		want string // the whole error, or a prefix of it ending in "..."
 	}{
 		{"unknown key", "runner:\n  capacty: 2\n", nil,
-			`f.yaml:2: runner: unknown key "capacty"; did you mean "capacity"? known keys: action_cache_dir, action_cache_max_mb, capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout`},
+			`f.yaml:2: runner: unknown key "capacty"; did you mean "capacity"? known keys: action_cache_dir, action_cache_max_mb, capacity, comment_token, comment_token_file, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout`},
 		{"unknown section", "runers:\n  capacity: 2\n", nil,
 			`f.yaml:1: unknown key "runers"; did you mean "runner"? known keys: cache, cluster, container, load, log, metrics, runner`},
 		{"not a number", "runner:\n  capacity: abc\n", nil,
@@ -182,7 +182,7 @@ func TestParseErrors(t *testing.T) {
 		{"scalar for list", "runner:\n  labels: forgeload\n", nil,
 			`f.yaml:2: runner.labels: want a list, e.g. [a, b], got "forgeload"`},
 		{"scalar for section", "runner: 3\n", nil,
-			`f.yaml:1: runner: want a mapping of keys (action_cache_dir, action_cache_max_mb, capacity, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout), got "3"`},
+			`f.yaml:1: runner: want a mapping of keys (action_cache_dir, action_cache_max_mb, capacity, comment_token, comment_token_file, env_file, envs, fetch_interval, fetch_interval_max, fetch_timeout, file, final_report_timeout, insecure, labels, node, report_interval, shutdown_timeout, timeout), got "3"`},
 		{"top level not a mapping", "- a\n", nil,
 			`f.yaml:1: want a mapping of keys (cache, cluster, container, load, log, metrics, runner), got a list`},
 		{"duplicate key", "runner:\n  capacity: 1\n  capacity: 2\n", nil,

@@ -127,6 +127,7 @@ func (p *parser) runnerSection(r *Runner) {
 	if len(r.Labels) == 0 {
 		p.bad("runner.labels", "is empty (want at least one label, e.g. [%s])", DefaultLabel)
 	}
+	p.commentToken(r)
 	if r.ActionCacheMaxMB < 1 || r.ActionCacheMaxMB > MaxActionCacheMB {
 		p.bad("runner.action_cache_max_mb", "%d is not from 1 to %d (want the action cache's bound in MiB, e.g. %d)", r.ActionCacheMaxMB, MaxActionCacheMB, DefaultActionCacheMaxMB)
 	}

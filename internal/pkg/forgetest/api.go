@@ -35,11 +35,13 @@ func (f *Forge) apiRoutes(mux *http.ServeMux) {
 // apiAuth checks the task token of a task of the path's repository; it
 // answers the error itself. The caller holds no lock.
 func (f *Forge) apiAuth(w http.ResponseWriter, req *http.Request) (repo string, ok bool) {
-	auth := req.Header.Get("Authorization")
-	tok, found := strings.CutPrefix(auth, "token ")
-	if !found {
-		tok, found = strings.CutPrefix(auth, "Bearer ")
-	}
+	repo, _, ok = f.apiAuthTask(w, req)
+	return repo, ok
+}
+
+// apiAuthTask is apiAuth that also returns the task whose token it is.
+func (f *Forge) apiAuthTask(w http.ResponseWriter, req *http.Request) (repo string, t *task, ok bool) {
+	tok, found := requestToken(req)
 	repo = req.PathValue("owner") + "/" + req.PathValue("repo")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -47,13 +49,23 @@ func (f *Forge) apiAuth(w http.ResponseWriter, req *http.Request) (repo string, 
 		if found && tok != "" && subtle.ConstantTimeCompare([]byte(t.token), []byte(tok)) == 1 {
 			if taskRepo(t) != repo {
 				http.Error(w, `{"message":"token does not grant access to this repository"}`, http.StatusForbidden)
-				return "", false
+				return "", nil, false
 			}
-			return repo, true
+			return repo, t, true
 		}
 	}
 	http.Error(w, `{"message":"user does not exist"}`, http.StatusUnauthorized)
-	return "", false
+	return "", nil, false
+}
+
+// requestToken is the token of "Authorization: token …" (or Bearer).
+func requestToken(req *http.Request) (string, bool) {
+	auth := req.Header.Get("Authorization")
+	tok, found := strings.CutPrefix(auth, "token ")
+	if !found {
+		tok, found = strings.CutPrefix(auth, "Bearer ")
+	}
+	return tok, found
 }
 
 func taskRepo(t *task) string {

@@ -23,6 +23,52 @@ type Comment struct {
 	Created, Updated time.Time
 }
 
+// UserToken returns a personal access token of the user login, made on
+// the first call for that login: the comment routes accept it for every
+// repository, and what it posts is by login. It stands for the token a
+// runner's admin configures (runner.comment_token) for the pull requests
+// whose task token may not comment.
+func (f *Forge) UserToken(login string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tok, l := range f.userTokens {
+		if l == login {
+			return tok
+		}
+	}
+	if f.userTokens == nil {
+		f.userTokens = map[string]string{}
+	}
+	tok := randHex(20)
+	f.userTokens[tok] = login
+	return tok
+}
+
+// commentAuth checks the token of a comment route: a user's token
+// ([Forge.UserToken]), or the task token of a task of the path's
+// repository, which may list but not post or edit when its job has
+// ReadOnlyToken (403, as Gitea answers a fork's pull request). It returns
+// the repository and whom the comment is by; it answers the error itself.
+func (f *Forge) commentAuth(w http.ResponseWriter, req *http.Request, write bool) (repo, author string, ok bool) {
+	if tok, found := requestToken(req); found && tok != "" {
+		f.mu.Lock()
+		login, user := f.userTokens[tok]
+		f.mu.Unlock()
+		if user {
+			return req.PathValue("owner") + "/" + req.PathValue("repo"), login, true
+		}
+	}
+	repo, t, ok := f.apiAuthTask(w, req)
+	if !ok {
+		return "", "", false
+	}
+	if write && t.job.ReadOnlyToken {
+		http.Error(w, `{"message":"token does not have at least one of required scope(s): [write:issue]"}`, http.StatusForbidden)
+		return "", "", false
+	}
+	return repo, ActionsUser, true
+}
+
 // ActionsUser is the login of what a task token posts as (Gitea's
 // actions bot user).
 const ActionsUser = "gitea-actions"
@@ -43,7 +89,8 @@ func (f *Forge) Comments(repo string, index int64) []Comment {
 
 // commentRoutes serves the part of Gitea's REST API that lists, posts
 // and edits the comments of an issue or pull request, with a task token
-// of the repository (apiAuth):
+// of the repository (apiAuth; a read-only one may only list) or a user's
+// token (commentAuth):
 //
 //	GET   /api/v1/repos/{owner}/{repo}/issues/{index}/comments
 //	POST  /api/v1/repos/{owner}/{repo}/issues/{index}/comments   {"body"} → 201
@@ -57,7 +104,7 @@ func (f *Forge) commentRoutes(mux *http.ServeMux) {
 }
 
 func (f *Forge) apiListComments(w http.ResponseWriter, req *http.Request) {
-	repo, ok := f.apiAuth(w, req)
+	repo, _, ok := f.commentAuth(w, req, false)
 	if !ok {
 		return
 	}
@@ -90,7 +137,7 @@ func commentBody(w http.ResponseWriter, req *http.Request) (string, bool) {
 }
 
 func (f *Forge) apiPostComment(w http.ResponseWriter, req *http.Request) {
-	repo, ok := f.apiAuth(w, req)
+	repo, author, ok := f.commentAuth(w, req, true)
 	if !ok {
 		return
 	}
@@ -105,7 +152,7 @@ func (f *Forge) apiPostComment(w http.ResponseWriter, req *http.Request) {
 	}
 	f.mu.Lock()
 	now := f.now()
-	c := &Comment{ID: int64(len(f.comments) + 1), Repo: repo, Index: index, Body: body, Author: ActionsUser, Created: now, Updated: now}
+	c := &Comment{ID: int64(len(f.comments) + 1), Repo: repo, Index: index, Body: body, Author: author, Created: now, Updated: now}
 	f.comments = append(f.comments, c)
 	out := commentJSON(req, c)
 	f.mu.Unlock()
@@ -115,7 +162,7 @@ func (f *Forge) apiPostComment(w http.ResponseWriter, req *http.Request) {
 }
 
 func (f *Forge) apiEditComment(w http.ResponseWriter, req *http.Request) {
-	repo, ok := f.apiAuth(w, req)
+	repo, _, ok := f.commentAuth(w, req, true)
 	if !ok {
 		return
 	}

@@ -113,7 +113,8 @@ type Forge struct {
 	artifacts       []*Artifact
 	artifactRefusal int
 
-	comments []*Comment // pull request comments (comments.go)
+	comments   []*Comment        // pull request comments (comments.go)
+	userTokens map[string]string // token → login, made by UserToken
 }
 
 // New starts a Forge on 127.0.0.1 with a random port and registers

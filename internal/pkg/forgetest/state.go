@@ -137,6 +137,10 @@ type Job struct {
 	Vars map[string]string
 	// Needs become Task.needs.
 	Needs map[string]*runnerv1.TaskNeed
+	// ReadOnlyToken makes the task token read-only, as Gitea gives the
+	// jobs of a pull request from a fork: the comment routes answer a
+	// post or an edit with it 403.
+	ReadOnlyToken bool
 }
 
 type stepState struct {

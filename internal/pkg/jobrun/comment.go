@@ -3,10 +3,12 @@ package jobrun
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/forgeload/forgeload/internal/pkg/client"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
@@ -39,9 +41,11 @@ func (j *job) pullNumber() int64 {
 // commentOnPull posts the step's comparison with its baseline on the pull
 // request the job runs for, as one comment per job and step that later
 // runs update rather than repeat (its marker is the step's artifact name,
-// unique per job, step and matrix leg). It uses the job's token; a forge
-// that refuses (a fork's pull request gets a read-only token) gets a
-// warning line and nothing more: the step's result stands.
+// unique per job, step and matrix leg). It uses the job's token and, when
+// the forge refuses that (a fork's pull request gets a read-only token),
+// the runner's Config.CommentToken if the admin set one; a comment that
+// cannot be posted is a warning line and nothing more: the step's result
+// stands.
 func (j *stepJob) commentOnPull(st workflow.Step, o *outcome.Outcome, comparison []byte) {
 	pr := j.pullNumber()
 	token := j.task.GetContext().GetFields()["token"].GetStringValue()
@@ -61,13 +65,22 @@ func (j *stepJob) commentOnPull(st workflow.Step, o *outcome.Outcome, comparison
 	fmt.Fprintf(&b, "\n<sub>Run %s, commit %s. forgeload updates this comment on each run of the job.</sub>\n", j.ctxString("run_id"), sha[:min(len(sha), 10)])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := j.deps.Publisher.UpsertComment(ctx, token, j.ctxString("repository"), pr, marker, j.rep.Mask(b.String()))
+	body := j.rep.Mask(b.String())
+	c, err := j.deps.Publisher.UpsertComment(ctx, token, j.ctxString("repository"), pr, marker, body)
+	with := ""
+	if errors.Is(err, client.ErrRefused) && j.deps.CommentToken != "" {
+		j.Logf("the forge refused the job's token for the comment on pull request #%d (a fork's pull request gets a read-only token); posting it with the runner's comment token (runner.comment_token)", pr)
+		c, err = j.deps.Publisher.UpsertComment(ctx, j.deps.CommentToken, j.ctxString("repository"), pr, marker, body)
+		with = " with the runner's comment token"
+	}
 	switch {
+	case err != nil && errors.Is(err, client.ErrRefused) && j.deps.CommentToken == "":
+		j.Logf("::warning::forgeload/load: the comparison was not posted on pull request #%d (the step's result stands): %v; the job's token may not comment here (a fork's pull request gets a read-only one): the runner's admin can set runner.comment_token_file to a token that may", pr, err)
 	case err != nil:
-		j.Logf("::warning::forgeload/load: the comparison was not posted on pull request #%d (the step's result stands): %v", pr, err)
+		j.Logf("::warning::forgeload/load: the comparison was not posted on pull request #%d%s (the step's result stands): %v", pr, with, err)
 	case c.Updated:
-		j.Logf("comparison updated in comment %d on pull request #%d", c.ID, pr)
+		j.Logf("comparison updated in comment %d on pull request #%d%s", c.ID, pr, with)
 	default:
-		j.Logf("comparison posted as comment %d on pull request #%d", c.ID, pr)
+		j.Logf("comparison posted as comment %d on pull request #%d%s", c.ID, pr, with)
 	}
 }

@@ -103,6 +103,12 @@ type Config struct {
 	// baselines (the daemon's forge client); nil means none, as for
 	// forgeload exec, and the steps skip them with a notice.
 	Publisher Publisher
+	// CommentToken (runner.comment_token) is the token a load step posts
+	// its pull request comment with when the forge refuses the job's own
+	// token (a fork's pull request gets a read-only one); used for that
+	// comment only, through Publisher (so only against this runner's
+	// forge), and masked in every job log. Empty: none.
+	CommentToken string
 	// ResultsDir, for local runs (forgeload exec), is where each load
 	// step's report.html and result.json are written, in a directory
 	// named as its run artifact would be, since there is no forge to
@@ -224,9 +230,15 @@ func NewJob(cfg *Config, task *runnerv1.Task) *Job {
 func (x *Job) StepCount() int { return x.j.stepCount() }
 
 // Masks are the values the job's log must never show: every secret, the
-// task and runtime tokens, and the passwords of the proxy URLs steps
-// inherit from the daemon.
-func (x *Job) Masks() []string { return x.j.masks() }
+// task and runtime tokens, the passwords of the proxy URLs steps inherit
+// from the daemon, and the runner's comment token (Config.CommentToken).
+func (x *Job) Masks() []string {
+	m := x.j.masks()
+	if t := x.j.deps.CommentToken; t != "" {
+		m = append(m, t)
+	}
+	return m
+}
 
 // Run runs the job to its end, reporting through rep, and returns its
 // result. jobCtx (the reporter's) ends on a cancel, from the forge or the

@@ -3,6 +3,7 @@ package jobrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -34,6 +37,7 @@ type loadStep struct {
 	st       workflow.Step // its id and name, for the results
 	config   string        // with.config: a load config in the workspace
 	baseline baselineAsk   // with.baseline and baseline_runs: the runs to compare with
+	confirm  int           // with.confirm: reruns of a run that judged REGRESSION
 	inline   map[string]string
 }
 
@@ -47,8 +51,11 @@ func newLoadStep(ec *workflow.Context, st workflow.Step) (*loadStep, error) {
 	if s.baseline, err = parseBaselineAsk(with); err != nil {
 		return nil, err
 	}
+	if s.confirm, err = parseConfirm(with); err != nil {
+		return nil, err
+	}
 	for k, v := range with {
-		if k != "config" && !isBaselineKey(k) {
+		if k != "config" && k != "confirm" && !isBaselineKey(k) {
 			s.inline[k] = v
 		}
 	}
@@ -92,6 +99,9 @@ func runLoad(ctx context.Context, j *stepJob, s *loadStep) (runnerv1.Result, map
 		pol = pol.WithOwn(own)
 	}
 	if cfg.Distributed != nil && cfg.Distributed.Workers > 1 {
+		if s.confirm > 0 {
+			return loadFailed(j, "with: confirm: a distributed step (distributed.workers > 1) is not run again: remove confirm, or run the step on one host")
+		}
 		if _, err := loadrun.CheckTargets(ctx, pol, cfg, j.rep.AddMask); err != nil {
 			return loadFailed(j, "%v", err)
 		}
@@ -107,8 +117,44 @@ func loadFailed(j *stepJob, format string, args ...any) (runnerv1.Result, map[st
 }
 
 // runLocal is the load step of a config run on this host alone, under
-// pol: it runs the test and reports its outcome.
+// pol: it runs the test and reports its outcome. With confirm: N, a run
+// that failed only on its baseline thresholds is run again, up to N
+// times, and the step fails only if every rerun agrees; every run is in
+// the log, the job summary and the artifact, and the last run decides.
 func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, pol *policy.Policy) (runnerv1.Result, map[string]string) {
+	var base *compare.Result
+	fetched := false
+	baseline := func(ths []threshold.Threshold) *compare.Result {
+		if !fetched {
+			base, fetched = j.baseline(s.st, s.baseline, ths), true
+		}
+		return base
+	}
+	var reps []runReport
+	for len(reps) == 0 || j.confirmNext(reps, s.confirm) {
+		r, err := runLocalOnce(ctx, j, s, cfg, pol, baseline)
+		if err != nil {
+			return loadFailed(j, "%v", err)
+		}
+		reps = append(reps, r)
+	}
+	last := reps[len(reps)-1]
+	var decision string
+	if len(reps) > 1 {
+		decision = j.confirmDecision(reps)
+	}
+	outputs := j.publishLoad(s.st, reps, decision)
+	if s.confirm > 0 {
+		outputs["decided_by"] = runTag(len(reps) - 1)
+		outputs["confirm_runs"] = strconv.Itoa(len(reps) - 1)
+	}
+	return j.verdict(last.o), outputs
+}
+
+// runLocalOnce runs the load test once on this host and logs its summary
+// (and comparison with the baseline that baseline gives, fetched once
+// for every run of the step).
+func runLocalOnce(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, pol *policy.Policy, baseline func([]threshold.Threshold) *compare.Result) (runReport, error) {
 	st := s.st
 	var obs LoadObserver
 	if j.deps.LoadObserver != nil {
@@ -117,12 +163,12 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	settings := j.engineSettings(cfg, obs)
 	t, err := loadrun.New(ctx, cfg, loadrun.Settings{Policy: pol, Mask: j.rep.AddMask, Engine: settings})
 	if err != nil {
-		return loadFailed(j, "%v", err)
+		return runReport{}, err
 	}
 	defer t.Close()
 	p := t.Engine
 	if p.Endless() {
-		return loadFailed(j, "the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
+		return runReport{}, errors.New("the load test has no end (no duration, total or load_patterns) and this runner sets no load.max_duration: set duration or total")
 	}
 	j.Logf("load test: %s", loadrun.Describe(cfg, &p.Options))
 	if obs != nil {
@@ -137,16 +183,16 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 			j.deps.Logger.WithField("task_id", j.task.GetId()).WithField("stack", string(pe.Stack)).
 				Errorf("load step panicked: %s; the step fails, the runner keeps serving", j.rep.Mask(fmt.Sprint(pe.Value)))
 		}
-		return loadFailed(j, "%v", err)
+		return runReport{}, err
 	}
 	o := outcome.New(outcome.Input{
-		Result: out.Result, Thresholds: p.Thresholds, Baseline: j.baseline(st, s.baseline, p.Thresholds),
+		Result: out.Result, Thresholds: p.Thresholds, Baseline: baseline(p.Thresholds),
 		Info: j.runInfo(st, cfg), Stopped: out.Stop(), Cancelled: ctx.Err() != nil,
 		ValidityWarn: cfg.Validity == spec.ValidityWarn, Duet: out.Duet,
 	})
-	outputs, err := j.reportLoad(st, o, nil)
+	r, err := j.logRun(o, nil)
 	if err != nil {
-		return loadFailed(j, "%v", err)
+		return runReport{}, err
 	}
 	if o.Verdict.Kind == outcome.Cancelled {
 		j.Logf("load test stopped: %v", context.Cause(ctx))
@@ -154,7 +200,7 @@ func runLocal(ctx context.Context, j *stepJob, s *loadStep, cfg *spec.Config, po
 	if o.Verdict.Kind != outcome.Cancelled && out.Stop() == nil {
 		j.warnBound(&o.Summary)
 	}
-	return j.verdict(o), outputs
+	return r, nil
 }
 
 // engineSettings are the engine settings of a local load step: the
@@ -249,35 +295,68 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 }
 
 // reportLoad reports a load step's outcome, the same for one host and
-// many: the summary (and extra, e.g. the worker table) in the log, the
-// Markdown job summary with the comparison when there is a baseline, the
-// result artifacts; it returns the step's outputs. An error is a summary
-// that could not be written to the log.
+// many: see [stepJob.logRun] and [stepJob.publishLoad]. It returns the
+// step's outputs. An error is a summary that could not be written to the
+// log.
 func (j *stepJob) reportLoad(st workflow.Step, o *outcome.Outcome, extra func(w io.Writer, markdown bool) error) (map[string]string, error) {
+	r, err := j.logRun(o, extra)
+	if err != nil {
+		return nil, err
+	}
+	return j.publishLoad(st, []runReport{r}, ""), nil
+}
+
+// logRun writes one run's summary (and extra, e.g. the worker table) and
+// its comparison with the baseline to the log, and keeps them in
+// Markdown for the job summary. An error is a summary that could not be
+// written to the log.
+func (j *stepJob) logRun(o *outcome.Outcome, extra func(w io.Writer, markdown bool) error) (runReport, error) {
 	w := j.Writer()
 	if err := o.WriteText(w); err != nil {
-		return nil, fmt.Errorf("write the summary: %w", err)
+		return runReport{}, fmt.Errorf("write the summary: %w", err)
 	}
 	if extra != nil {
 		if err := extra(w, false); err != nil {
-			return nil, fmt.Errorf("write the summary: %w", err)
+			return runReport{}, fmt.Errorf("write the summary: %w", err)
 		}
 	}
+	r := runReport{o: o}
 	var md bytes.Buffer
-	if err := o.WriteMarkdown(&md); err == nil && (extra == nil || extra(&md, true) == nil) {
-		if o.Baseline != nil {
-			md.WriteString("\n")
-			table := j.writeBaseline(o)
-			md.Write(table)
-			j.commentOnPull(st, o, table)
-		}
-		j.uploadSummary(md.Bytes())
+	r.mdOK = o.WriteMarkdown(&md) == nil && (extra == nil || extra(&md, true) == nil)
+	if o.Baseline != nil {
+		r.comparison = j.writeBaseline(o)
+		md.WriteString("\n")
+		md.Write(r.comparison)
 	}
-	j.uploadResults(st, o)
-	j.writeHTMLOutput(o)
-	outputs := loadOutputs(o.Summary)
-	maps.Copy(outputs, sutOutputs(o.Summary.SUT))
-	return outputs, nil
+	r.md = md.Bytes()
+	return r, nil
+}
+
+// publishLoad publishes a load step's runs (one, or a first run and its
+// confirming reruns, decision saying which decided): the Markdown job
+// summary, the comparison as a pull request comment, the result
+// artifacts and html_output. The last run decides: its comparison is
+// commented and its numbers are the returned outputs.
+func (j *stepJob) publishLoad(st workflow.Step, reps []runReport, decision string) map[string]string {
+	last := reps[len(reps)-1]
+	if last.comparison != nil {
+		j.commentOnPull(st, last.o, append([]byte(decision), last.comparison...))
+	}
+	switch {
+	case len(reps) > 1:
+		j.uploadSummary(confirmMarkdown(decision, reps))
+	case last.mdOK:
+		j.uploadSummary(last.md)
+	}
+	runs := make([]*outcome.Outcome, len(reps))
+	for i, r := range reps {
+		runs[i] = r.o
+	}
+	j.uploadResults(st, runs)
+	j.writeHTMLOutput(last.o)
+	outputs := loadOutputs(last.o.Summary)
+	maps.Copy(outputs, sutOutputs(last.o.Summary.SUT))
+	return outputs
 }
 
 // warnBound warns when the generator fell behind or every worker was busy,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/client"
@@ -39,24 +40,25 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
 }
 
 // uploadResults uploads the step's HTML report and JSON result, in one zip,
-// as a run artifact, so that they can be downloaded from the run's page.
-// The content is masked like every log row. A failed upload is an error
-// line in the step log and nothing more: the measured result and the
-// step's verdict do not depend on it.
-func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
+// as a run artifact, so that they can be downloaded from the run's page;
+// a step that ran again to confirm a regression has each run's (see
+// [runFiles]). The content is masked like every log row. A failed upload
+// is an error line in the step log and nothing more: the measured result
+// and the step's verdict do not depend on it.
+func (j *stepJob) uploadResults(st workflow.Step, runs []*outcome.Outcome) {
 	up := j.deps.Publisher
 	if up == nil || j.runtimeToken() == "" {
-		j.writeLocalResults(st, o)
+		j.writeLocalResults(st, runs)
 		return
 	}
 	name := j.artifactName(st, j.i)
-	data, err := j.resultsZip(o)
+	data, files, err := j.resultsZip(runs)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var id int64
 		if id, err = up.UploadArtifact(ctx, j.runtimeToken(), name, data); err == nil {
-			j.Logf("report and JSON result uploaded as run artifact %q (id %d, %d bytes): report.html, result.json", name, id, len(data))
+			j.Logf("report and JSON result uploaded as run artifact %q (id %d, %d bytes): %s", name, id, len(data), strings.Join(files, ", "))
 			return
 		}
 		if j.rep.Context().Err() != nil {
@@ -67,30 +69,48 @@ func (j *stepJob) uploadResults(st workflow.Step, o *outcome.Outcome) {
 	j.Logf("::error::forgeload/load: the report was not uploaded as a run artifact (the step's result stands): %v", err)
 }
 
-// resultsZip zips report.html and result.json, each masked.
-func (j *job) resultsZip(o *outcome.Outcome) ([]byte, error) {
+// resultFile is one file of a step's results: its name and writer.
+type resultFile struct {
+	name  string
+	o     *outcome.Outcome
+	write outcome.Writer
+}
+
+// resultFiles are the report and the JSON result of each run, named by
+// [runFiles].
+func resultFiles(runs []*outcome.Outcome) []resultFile {
+	var fs []resultFile
+	for i, o := range runs {
+		report, result := runFiles(i)
+		fs = append(fs, resultFile{report, o, outcome.HTML}, resultFile{result, o, outcome.JSON})
+	}
+	return fs
+}
+
+// resultsZip zips each run's report and result, each masked, and returns
+// the zip and the names of its files.
+func (j *job) resultsZip(runs []*outcome.Outcome) ([]byte, []string, error) {
 	var b bytes.Buffer
+	var names []string
 	zw := zip.NewWriter(&b)
-	for _, f := range []struct {
-		name  string
-		write outcome.Writer
-	}{{"report.html", outcome.HTML}, {"result.json", outcome.JSON}} {
+	for _, f := range resultFiles(runs) {
 		var content bytes.Buffer
-		if err := f.write(o, &content); err != nil {
-			return nil, err
+		if err := f.write(f.o, &content); err != nil {
+			return nil, nil, err
 		}
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: o.Result.Start})
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: f.o.Result.Start})
 		if err != nil {
-			return nil, fmt.Errorf("zip %s: %w", f.name, err)
+			return nil, nil, fmt.Errorf("zip %s: %w", f.name, err)
 		}
 		if _, err := w.Write([]byte(j.rep.Mask(content.String()))); err != nil {
-			return nil, fmt.Errorf("zip %s: %w", f.name, err)
+			return nil, nil, fmt.Errorf("zip %s: %w", f.name, err)
 		}
+		names = append(names, f.name)
 	}
 	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("zip the results: %w", err)
+		return nil, nil, fmt.Errorf("zip the results: %w", err)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), names, nil
 }
 
 // defaultBranch is the repository's default branch from the event

@@ -54,24 +54,22 @@ func (j *stepJob) writeHTMLOutput(o *outcome.Outcome) {
 	j.Logf("report: %s (html_output, in the workspace)", j.htmlOutput)
 }
 
-// writeLocalResults writes the step's report.html and result.json, masked,
-// into Config.ResultsDir (forgeload exec has no forge to upload them to)
-// and says where. Without a ResultsDir it does nothing.
-func (j *stepJob) writeLocalResults(st workflow.Step, o *outcome.Outcome) {
+// writeLocalResults writes the step's report.html and result.json (and
+// those of its confirming reruns, see [runFiles]), masked, into
+// Config.ResultsDir (forgeload exec has no forge to upload them to) and
+// says where. Without a ResultsDir it does nothing.
+func (j *stepJob) writeLocalResults(st workflow.Step, runs []*outcome.Outcome) {
 	if j.deps.ResultsDir == "" {
 		return
 	}
 	dir := filepath.Join(j.deps.ResultsDir, j.artifactName(st, j.i))
 	err := os.MkdirAll(dir, 0o755)
-	for _, f := range []struct {
-		name  string
-		write outcome.Writer
-	}{{"report.html", outcome.HTML}, {"result.json", outcome.JSON}} {
+	for _, f := range resultFiles(runs) {
 		if err != nil {
 			break
 		}
 		var b bytes.Buffer
-		if err = f.write(o, &b); err == nil {
+		if err = f.write(f.o, &b); err == nil {
 			err = os.WriteFile(filepath.Join(dir, f.name), []byte(j.rep.Mask(b.String())), 0o644)
 		}
 	}
@@ -79,6 +77,9 @@ func (j *stepJob) writeLocalResults(st workflow.Step, o *outcome.Outcome) {
 		j.Logf("::error::forgeload/load: the report was not written to %s (the step's result stands): %v", dir, err)
 		return
 	}
-	j.Logf("report: %s", filepath.Join(dir, "report.html"))
-	j.Logf("result: %s", filepath.Join(dir, "result.json"))
+	for i := range runs {
+		report, result := runFiles(i)
+		j.Logf("report: %s", filepath.Join(dir, report))
+		j.Logf("result: %s", filepath.Join(dir, result))
+	}
 }

@@ -73,6 +73,10 @@ type Outcome struct {
 	Duet *duet.Verdict
 	// Verdict is whether the run passed and, if not, why.
 	Verdict Verdict
+	// Regression is set when the run failed only on thresholds that
+	// compare with the baseline (nothing else failed, stopped or fell
+	// short): the failure a confirming rerun may overturn.
+	Regression bool
 }
 
 // summarize is load.Summarize; a variable so that a test can count the
@@ -98,6 +102,7 @@ func New(in Input) *Outcome {
 		o.Summary.Aborted = ab.Error()
 	}
 	o.Verdict = judge(in, res, o.Checks)
+	o.Regression = regression(in, o.Checks, o.Verdict)
 	return o
 }
 
@@ -265,9 +270,12 @@ func (o *Outcome) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// WriteHTML writes the self-contained HTML report.
+// WriteHTML writes the self-contained HTML report, with the comparison
+// with the baseline when there is one.
 func (o *Outcome) WriteHTML(w io.Writer) error {
-	return resultview.BuildSummary(o.Result, &o.Summary).Render(w)
+	v := resultview.BuildSummary(o.Result, &o.Summary)
+	v.SetBaseline(o.baselineView())
+	return v.Render(w)
 }
 
 // Deltas compares the run with its baseline; nil without one.

@@ -1,6 +1,7 @@
 package resultview
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ type Series struct {
 	Points []Point
 	// Dashed draws the line dashed (the asked rate).
 	Dashed bool
+	// Color, if set, is the line's colour instead of the next of the
+	// palette (a baseline's reference line takes its percentile's).
+	Color string
 }
 
 // Chart is one line chart. The drawing fields are filled by layout.
@@ -139,7 +143,7 @@ func (c *Chart) layout() {
 			b.WriteByte(',')
 			b.WriteString(strconv.FormatFloat(sy(p.Y), 'f', 1, 64))
 		}
-		l := Line{Name: s.Name, Color: palette[i%len(palette)], Points: b.String(), Dashed: s.Dashed, N: len(s.Points)}
+		l := Line{Name: s.Name, Color: cmp.Or(s.Color, palette[i%len(palette)]), Points: b.String(), Dashed: s.Dashed, N: len(s.Points)}
 		if n := len(s.Points); n > 0 {
 			l.Last = fmtNum(s.Points[n-1].Y)
 		}

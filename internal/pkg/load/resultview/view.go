@@ -56,6 +56,9 @@ type View struct {
 	Protocols  []ProtocolRow
 	Health     []HealthRow
 	Thresholds []load.Check
+	// Baseline is the comparison with the baseline, set by
+	// [View.SetBaseline]; nil without one.
+	Baseline *Baseline
 	// Bucket is the number of seconds per drawn point (1 for short runs).
 	Bucket int
 	// Live marks the dashboard's page: it carries the update script and
