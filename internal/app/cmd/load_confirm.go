@@ -46,7 +46,7 @@ func rerunner(ctx context.Context, cfg *spec.Config, s build.Settings, base *com
 		}
 		return outcome.New(outcome.Input{
 			Result: out.Result, Thresholds: t.Engine.Thresholds, Baseline: base, Info: localRunInfo(cfg),
-			Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn,
+			Stopped: out.Stop(), Cancelled: ctx.Err() != nil, ValidityWarn: cfg.Validity == spec.ValidityWarn, Duet: out.Duet,
 		}), nil
 	}
 }
