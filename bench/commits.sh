@@ -72,7 +72,11 @@ run() { # run NAME TAG [extra load flags]: prints "requests cpu_s rss_kb"
 		--target "$URL/" --concurrency 50 --duration "$DURATION" --json-output "$json" "$@" >/dev/null 2>"$OUT/$v-$tag.err" || true
 	local req
 	req=$(jq -r '.requests // 0' "$json" 2>/dev/null || echo 0)
-	awk -v r="$req" '{printf "%d %.3f %d\n", r, $1 + $2, $3}' "$OUT/$v-$tag.time"
+	# the last line: GNU time writes "Command exited with non-zero status N"
+	# above it when the run fails (an INVALID run exits 1)
+	tail -1 "$OUT/$v-$tag.time" | awk -v r="$req" '{printf "%d %.3f %d\n", r, $1 + $2, $3}'
+	tail -1 "$OUT/$v-$tag.err" | grep -q '^forgeload: INVALID' && echo "$v $tag: $(tail -1 "$OUT/$v-$tag.err")" >&2
+	true
 }
 
 echo "$(date -u +%FT%TZ) load average before: $(cut -d' ' -f1-3 /proc/loadavg); closed loop, 50 connections, $DURATION, generator on CPU $GEN_CPUS"

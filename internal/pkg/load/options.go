@@ -293,9 +293,13 @@ func (o *Options) validateTiming(bad func(format string, args ...any)) {
 // thinkTime returns one think-time pause.
 func (o *Options) thinkTime() time.Duration {
 	if o.ThinkTimeMax > o.ThinkTime {
-		return o.ThinkTime + time.Duration(rand.Int64N(int64(o.ThinkTimeMax-o.ThinkTime)+1))
+		return o.randomThinkTime()
 	}
-	return o.ThinkTime
+	return o.ThinkTime // small enough to inline: a closed loop asks after every request
+}
+
+func (o *Options) randomThinkTime() time.Duration {
+	return o.ThinkTime + time.Duration(rand.Int64N(int64(o.ThinkTimeMax-o.ThinkTime)+1))
 }
 
 func (o *Options) concurrency() int {

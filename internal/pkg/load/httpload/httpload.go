@@ -421,8 +421,12 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 // or when only a check failed, the check's error with class check.
 func statusChecks(checks check.List, s *load.Sample, err error) error {
 	if len(checks) == 0 || s.Status == 0 {
-		return err // no checks, or no response to check
+		return err // no checks, or no response to check; inlined, so free
 	}
+	return runStatusChecks(checks, s, err)
+}
+
+func runStatusChecks(checks check.List, s *load.Sample, err error) error {
 	if err != nil && s.Class != load.ClassHTTP4xx && s.Class != load.ClassHTTP5xx {
 		return err // the response did not arrive whole, as on the net/http path
 	}

@@ -28,7 +28,7 @@ type Point struct{ X, Y float64 }
 // Series is one named line of a chart.
 type Series struct {
 	// Name is shown in the legend; it may come from the run (an error
-	// class), and the template escapes it.
+	// class), and the page escapes it.
 	Name   string
 	Points []Point
 	// Dashed draws the line dashed (the asked rate).

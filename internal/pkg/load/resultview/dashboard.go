@@ -116,12 +116,7 @@ func (d *Dashboard) view() *View {
 
 // renderLocked renders the fragment and wakes the event streams.
 func (d *Dashboard) renderLocked() {
-	var b bytes.Buffer
-	if err := pageTmpl.ExecuteTemplate(&b, "main", d.view()); err != nil {
-		b.Reset()
-		fmt.Fprintf(&b, "<p>render: %s</p>", strings.ReplaceAll(err.Error(), "<", "&lt;"))
-	}
-	d.page = []byte(d.mask(b.String()))
+	d.page = []byte(d.mask(string(mainHTML(d.view()))))
 	for ch := range d.subs {
 		select {
 		case ch <- struct{}{}:

@@ -12,8 +12,10 @@
 // Charts are inline SVG drawn here, in Go; the page needs no network access,
 // no fonts and no script (the live dashboard adds a dozen lines of script
 // that swap in each update). Every string from the run (endpoint names,
-// URLs, threshold text, error classes, metadata) goes through html/template
-// and stays text. On the daemon's jobs page every row, page and update of
+// URLs, threshold text, error classes, metadata) is escaped exactly as
+// html/template escapes HTML text and attribute values, and stays text; the
+// page is written in Go rather than by html/template so that forgeload's
+// binary does not keep every exported method (html.go says why). On the daemon's jobs page every row, page and update of
 // a job's step also goes through that job's mask as the last step before it
 // is written, so no string of the job (an endpoint name, a config key, a
 // URL, an error) shows a secret the job's log would hide. Numbers come from [load.Summarize], the same view the

@@ -1,7 +1,6 @@
 package resultview
 
 import (
-	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
@@ -116,35 +115,52 @@ func (j *Jobs) list(w http.ResponseWriter, base string) {
 	slices.SortFunc(runs, func(a, b jobRun) int { return a.ID - b.ID })
 	// Each row is rendered alone and masked with its own job's mask: one
 	// job's masks know nothing of another's secrets.
-	rows := make([]template.HTML, 0, len(runs))
-	for _, jr := range runs {
-		var b strings.Builder
-		if err := jobRowTmpl.Execute(&b, struct {
-			Base string
-			Run  jobRun
-		}{base, jr}); err != nil {
-			b.Reset()
-			b.WriteString(`<tr class="job"><td colspan="6">render error</td></tr>`)
+	var page pageWriter
+	page.s(jobsHead)
+	if len(runs) == 0 {
+		page.s(`<p id="none">No load step is running.</p>`)
+	} else {
+		page.s(`<table id="jobs"><tr><th>Repository</th><th>Workflow</th><th>Job</th><th>Step</th><th>Started (UTC)</th><th></th></tr>` + "\n")
+		for _, jr := range runs {
+			page.s(jr.mask(string(jobRow(base, &jr))))
+			page.s("\n")
 		}
-		rows = append(rows, template.HTML(jr.mask(b.String())))
+		page.s("</table>")
 	}
+	page.s("\n</body></html>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = jobsTmpl.Execute(w, rows)
+	_, _ = w.Write(page.b)
 }
 
-var jobRowTmpl = template.Must(template.New("row").Funcs(template.FuncMap{
-	"utc": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-}).Parse(`{{with .Run}}<tr class="job" data-id="{{.ID}}"><td class="repository">{{.Info.Repository}}</td><td class="workflow">{{.Info.Workflow}}</td><td class="job">{{.Info.Job}}</td><td class="step">{{.Info.Step}}</td><td class="started">{{utc .Started}}</td><td><a href="{{$.Base}}{{.ID}}/">live charts</a></td></tr>{{end}}`))
+// jobRow is one running step's row of the list; base is "jobs/" or "",
+// as the page links relative to its own URL.
+func jobRow(base string, jr *jobRun) []byte {
+	var p pageWriter
+	p.s(`<tr class="job" data-id="`)
+	p.int(int64(jr.ID))
+	p.s(`">`)
+	for _, f := range []struct{ class, value string }{
+		{"repository", jr.Info.Repository}, {"workflow", jr.Info.Workflow}, {"job", jr.Info.Job}, {"step", jr.Info.Step},
+		{"started", jr.Started.UTC().Format(time.RFC3339)},
+	} {
+		p.s(`<td class="`)
+		p.s(f.class)
+		p.s(`">`)
+		p.text(f.value)
+		p.s("</td>")
+	}
+	p.s(`<td><a href="`)
+	p.text(base)
+	p.int(int64(jr.ID))
+	p.s(`/">live charts</a></td></tr>`)
+	return p.b
+}
 
-var jobsTmpl = template.Must(template.New("jobs").Parse(`<!doctype html>
+const jobsHead = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>forgeload: running load steps</title>
 <meta http-equiv="refresh" content="5">
 <style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3em .8em;text-align:left}</style>
 </head><body>
 <h1>Running load steps</h1>
-{{if .}}<table id="jobs"><tr><th>Repository</th><th>Workflow</th><th>Job</th><th>Step</th><th>Started (UTC)</th><th></th></tr>
-{{range .}}{{.}}
-{{end}}</table>{{else}}<p id="none">No load step is running.</p>{{end}}
-</body></html>
-`))
+`

@@ -7,7 +7,7 @@ import (
 // Band is a named phase of the run drawn behind a time chart: a shaded
 // strip from X, W wide, over the plot's height.
 type Band struct {
-	// Name is the phase's name from the config; the template escapes it.
+	// Name is the phase's name from the config; the page escapes it.
 	Name string
 	X, W float64
 	// Shade alternates the strips' tint, so that neighbours differ.
