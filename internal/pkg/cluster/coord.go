@@ -812,7 +812,7 @@ func (c *coordinator) start(ctx context.Context) error {
 			maxRTT = max(maxRTT, time.Duration(us)*time.Microsecond)
 		}
 	}
-	cl, err := measureClock(ctx, c.rdb)
+	cl, err := measureClock(ctx, c.rdb, nil)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", c.run, err)
 	}

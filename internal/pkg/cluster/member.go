@@ -132,7 +132,7 @@ func (m *member) loop(parent context.Context) (err error) {
 	m.stopKeep = stopKeep
 	defer m.stopKeeping()
 
-	if m.clock, err = measureClock(ctx, m.p.rdb); err != nil {
+	if m.clock, err = measureClock(ctx, m.p.rdb, m.p.o.WallClock); err != nil {
 		m.logf("%v", err)
 	}
 	m.clockAt = time.Now()
@@ -361,7 +361,7 @@ func (m *member) heartbeat(ctx context.Context) error {
 	defer cancel()
 	m.sampleCPU()
 	if time.Since(m.clockAt) > clockRemeasure {
-		if c, err := measureClock(cctx, m.p.rdb); err == nil {
+		if c, err := measureClock(cctx, m.p.rdb, m.p.o.WallClock); err == nil {
 			m.clock, m.clockAt = c, time.Now()
 		}
 	}
@@ -553,7 +553,7 @@ func (m *member) apply(ctx context.Context, d desired) {
 	defer cancel()
 	switch d.Phase {
 	case phasePrepare:
-		if c, err := measureClock(cctx, m.p.rdb); err == nil {
+		if c, err := measureClock(cctx, m.p.rdb, m.p.o.WallClock); err == nil {
 			m.clock = c
 		}
 		// The clock may have taken the whole budget (a slow Redis, a

@@ -69,6 +69,13 @@ type PoolOptions struct {
 	// renewing it, so a dead coordinator's workers stop within the lease,
 	// plus this, plus one heartbeat: 10 s with the defaults.
 	CoordLostAfter time.Duration
+	// WallClock reads this host's wall clock; default time.Now. The runner
+	// reads it only to report its clock offset to Redis (and to take
+	// Redis's clock to be its own if it could not measure it): the start,
+	// the end and the fence count on the monotonic clock, so a wall clock
+	// that is off or steps moves none of them. Tests set a clock that is
+	// off or steps (TestWorkerWallClockOffsetMovesNothing).
+	WallClock func() time.Time
 
 	// skipAbandon makes shutdown behave like kill -9 (tests only).
 	skipAbandon bool
