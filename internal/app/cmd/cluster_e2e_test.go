@@ -1352,6 +1352,7 @@ jobs:
           rate: 30
           duration: 3s
           graceful_shutdown: 30s
+          validity: warn
           distributed: '{workers: 3, join_timeout: 10s}'
           thresholds: |
             sut_mem:max < 100MB
