@@ -251,6 +251,9 @@ func (rg *dockerRig) logs() string {
 }
 
 func (rg *dockerRig) job(with string) int64 {
+	if !strings.Contains(with, "validity:") {
+		with += "          validity: warn\n" // as clusterRig.jobIn: a starved generator is not under test
+	}
 	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n          target: " +
 		rg.tg.URL + "/\n" + with
 	return rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})

@@ -65,6 +65,7 @@ jobs:
           target: %s/row/{{id}}
           feeder: '{path: ids.csv, type: csv, recycle: false}'
           concurrency: 20
+          validity: warn
           distributed: '{workers: 3, join_timeout: 10s}'
 %s`, n, tg.URL, with)
 	return rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Payload: []byte(payload)})

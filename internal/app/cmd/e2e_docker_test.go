@@ -101,6 +101,7 @@ jobs:
           rate: 40
           concurrency: 8
           duration: 4s
+          validity: warn
           thresholds: |
 %s
       - run: echo "cpu=${{ steps.load.outputs.sut_cpu_max }} mem=${{ steps.load.outputs.sut_mem_max_mb }}"

@@ -113,7 +113,7 @@ func TestE2EClusterCoordinatorLogMasksSecrets(t *testing.T) {
 	rg := newClusterRig(t, "", map[string]string{"w3": "  allow_targets: [\"10.0.0.0/8\"]\n"})
 	const secret = "c00rd-S3cret-path"
 	payload := "on: push\njobs:\n  perf:\n    runs-on: coord\n    steps:\n      - id: api\n        uses: forgeload/load@v1\n        with:\n" +
-		"          target: " + rg.tg.URL + "/${{ secrets.P }}\n          rate: 30\n          duration: 2s\n          distributed: '{workers: 3, join_timeout: 10s}'\n"
+		"          target: " + rg.tg.URL + "/${{ secrets.P }}\n          rate: 30\n          duration: 2s\n          validity: warn\n          distributed: '{workers: 3, join_timeout: 10s}'\n"
 	id := rg.f.QueueJob(forgetest.Job{RunsOn: []string{"coord"}, Secrets: map[string]string{"P": secret}, Payload: []byte(payload)})
 	v := rg.waitDone(t, id)
 	log := strings.Join(v.Log, "\n")
