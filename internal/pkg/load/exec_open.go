@@ -2,20 +2,25 @@ package load
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // openExecutor is the open model: arrivals at the planned rate (Rate,
 // Stages) of the shared schedule, each taken by a free worker and sent at
 // its intended time whatever the target's latency. The pool of workers
-// starts with one and grows, one more whenever the last idle one takes an
-// arrival, up to e.n (MaxConcurrency), so a huge cap costs only what the
-// load needs.
+// starts with one and grows, one worker at a time, up to e.n
+// (MaxConcurrency), so a huge cap costs only what the load needs. It grows
+// only when every other started worker is in a request (the recorder
+// shards' in-flight counts, summed on this rare path only) and either the
+// arrival a worker takes is already due (it waited for a worker) or the
+// worker is about to send, on time, the latest arrival taken (no worker is
+// waiting for the next one). A worker that is free but late to run (the
+// generator's CPU is behind) is not in a request, and a worker sending
+// late does not grow the pool ahead of need, so a generator that falls
+// behind does not answer with more workers; and no counter shared by
+// every worker changes per request.
 type openExecutor struct {
 	e *engine
-	// idle counts the started workers not in a request.
-	idle atomic.Int64
 }
 
 func (x *openExecutor) maxWorkers() int { return x.e.o.maxConcurrency() }
@@ -57,7 +62,6 @@ func (x *openExecutor) spawn() {
 		}
 		if e.started.CompareAndSwap(s, s+1) {
 			w := e.newWorker(s)
-			x.idle.Add(1)
 			e.workerWG.Go(func() {
 				defer w.release()
 				x.worker(w)
@@ -73,7 +77,10 @@ func (x *openExecutor) worker(w *worker) {
 	e := x.e
 	for {
 		e.schedMu.Lock()
-		_, t, ok := e.sched.Next()
+		k, t, ok := e.sched.Next()
+		if ok {
+			e.lastTaken.Store(k)
+		}
 		e.schedMu.Unlock()
 		if !ok {
 			return
@@ -81,11 +88,13 @@ func (x *openExecutor) worker(w *worker) {
 		intended := e.base.Add(t)
 		wait := time.Until(intended)
 		// An arrival already due when a worker takes it waited for a
-		// worker; if every worker exists (the pool is at concurrency) they
-		// were all busy: the target's latency or concurrency limits the
-		// test. Any other lateness is the generator's own: a worker that
-		// could have been there was not scheduled on time.
+		// worker; if every other worker is in a request (or, the pool at
+		// max concurrency, every worker exists) they were all busy: the
+		// target's latency or concurrency limits the test, and the pool
+		// grows if it may. Any other lateness is the generator's own: a
+		// worker that could have been there was not scheduled on time.
 		late := onTime
+		grown := false
 		if wait > 0 {
 			if !e.sleepUntil(w, intended) {
 				return
@@ -97,7 +106,13 @@ func (x *openExecutor) worker(w *worker) {
 				return
 			default:
 			}
-			if -wait > LateTolerance && e.started.Load() >= int64(e.n) {
+			if x.othersBusy() {
+				x.spawn()
+				grown = true
+				if -wait > LateTolerance {
+					late = queued
+				}
+			} else if -wait > LateTolerance && e.started.Load() >= int64(e.n) {
 				late = queued
 			}
 			if -wait > e.maxLate {
@@ -124,13 +139,33 @@ func (x *openExecutor) worker(w *worker) {
 				e.noteGeneratorLate(lag)
 			}
 		}
-		// Keep one worker free for the next arrival, up to max concurrency.
-		if x.idle.Add(-1) == 0 {
+		// Keep a worker for the next arrival: when this one is sent on time
+		// (a late one says the generator is behind, and more workers would
+		// not help it), no other worker holds a later arrival and every
+		// other is in a request, start one more.
+		if !grown && late == onTime && e.lastTaken.Load() == k && x.othersBusy() {
 			x.spawn()
 		}
 		e.do(w, intended, late)
-		x.idle.Add(1)
 	}
+}
+
+// othersBusy reports whether the pool may grow and every started worker
+// but the caller is in a request. It reads the started count (written
+// only as the pool grows) first, so at max concurrency it touches nothing
+// else; below it sums the recorder shards' in-flight counts, which the
+// callers reach only on the rare paths where the pool may be short.
+func (x *openExecutor) othersBusy() bool {
+	e := x.e
+	s := e.started.Load()
+	if s >= int64(e.n) {
+		return false
+	}
+	var busy int64
+	for _, rec := range e.recs {
+		busy += rec.inFlight.Load()
+	}
+	return busy >= s-1
 }
 
 // preciseWindow is the last stretch before an arrival that a worker waits

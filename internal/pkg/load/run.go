@@ -139,7 +139,12 @@ type engine struct {
 
 	schedMu sync.Mutex
 	sched   *Schedule
-	dropped atomic.Int64
+	// lastTaken is the global index of the arrival last taken from sched,
+	// stored under schedMu (beside it, on the line the lock already
+	// moves); the open model reads it to tell whether any worker holds a
+	// later arrival.
+	lastTaken atomic.Uint64
+	dropped   atomic.Int64
 	// droppedBy splits dropped by reason; see drop.
 	droppedBy [numDropReasons]atomic.Int64
 	// genLate counts the arrivals sent more than GeneratorLateTolerance

@@ -149,3 +149,29 @@ func TestHandoverDropsDoNotInvalidate(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenPoolDoesNotGrowForALateGenerator: a worker the generator makes
+// late does not grow the pool. At 100 req/s against a 15 ms target (fake
+// clock), two workers are enough (each arrival takes one for 18 ms of 20).
+// The lease check before each send takes 3 ms, so every arrival leaves 3 ms
+// late, as one does whose worker its CPU did not run on time: that is the
+// generator's lateness, and another worker would not make it less. The
+// pool stays at the two it needs; the old rule (grow whenever the last
+// worker not in a request sends) grew it to three.
+func TestOpenPoolDoesNotGrowForALateGenerator(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		slowLease := func() bool { time.Sleep(3 * time.Millisecond); return true }
+		res, err := Run(t.Context(), Options{Requester: &countingRequester{sleep: 15 * time.Millisecond}, Rate: 100,
+			Duration: 2 * time.Second, MaxConcurrency: 100, Lease: slowLease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests != 200 || res.Workers != 2 {
+			t.Errorf("requests %d, workers %d of %d; want 200 sent by 2 workers", res.Requests, res.Workers, res.MaxWorkers)
+		}
+		if res.Queued != 0 {
+			t.Errorf("queued %d, want none: no arrival waited for a worker", res.Queued)
+		}
+	})
+}
