@@ -13,12 +13,12 @@ import (
 // only when every other started worker is in a request (the recorder
 // shards' in-flight counts, summed on this rare path only) and either the
 // arrival a worker takes is already due (it waited for a worker) or the
-// worker is about to send, on time, the latest arrival taken (no worker is
-// waiting for the next one). A worker that is free but late to run (the
-// generator's CPU is behind) is not in a request, and a worker sending
-// late does not grow the pool ahead of need, so a generator that falls
-// behind does not answer with more workers; and no counter shared by
-// every worker changes per request.
+// worker is about to send the latest arrival taken (no worker is waiting
+// for the next one). A worker that is free but late to run (the
+// generator's CPU is behind) is not in a request, and while the generator
+// has been late this second only a worker's first arrival grows the pool,
+// and none while the process uses most of its CPUs (see grow), so a
+// generator that falls behind does not answer with more workers; and no counter shared by every worker changes per request.
 type openExecutor struct {
 	e *engine
 }
@@ -75,6 +75,7 @@ func (x *openExecutor) spawn() {
 // and sends it, until the schedule is out of arrivals or the run stops.
 func (x *openExecutor) worker(w *worker) {
 	e := x.e
+	sent := false // whether this worker has taken an arrival to send before
 	for {
 		e.schedMu.Lock()
 		k, t, ok := e.sched.Next()
@@ -106,15 +107,7 @@ func (x *openExecutor) worker(w *worker) {
 				return
 			default:
 			}
-			if x.othersBusy() {
-				x.spawn()
-				grown = true
-				if -wait > LateTolerance {
-					late = queued
-				}
-			} else if -wait > LateTolerance && e.started.Load() >= int64(e.n) {
-				late = queued
-			}
+			late, grown = x.due(-wait, sent)
 			if -wait > e.maxLate {
 				// Too late to send: drop it and every arrival that is
 				// as late, at once, so a rate the generator cannot follow
@@ -139,15 +132,52 @@ func (x *openExecutor) worker(w *worker) {
 				e.noteGeneratorLate(lag)
 			}
 		}
-		// Keep a worker for the next arrival: when this one is sent on time
-		// (a late one says the generator is behind, and more workers would
-		// not help it), no other worker holds a later arrival and every
-		// other is in a request, start one more.
-		if !grown && late == onTime && e.lastTaken.Load() == k && x.othersBusy() {
-			x.spawn()
+		// Keep a worker for the next arrival: when no other worker holds a
+		// later one and every other is in a request, start one more.
+		if !grown && e.lastTaken.Load() == k && x.othersBusy() {
+			x.grow(sent)
 		}
+		sent = true
 		e.do(w, intended, late)
 	}
+}
+
+// due classifies an arrival that was already due, by overdue, when a
+// worker took it, and grows the pool if every other worker is in a
+// request; see worker.
+func (x *openExecutor) due(overdue time.Duration, sent bool) (late lateness, grown bool) {
+	if x.othersBusy() {
+		// The pool grows unless the CPU is behind: then the wait is the
+		// generator's, not the workers'.
+		if grown = x.grow(sent); grown && overdue > LateTolerance {
+			late = queued
+		}
+		return late, grown
+	}
+	if overdue > LateTolerance && x.e.started.Load() >= int64(x.e.n) {
+		late = queued
+	}
+	return late, false
+}
+
+// grow starts one more worker, unless the generator's CPU is behind: the
+// process used most of its CPUs over the last few milliseconds
+// (cpuBehind), or the
+// caller has sent before and the generator has been late this second (an
+// arrival left more than GeneratorLateTolerance late while a worker was
+// free; see genLateMax). Then the workers in a request may be waiting for
+// this CPU rather than for the target (their responses read late), and
+// more workers on a CPU that is behind make it slower still. Otherwise a
+// worker's first arrival grows the pool when every other is busy, so a
+// pool whose requests never return keeps growing. It reports whether it
+// started one.
+func (x *openExecutor) grow(sent bool) bool {
+	e := x.e
+	if sent && e.genLateMax.Load() > 0 || e.cpuBehind() {
+		return false
+	}
+	x.spawn()
+	return true
 }
 
 // othersBusy reports whether the pool may grow and every started worker

@@ -153,6 +153,8 @@ type engine struct {
 	// generator, not the target, fell behind.
 	genLate    atomic.Int64
 	genLateMax atomic.Int64
+	// cpu tells whether the generator's CPU is busy; see cpuBehind.
+	cpu cpuMeter
 
 	// x is the run's scheduling model; see executor.
 	x executor
@@ -404,6 +406,42 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// busyCPUShare is the share of its Ps' time above which the process's CPU
+// is deemed busy, and cpuWindow the span over which it is measured.
+const (
+	busyCPUShare = 0.9
+	cpuWindow    = 5 * time.Millisecond
+)
+
+// cpuMeter tells whether the process used most of its CPUs over its last
+// window. It is read only where the open pool would grow, which is rare:
+// the reader that finds the window over measures the next one.
+type cpuMeter struct {
+	mu   sync.Mutex
+	cpu  time.Duration // process CPU at the window's start
+	wall time.Time     // the window's start; zero before the first reading
+	busy atomic.Bool
+}
+
+// cpuBehind reports whether the process used at least busyCPUShare of its
+// Ps over the last cpuWindow measured: the generator's CPU, not the
+// target, then holds requests up (see openExecutor.grow).
+func (e *engine) cpuBehind() bool {
+	m := &e.cpu
+	if m.mu.TryLock() {
+		now := time.Now()
+		if span := now.Sub(m.wall); m.wall.IsZero() || span >= cpuWindow {
+			cpu := processCPU()
+			if !m.wall.IsZero() {
+				m.busy.Store(float64(cpu-m.cpu) >= busyCPUShare*float64(span)*float64(runtime.GOMAXPROCS(0)))
+			}
+			m.cpu, m.wall = cpu, now
+		}
+		m.mu.Unlock()
+	}
+	return m.busy.Load()
 }
 
 // dropMarks are the engine's drop and generator-lateness counters as of

@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"strings"
+
 	"testing"
 	"testing/synctest"
 	"time"
@@ -150,28 +152,35 @@ func TestHandoverDropsDoNotInvalidate(t *testing.T) {
 	})
 }
 
-// TestOpenPoolDoesNotGrowForALateGenerator: a worker the generator makes
-// late does not grow the pool. At 100 req/s against a 15 ms target (fake
-// clock), two workers are enough (each arrival takes one for 18 ms of 20).
-// The lease check before each send takes 3 ms, so every arrival leaves 3 ms
-// late, as one does whose worker its CPU did not run on time: that is the
-// generator's lateness, and another worker would not make it less. The
-// pool stays at the two it needs; the old rule (grow whenever the last
-// worker not in a request sends) grew it to three.
-func TestOpenPoolDoesNotGrowForALateGenerator(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		slowLease := func() bool { time.Sleep(3 * time.Millisecond); return true }
-		res, err := Run(t.Context(), Options{Requester: &countingRequester{sleep: 15 * time.Millisecond}, Rate: 100,
-			Duration: 2 * time.Second, MaxConcurrency: 100, Lease: slowLease})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Requests != 200 || res.Workers != 2 {
-			t.Errorf("requests %d, workers %d of %d; want 200 sent by 2 workers", res.Requests, res.Workers, res.MaxWorkers)
-		}
-		if res.Queued != 0 {
-			t.Errorf("queued %d, want none: no arrival waited for a worker", res.Queued)
-		}
-	})
+// cpuRequester spends its CPU time on each request: a generator whose
+// requests wait for its own CPU, not for the target.
+type cpuRequester struct{ spin time.Duration }
+
+func (c cpuRequester) DoSample(ctx context.Context, _ *Sample) error { return c.Do(ctx) }
+
+func (c cpuRequester) Do(context.Context) error {
+	for start := time.Now(); time.Since(start) < c.spin; {
+	}
+	return nil
+}
+
+// TestOpenPoolDoesNotGrowOnABusyCPU: when the requests wait for the
+// generator's own CPU (here each spends 1 ms of it, at twice the rate the
+// process's CPUs can serve), every worker is in a request and arrivals are
+// late, but more workers would only share the same CPU: the pool stays
+// small, and the lateness is the generator's, not queued for workers. The
+// old rule grew the pool (to 58 workers in a run here).
+func TestOpenPoolDoesNotGrowOnABusyCPU(t *testing.T) {
+	rate := 2000 * float64(runtime.GOMAXPROCS(0))
+	res, err := Run(t.Context(), Options{Requester: cpuRequester{spin: time.Millisecond}, Rate: rate,
+		Duration: 300 * time.Millisecond, MaxConcurrency: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workers > 25 {
+		t.Errorf("workers = %d of %d, want the pool held small: the CPU, not the target, was behind", res.Workers, res.MaxWorkers)
+	}
+	if res.Queued*100 > res.Requests || res.GeneratorLate == 0 {
+		t.Errorf("queued %d of %d, generator late %d; want the lateness the generator's", res.Queued, res.Requests, res.GeneratorLate)
+	}
 }
