@@ -1,9 +1,9 @@
-//go:build !unix
+//go:build !linux
 
 package load
 
 import "time"
 
-// processCPU is 0 where the CPU time is not read: the generator's CPU is
-// then never deemed busy.
-func processCPU() time.Duration { return 0 }
+// threadCPU is not read outside Linux: the generator's CPU is then never
+// deemed behind.
+func threadCPU() (tid int, run, wait time.Duration, ok bool) { return 0, 0, 0, false }

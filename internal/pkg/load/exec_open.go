@@ -161,7 +161,7 @@ func (x *openExecutor) due(overdue time.Duration, sent bool) (late lateness, gro
 }
 
 // grow starts one more worker, unless the generator's CPU is behind: the
-// process used most of its CPUs over the last few milliseconds
+// process used most of its CPUs over the last millisecond or so
 // (cpuBehind), or the
 // caller has sent before and the generator has been late this second (an
 // arrival left more than GeneratorLateTolerance late while a worker was

@@ -408,36 +408,40 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 	}
 }
 
-// busyCPUShare is the share of its Ps' time above which the process's CPU
-// is deemed busy, and cpuWindow the span over which it is measured.
+// busyCPUShare is the share of a span above which a thread that wanted a
+// CPU (ran or waited for one) is deemed behind, and cpuWindow the span.
 const (
 	busyCPUShare = 0.9
-	cpuWindow    = 5 * time.Millisecond
+	cpuWindow    = time.Millisecond
 )
 
-// cpuMeter tells whether the process used most of its CPUs over its last
-// window. It is read only where the open pool would grow, which is rare:
-// the reader that finds the window over measures the next one.
+// cpuMeter tells whether the generator's CPU was behind over its last
+// window: whether a thread running workers wanted a CPU (ran, or waited
+// on a run queue for one) for most of it. It is read only where the open
+// pool would grow, which is rare: the reader that finds the window over
+// measures it, on its own thread (a window that ends on another thread
+// than it began is started again).
 type cpuMeter struct {
-	mu   sync.Mutex
-	cpu  time.Duration // process CPU at the window's start
-	wall time.Time     // the window's start; zero before the first reading
-	busy atomic.Bool
+	mu        sync.Mutex
+	tid       int
+	run, wait time.Duration
+	wall      time.Time
+	busy      atomic.Bool
 }
 
-// cpuBehind reports whether the process used at least busyCPUShare of its
-// Ps over the last cpuWindow measured: the generator's CPU, not the
-// target, then holds requests up (see openExecutor.grow).
+// cpuBehind reports whether the generator's CPU was behind over the last
+// window measured: the CPU, not the target, then holds requests up (see
+// openExecutor.grow).
 func (e *engine) cpuBehind() bool {
 	m := &e.cpu
 	if m.mu.TryLock() {
-		now := time.Now()
-		if span := now.Sub(m.wall); m.wall.IsZero() || span >= cpuWindow {
-			cpu := processCPU()
-			if !m.wall.IsZero() {
-				m.busy.Store(float64(cpu-m.cpu) >= busyCPUShare*float64(span)*float64(runtime.GOMAXPROCS(0)))
+		if span := time.Since(m.wall); span >= cpuWindow {
+			if tid, run, wait, ok := threadCPU(); ok {
+				if tid == m.tid && !m.wall.IsZero() {
+					m.busy.Store(float64(run-m.run+wait-m.wait) >= busyCPUShare*float64(span))
+				}
+				m.tid, m.run, m.wait, m.wall = tid, run, wait, time.Now()
 			}
-			m.cpu, m.wall = cpu, now
 		}
 		m.mu.Unlock()
 	}
