@@ -6,4 +6,4 @@ import "time"
 
 // threadCPU is not read outside Linux: the generator's CPU is then never
 // deemed behind.
-func threadCPU() (tid int, run, wait time.Duration, ok bool) { return 0, 0, 0, false }
+func threadCPU() (tid int, run, wait, at time.Duration, ok bool) { return 0, 0, 0, 0, false }

@@ -17,7 +17,7 @@ import (
 // for the next one). A worker that is free but late to run (the
 // generator's CPU is behind) is not in a request, and while the generator
 // has been late this second only a worker's first arrival grows the pool,
-// and none while the process uses most of its CPUs (see grow), so a
+// and none while the process uses most of its CPUs (see held), so a
 // generator that falls behind does not answer with more workers; and no counter shared by every worker changes per request.
 type openExecutor struct {
 	e *engine
@@ -107,7 +107,7 @@ func (x *openExecutor) worker(w *worker) {
 				return
 			default:
 			}
-			late, grown = x.due(-wait, sent)
+			late, grown = x.due(t+(-wait), -wait, sent)
 			if -wait > e.maxLate {
 				// Too late to send: drop it and every arrival that is
 				// as late, at once, so a rate the generator cannot follow
@@ -134,8 +134,9 @@ func (x *openExecutor) worker(w *worker) {
 		}
 		// Keep a worker for the next arrival: when no other worker holds a
 		// later one and every other is in a request, start one more.
-		if !grown && e.lastTaken.Load() == k && x.othersBusy() {
-			x.grow(sent)
+		if !grown && e.started.Load() < int64(e.n) && e.lastTaken.Load() == k &&
+			!x.held(e.planNow(), sent) && x.othersBusy() {
+			x.spawn()
 		}
 		sent = true
 		e.do(w, intended, late)
@@ -143,54 +144,50 @@ func (x *openExecutor) worker(w *worker) {
 }
 
 // due classifies an arrival that was already due, by overdue, when a
-// worker took it, and grows the pool if every other worker is in a
-// request; see worker.
-func (x *openExecutor) due(overdue time.Duration, sent bool) (late lateness, grown bool) {
-	if x.othersBusy() {
-		// The pool grows unless the CPU is behind: then the wait is the
-		// generator's, not the workers'.
-		if grown = x.grow(sent); grown && overdue > LateTolerance {
-			late = queued
-		}
-		return late, grown
-	}
-	if overdue > LateTolerance && x.e.started.Load() >= int64(x.e.n) {
-		late = queued
-	}
-	return late, false
-}
-
-// grow starts one more worker, unless the generator's CPU is behind: the
-// process used most of its CPUs over the last millisecond or so
-// (cpuBehind), or the
-// caller has sent before and the generator has been late this second (an
-// arrival left more than GeneratorLateTolerance late while a worker was
-// free; see genLateMax). Then the workers in a request may be waiting for
-// this CPU rather than for the target (their responses read late), and
-// more workers on a CPU that is behind make it slower still. Otherwise a
-// worker's first arrival grows the pool when every other is busy, so a
-// pool whose requests never return keeps growing. It reports whether it
-// started one.
-func (x *openExecutor) grow(sent bool) bool {
+// worker took it at plan time now, and grows the pool if every other
+// worker is in a request; see worker.
+func (x *openExecutor) due(now, overdue time.Duration, sent bool) (late lateness, grown bool) {
 	e := x.e
-	if sent && e.genLateMax.Load() > 0 || e.cpuBehind() {
-		return false
+	if e.started.Load() >= int64(e.n) {
+		if overdue > LateTolerance {
+			late = queued // every worker exists, and none was free
+		}
+		return late, false
+	}
+	// While the generator's CPU is behind, the wait is its own, not the
+	// workers' (see held); otherwise it is queued if every other worker
+	// is in a request, and the pool grows by one for it.
+	if x.held(now, sent) || !x.othersBusy() {
+		return onTime, false
 	}
 	x.spawn()
-	return true
+	if overdue > LateTolerance {
+		late = queued
+	}
+	return late, true
 }
 
-// othersBusy reports whether the pool may grow and every started worker
-// but the caller is in a request. It reads the started count (written
-// only as the pool grows) first, so at max concurrency it touches nothing
-// else; below it sums the recorder shards' in-flight counts, which the
-// callers reach only on the rare paths where the pool may be short.
+// held reports whether the pool must not grow now (plan time) because the
+// generator's CPU is behind: the thread running workers wanted a CPU for
+// most of the last millisecond (cpuBehind), or the caller has sent before
+// and the generator has been late this second (an arrival left more than
+// GeneratorLateTolerance late while a worker was free; see genLateMax).
+// Then the workers in a request may be waiting for this CPU rather than
+// for the target (their responses read late), and more workers on a CPU
+// that is behind make it slower still. A worker's first arrival is held
+// only by the CPU, so a pool whose requests never return keeps growing.
+func (x *openExecutor) held(now time.Duration, sent bool) bool {
+	e := x.e
+	return sent && e.genLateMax.Load() > 0 || e.cpuBehind(now)
+}
+
+// othersBusy reports whether every started worker but the caller is in a
+// request: it sums the recorder shards' in-flight counts, which the
+// callers do only below max concurrency, on the rare paths where the pool
+// may be short and the CPU is not behind.
 func (x *openExecutor) othersBusy() bool {
 	e := x.e
 	s := e.started.Load()
-	if s >= int64(e.n) {
-		return false
-	}
 	var busy int64
 	for _, rec := range e.recs {
 		busy += rec.inFlight.Load()

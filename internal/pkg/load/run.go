@@ -418,34 +418,49 @@ const (
 // cpuMeter tells whether the generator's CPU was behind over its last
 // window: whether a thread running workers wanted a CPU (ran, or waited
 // on a run queue for one) for most of it. It is read only where the open
-// pool would grow, which is rare: the reader that finds the window over
-// measures it, on its own thread (a window that ends on another thread
-// than it began is started again).
+// pool would grow: within a window the answer is two atomic loads; the
+// reader that finds the window over measures it, on its own thread (a
+// window that ends on another thread than it began is started again).
 type cpuMeter struct {
-	mu        sync.Mutex
-	tid       int
-	run, wait time.Duration
-	wall      time.Time
-	busy      atomic.Bool
+	mu            sync.Mutex
+	tid           int
+	run, wait, at time.Duration // the thread's times and the real clock at the window's start
+	from          atomic.Int64  // the window's start, plan time in ns; 0 before the first reading
+	busy          atomic.Bool
 }
 
 // cpuBehind reports whether the generator's CPU was behind over the last
-// window measured: the CPU, not the target, then holds requests up (see
-// openExecutor.grow).
-func (e *engine) cpuBehind() bool {
+// window measured, now being the plan time: the CPU, not the target, then
+// holds requests up (see openExecutor.held).
+func (e *engine) cpuBehind(now time.Duration) bool {
 	m := &e.cpu
-	if m.mu.TryLock() {
-		if span := time.Since(m.wall); span >= cpuWindow {
-			if tid, run, wait, ok := threadCPU(); ok {
-				if tid == m.tid && !m.wall.IsZero() {
-					m.busy.Store(float64(run-m.run+wait-m.wait) >= busyCPUShare*float64(span))
-				}
-				m.tid, m.run, m.wait, m.wall = tid, run, wait, time.Now()
-			}
+	from := m.from.Load()
+	if from != 0 && now-time.Duration(from) < cpuWindow || !m.mu.TryLock() {
+		return m.busy.Load()
+	}
+	defer m.mu.Unlock()
+	if from = m.from.Load(); from != 0 && now-time.Duration(from) < cpuWindow {
+		return m.busy.Load() // measured by another reader meanwhile
+	}
+	if tid, run, wait, at, ok := threadCPU(); ok {
+		now = e.planNow()
+		// The span is judged only when the plan's clock and the real one
+		// agree on it: in a test on a fake clock they do not, and the
+		// CPU's pace says nothing about the plan's.
+		if span := at - m.at; tid == m.tid && from != 0 && span > 0 && absDuration(now-time.Duration(from)-span) <= span/10 {
+			m.busy.Store(float64(run-m.run+wait-m.wait) >= busyCPUShare*float64(span))
 		}
-		m.mu.Unlock()
+		m.tid, m.run, m.wait, m.at = tid, run, wait, at
+		m.from.Store(max(int64(now), 1))
 	}
 	return m.busy.Load()
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // dropMarks are the engine's drop and generator-lateness counters as of
