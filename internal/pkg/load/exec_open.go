@@ -126,7 +126,8 @@ func (x *openExecutor) worker(w *worker) {
 			e.drop(DropLease, 1) // due, but this host does not hold the lease now
 			continue
 		}
-		if lag := time.Since(intended); late == onTime && lag > LateTolerance {
+		lag := time.Since(intended)
+		if late == onTime && lag > LateTolerance {
 			late = generatorLate
 			if lag > GeneratorLateTolerance {
 				e.noteGeneratorLate(lag)
@@ -135,7 +136,7 @@ func (x *openExecutor) worker(w *worker) {
 		// Keep a worker for the next arrival: when no other worker holds a
 		// later one and every other is in a request, start one more.
 		if !grown && e.started.Load() < int64(e.n) && e.lastTaken.Load() == k &&
-			!x.held(e.planNow(), sent) && x.othersBusy() {
+			!x.held(t+lag, sent) && x.othersBusy() {
 			x.spawn()
 		}
 		sent = true
