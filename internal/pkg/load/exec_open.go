@@ -15,10 +15,12 @@ import (
 // arrival a worker takes is already due (it waited for a worker) or the
 // worker is about to send the latest arrival taken (no worker is waiting
 // for the next one). A worker that is free but late to run (the
-// generator's CPU is behind) is not in a request, and while the generator
-// has been late this second only a worker's first arrival grows the pool,
-// and none while the process uses most of its CPUs (see held), so a
-// generator that falls behind does not answer with more workers; and no counter shared by every worker changes per request.
+// generator's CPU is behind) is not in a request; and the pool does not
+// grow while the thread running workers wanted a CPU for most of the last
+// millisecond, nor, past a worker's first arrival, while the generator has
+// been late this second (see held), so a generator that falls behind does
+// not answer with more workers. No counter shared by every worker changes
+// per request.
 type openExecutor struct {
 	e *engine
 }
