@@ -2,20 +2,27 @@ package load
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // openExecutor is the open model: arrivals at the planned rate (Rate,
 // Stages) of the shared schedule, each taken by a free worker and sent at
 // its intended time whatever the target's latency. The pool of workers
-// starts with one and grows, one more whenever the last idle one takes an
-// arrival, up to e.n (MaxConcurrency), so a huge cap costs only what the
-// load needs.
+// starts with one and grows, one worker at a time, up to e.n
+// (MaxConcurrency), so a huge cap costs only what the load needs. It grows
+// only when every other started worker is in a request (the recorder
+// shards' in-flight counts, summed on this rare path only) and either the
+// arrival a worker takes is already due (it waited for a worker) or the
+// worker is about to send the latest arrival taken (no worker is waiting
+// for the next one). A worker that is free but late to run (the
+// generator's CPU is behind) is not in a request; and the pool does not
+// grow while the thread running workers wanted a CPU for most of the last
+// millisecond, nor, past a worker's first arrival, while the generator has
+// been late this second (see held), so a generator that falls behind does
+// not answer with more workers. No counter shared by every worker changes
+// per request.
 type openExecutor struct {
 	e *engine
-	// idle counts the started workers not in a request.
-	idle atomic.Int64
 }
 
 func (x *openExecutor) maxWorkers() int { return x.e.o.maxConcurrency() }
@@ -57,7 +64,6 @@ func (x *openExecutor) spawn() {
 		}
 		if e.started.CompareAndSwap(s, s+1) {
 			w := e.newWorker(s)
-			x.idle.Add(1)
 			e.workerWG.Go(func() {
 				defer w.release()
 				x.worker(w)
@@ -71,9 +77,13 @@ func (x *openExecutor) spawn() {
 // and sends it, until the schedule is out of arrivals or the run stops.
 func (x *openExecutor) worker(w *worker) {
 	e := x.e
+	sent := false // whether this worker has taken an arrival to send before
 	for {
 		e.schedMu.Lock()
-		_, t, ok := e.sched.Next()
+		k, t, ok := e.sched.Next()
+		if ok {
+			e.lastTaken.Store(k)
+		}
 		e.schedMu.Unlock()
 		if !ok {
 			return
@@ -81,11 +91,13 @@ func (x *openExecutor) worker(w *worker) {
 		intended := e.base.Add(t)
 		wait := time.Until(intended)
 		// An arrival already due when a worker takes it waited for a
-		// worker; if every worker exists (the pool is at concurrency) they
-		// were all busy: the target's latency or concurrency limits the
-		// test. Any other lateness is the generator's own: a worker that
-		// could have been there was not scheduled on time.
+		// worker; if every other worker is in a request (or, the pool at
+		// max concurrency, every worker exists) they were all busy: the
+		// target's latency or concurrency limits the test, and the pool
+		// grows if it may. Any other lateness is the generator's own: a
+		// worker that could have been there was not scheduled on time.
 		late := onTime
+		grown := false
 		if wait > 0 {
 			if !e.sleepUntil(w, intended) {
 				return
@@ -97,9 +109,7 @@ func (x *openExecutor) worker(w *worker) {
 				return
 			default:
 			}
-			if -wait > LateTolerance && e.started.Load() >= int64(e.n) {
-				late = queued
-			}
+			late, grown = x.due(t+(-wait), -wait, sent)
 			if -wait > e.maxLate {
 				// Too late to send: drop it and every arrival that is
 				// as late, at once, so a rate the generator cannot follow
@@ -118,19 +128,74 @@ func (x *openExecutor) worker(w *worker) {
 			e.drop(DropLease, 1) // due, but this host does not hold the lease now
 			continue
 		}
-		if lag := time.Since(intended); late == onTime && lag > LateTolerance {
+		lag := time.Since(intended)
+		if late == onTime && lag > LateTolerance {
 			late = generatorLate
 			if lag > GeneratorLateTolerance {
 				e.noteGeneratorLate(lag)
 			}
 		}
-		// Keep one worker free for the next arrival, up to max concurrency.
-		if x.idle.Add(-1) == 0 {
+		// Keep a worker for the next arrival: when no other worker holds a
+		// later one and every other is in a request, start one more.
+		if !grown && e.started.Load() < int64(e.n) && e.lastTaken.Load() == k &&
+			!x.held(t+lag, sent) && x.othersBusy() {
 			x.spawn()
 		}
+		sent = true
 		e.do(w, intended, late)
-		x.idle.Add(1)
 	}
+}
+
+// due classifies an arrival that was already due, by overdue, when a
+// worker took it at plan time now, and grows the pool if every other
+// worker is in a request; see worker.
+func (x *openExecutor) due(now, overdue time.Duration, sent bool) (late lateness, grown bool) {
+	e := x.e
+	if e.started.Load() >= int64(e.n) {
+		if overdue > LateTolerance {
+			late = queued // every worker exists, and none was free
+		}
+		return late, false
+	}
+	// While the generator's CPU is behind, the wait is its own, not the
+	// workers' (see held); otherwise it is queued if every other worker
+	// is in a request, and the pool grows by one for it.
+	if x.held(now, sent) || !x.othersBusy() {
+		return onTime, false
+	}
+	x.spawn()
+	if overdue > LateTolerance {
+		late = queued
+	}
+	return late, true
+}
+
+// held reports whether the pool must not grow now (plan time) because the
+// generator's CPU is behind: the thread running workers wanted a CPU for
+// most of the last millisecond (cpuBehind), or the caller has sent before
+// and the generator has been late this second (an arrival left more than
+// GeneratorLateTolerance late while a worker was free; see genLateMax).
+// Then the workers in a request may be waiting for this CPU rather than
+// for the target (their responses read late), and more workers on a CPU
+// that is behind make it slower still. A worker's first arrival is held
+// only by the CPU, so a pool whose requests never return keeps growing.
+func (x *openExecutor) held(now time.Duration, sent bool) bool {
+	e := x.e
+	return sent && e.genLateMax.Load() > 0 || e.cpuBehind(now)
+}
+
+// othersBusy reports whether every started worker but the caller is in a
+// request: it sums the recorder shards' in-flight counts, which the
+// callers do only below max concurrency, on the rare paths where the pool
+// may be short and the CPU is not behind.
+func (x *openExecutor) othersBusy() bool {
+	e := x.e
+	s := e.started.Load()
+	var busy int64
+	for _, rec := range e.recs {
+		busy += rec.inFlight.Load()
+	}
+	return busy >= s-1
 }
 
 // preciseWindow is the last stretch before an arrival that a worker waits

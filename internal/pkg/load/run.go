@@ -139,7 +139,12 @@ type engine struct {
 
 	schedMu sync.Mutex
 	sched   *Schedule
-	dropped atomic.Int64
+	// lastTaken is the global index of the arrival last taken from sched,
+	// stored under schedMu (beside it, on the line the lock already
+	// moves); the open model reads it to tell whether any worker holds a
+	// later arrival.
+	lastTaken atomic.Uint64
+	dropped   atomic.Int64
 	// droppedBy splits dropped by reason; see drop.
 	droppedBy [numDropReasons]atomic.Int64
 	// genLate counts the arrivals sent more than GeneratorLateTolerance
@@ -148,6 +153,8 @@ type engine struct {
 	// generator, not the target, fell behind.
 	genLate    atomic.Int64
 	genLateMax atomic.Int64
+	// cpu tells whether the generator's CPU is busy; see cpuBehind.
+	cpu cpuMeter
 
 	// x is the run's scheduling model; see executor.
 	x executor
@@ -399,6 +406,61 @@ func (e *engine) collect(res *Result, collDone <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// busyCPUShare is the share of a span above which a thread that wanted a
+// CPU (ran or waited for one) is deemed behind, and cpuWindow the span.
+const (
+	busyCPUShare = 0.9
+	cpuWindow    = time.Millisecond
+)
+
+// cpuMeter tells whether the generator's CPU was behind over its last
+// window: whether a thread running workers wanted a CPU (ran, or waited
+// on a run queue for one) for most of it. It is read only where the open
+// pool would grow: within a window the answer is two atomic loads; the
+// reader that finds the window over measures it, on its own thread (a
+// window that ends on another thread than it began is started again).
+type cpuMeter struct {
+	mu            sync.Mutex
+	tid           int
+	run, wait, at time.Duration // the thread's times and the real clock at the window's start
+	from          atomic.Int64  // the window's start, plan time in ns; 0 before the first reading
+	busy          atomic.Bool
+}
+
+// cpuBehind reports whether the generator's CPU was behind over the last
+// window measured, now being the plan time: the CPU, not the target, then
+// holds requests up (see openExecutor.held).
+func (e *engine) cpuBehind(now time.Duration) bool {
+	m := &e.cpu
+	from := m.from.Load()
+	if from != 0 && now-time.Duration(from) < cpuWindow || !m.mu.TryLock() {
+		return m.busy.Load()
+	}
+	defer m.mu.Unlock()
+	if from = m.from.Load(); from != 0 && now-time.Duration(from) < cpuWindow {
+		return m.busy.Load() // measured by another reader meanwhile
+	}
+	if tid, run, wait, at, ok := threadCPU(); ok {
+		now = e.planNow()
+		// The span is judged only when the plan's clock and the real one
+		// agree on it: in a test on a fake clock they do not, and the
+		// CPU's pace says nothing about the plan's.
+		if span := at - m.at; tid == m.tid && from != 0 && span > 0 && absDuration(now-time.Duration(from)-span) <= span/10 {
+			m.busy.Store(float64(run-m.run+wait-m.wait) >= busyCPUShare*float64(span))
+		}
+		m.tid, m.run, m.wait, m.at = tid, run, wait, at
+		m.from.Store(max(int64(now), 1))
+	}
+	return m.busy.Load()
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // dropMarks are the engine's drop and generator-lateness counters as of

@@ -2,7 +2,9 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"strings"
+
 	"testing"
 	"testing/synctest"
 	"time"
@@ -148,4 +150,38 @@ func TestHandoverDropsDoNotInvalidate(t *testing.T) {
 			t.Errorf("summary drops %v, want the handover reported", s.DroppedBy)
 		}
 	})
+}
+
+// cpuRequester spends its CPU time on each request: a generator whose
+// requests wait for its own CPU, not for the target.
+type cpuRequester struct{ spin time.Duration }
+
+func (c cpuRequester) DoSample(ctx context.Context, _ *Sample) error { return c.Do(ctx) }
+
+func (c cpuRequester) Do(context.Context) error {
+	for start := time.Now(); time.Since(start) < c.spin; {
+	}
+	return nil
+}
+
+// TestOpenPoolDoesNotGrowOnABusyCPU: when the requests wait for the
+// generator's own CPU (here each spends 1 ms of it, at twice the rate the
+// process's CPUs can serve), every worker is in a request and arrivals are
+// late, but more workers would only share the same CPU: the pool stays
+// small, and the lateness is the generator's, not queued for workers. The
+// old rule grew the pool (to 58 workers in a run here).
+func TestOpenPoolDoesNotGrowOnABusyCPU(t *testing.T) {
+	rate := 2000 * float64(runtime.GOMAXPROCS(0))
+	res, err := Run(t.Context(), Options{Requester: cpuRequester{spin: time.Millisecond}, Rate: rate,
+		Duration: 300 * time.Millisecond, MaxConcurrency: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workers > 25 {
+		t.Errorf("workers = %d of %d, want the pool held small: the CPU, not the target, was behind", res.Workers, res.MaxWorkers)
+	}
+	// The first millisecond, before the CPU is measured, may queue a few.
+	if res.Queued*20 > res.Requests || res.GeneratorLate == 0 {
+		t.Errorf("queued %d of %d, generator late %d; want the lateness the generator's", res.Queued, res.Requests, res.GeneratorLate)
+	}
 }
