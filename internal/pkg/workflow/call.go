@@ -2,11 +2,12 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	neturl "net/url"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -352,20 +353,20 @@ func (c *Called) CallInputs(with map[string]string, evalDefault func(string) (st
 		declared[strings.ToLower(name)] = name
 	}
 	given := map[string]string{}
-	for _, k := range sortedStringKeys(with) {
+	for _, k := range slices.Sorted(maps.Keys(with)) {
 		name, ok := declared[strings.ToLower(k)]
 		if !ok {
-			return nil, fmt.Errorf("with.%s: the called workflow declares no input %q under on.workflow_call.inputs (it has: %s); remove it or declare it", k, k, strings.Join(sortedInputNames(c.Inputs), ", "))
+			return nil, fmt.Errorf("with.%s: the called workflow declares no input %q under on.workflow_call.inputs (it has: %s); remove it or declare it", k, k, strings.Join(slices.Sorted(maps.Keys(c.Inputs)), ", "))
 		}
 		given[name] = with[k]
 	}
-	for _, name := range sortedInputNames(c.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(c.Inputs)) {
 		if _, ok := given[name]; !ok && c.Inputs[name].Required {
 			return nil, fmt.Errorf("input %q is required by the called workflow (on.workflow_call.inputs.%s.required); give it under the job's with", name, name)
 		}
 	}
 	out := make(map[string]any, len(c.Inputs))
-	for _, name := range sortedInputNames(c.Inputs) {
+	for _, name := range slices.Sorted(maps.Keys(c.Inputs)) {
 		in := c.Inputs[name]
 		v, ok := given[name]
 		if !ok && in.HasDefault {
@@ -406,22 +407,4 @@ func typedCallInput(v string, in CallInput, set bool) (any, error) {
 		return f, nil
 	}
 	return v, nil
-}
-
-func sortedInputNames(m map[string]CallInput) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedStringKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
