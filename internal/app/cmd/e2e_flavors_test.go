@@ -6,6 +6,8 @@ package cmd
 // offline secret on Forgejo) and runs the real binary.
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -41,10 +43,17 @@ func flavorForge(t *testing.T, fl forgetest.Flavor, n *node, name string, opts .
 		registered(t, f, n, name)
 		return f
 	}
-	if _, err := f.RegisterSecret(offlineSecret, name, []string{"forgeload"}); err != nil {
+	// A secret of its own: the uuid (and so the task directories' folder
+	// in the shared work dir) follows from it, and two daemons of one
+	// uuid would each take the other's live task directories for a killed
+	// predecessor's and remove them.
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	secret := hex.EncodeToString(b)
+	if _, err := f.RegisterSecret(secret, name, []string{"forgeload"}); err != nil {
 		t.Fatal(err)
 	}
-	code, out := n.forgeload("register", "--no-interactive", "--instance", f.URL(), "--secret", offlineSecret, "--connect", "--name", name, "--wait", "20s")
+	code, out := n.forgeload("register", "--no-interactive", "--instance", f.URL(), "--secret", secret, "--connect", "--name", name, "--wait", "20s")
 	if code != 0 {
 		t.Fatalf("register --secret exit %d:\n%s", code, out)
 	}
@@ -223,8 +232,12 @@ func TestE2EFlavorsBaseline(t *testing.T) {
 		n := newNode(t, "")
 		f := flavorForge(t, forgetest.Forgejo, n, "base-noapi", forgetest.WithoutArtifactAPI())
 		d := n.startDaemon()
-		waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
+		first := waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
 			Context: map[string]any{"run_id": "1", "ref": "refs/heads/main"}}), d)
+		if first.Result != runnerv1.Result_RESULT_SUCCESS {
+			// The second run finds main's run only if this one succeeded.
+			t.Fatalf("main's run without a baseline: %v\n%s", first.Result, strings.Join(first.Log, "\n"))
+		}
 		v := waitDone(t, f, f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: payload,
 			Context: map[string]any{"run_id": "2", "ref": "refs/heads/feature"}}), d)
 		log := strings.Join(v.Log, "\n")
