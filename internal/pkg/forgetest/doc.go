@@ -40,6 +40,18 @@
 //     path "<file>@<ref>" or Forgejo's workflow_id), a run's artifacts and
 //     an artifact's zip. [Forge.SeedRun] stores finished runs with their
 //     artifacts, as a history to read.
+//   - Repositories ([Forge.AddRepo], [Forge.AddActionRepo]) are served
+//     over smart HTTP to a running task's token, and so is Gitea's Git LFS
+//     server under /{owner}/{repo}.git/info/lfs: the batch API (the LFS
+//     media type in Accept, else 415; download and upload over the basic
+//     transfer; a per-object 404 for an object the repository lacks and
+//     422 for a malformed one), the download, upload and verify URLs, and
+//     an empty lock list. A missing or unknown token, or a read-only one
+//     asking to write, is 401 with WWW-Authenticate, as Gitea answers an
+//     actions token (its 403s are for personal tokens without the scope,
+//     which the fake has none of). [Forge.AddLFSObject] stores an object
+//     and returns the pointer file to commit; [Forge.LFSRequests] lists
+//     what the LFS server answered.
 //
 // [Forge.Cancelled] counts calls the client abandoned while the server was
 // handling them, which Gitea logs as "context canceled".

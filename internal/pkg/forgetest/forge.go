@@ -108,6 +108,12 @@ type Forge struct {
 	repoSHA  string   // and its commit
 	gitAuths []string // task tokens that authenticated git requests
 
+	// The Git LFS store (lfs.go): objects by oid, the oids each
+	// repository has, and the requests the LFS server answered.
+	lfsObjects map[string][]byte
+	lfsMeta    map[string]map[string]bool
+	lfsLog     []LFSRequest
+
 	// artifacts are the uploaded artifacts; artifactRefusal, when not 0,
 	// is the status CreateArtifact answers with.
 	artifacts       []*Artifact
@@ -176,7 +182,7 @@ func NewServer(opts ...Option) (*Forge, error) {
 	f.v3Routes(mux)
 	f.apiRoutes(mux)
 	f.forgejoRoutes(mux, hopts)
-	mux.HandleFunc("/", f.serveGit)
+	mux.Handle("/", f.repoHandler())
 
 	f.srv = &http.Server{
 		Handler:           mux,
