@@ -2,7 +2,6 @@ package jobrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	neturl "net/url"
 	"os"
@@ -48,6 +47,7 @@ type checkoutStep struct {
 	clean                                bool // git clean the destination (clean: true, the default)
 	submodules                           submoduleMode
 	fetchTags                            bool // fetch-tags: true
+	lfs                                  bool // lfs: true
 }
 
 // newCheckoutStep resolves st's with: against ec. An input it would
@@ -91,6 +91,11 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 	if err := c.setOptions(with); err != nil {
 		return nil, err
 	}
+	if c.lfs {
+		if _, err := gitLFSPath(os.Getenv("PATH")); err != nil {
+			return nil, err
+		}
+	}
 	if c.server != "" {
 		if err := checkForgeURL(c.server, true); err != nil {
 			return nil, err
@@ -105,11 +110,10 @@ func newCheckoutStep(ec *workflow.Context, st workflow.Step) (*checkoutStep, err
 // setOptions reads the boolean-like inputs clean, fetch-tags, lfs and
 // submodules.
 func (c *checkoutStep) setOptions(with map[string]string) error {
-	var lfs bool
 	for _, b := range []struct {
 		key string
 		v   *bool
-	}{{"clean", &c.clean}, {"fetch-tags", &c.fetchTags}, {"lfs", &lfs}} {
+	}{{"clean", &c.clean}, {"fetch-tags", &c.fetchTags}, {"lfs", &c.lfs}} {
 		switch v := strings.ToLower(with[b.key]); v {
 		case "":
 		case "true", "false":
@@ -117,12 +121,6 @@ func (c *checkoutStep) setOptions(with map[string]string) error {
 		default:
 			return fmt.Errorf("with.%s %q is not true or false", b.key, with[b.key])
 		}
-	}
-	if lfs {
-		if err := exec.Command("git", "lfs", "version").Run(); err != nil {
-			return errors.New("with.lfs: true needs git-lfs, which is not installed on this runner host (git lfs version fails); install it (apt-get install git-lfs), or drop lfs: and run the job on a runner that has it")
-		}
-		return errors.New("with.lfs: true is not supported: forgeload's built-in checkout fetches no Git LFS files yet; set lfs: false and run `git lfs pull` in a run: step")
 	}
 	switch v := strings.ToLower(with["submodules"]); v {
 	case "", "false":
@@ -143,7 +141,9 @@ func (c *checkoutStep) setOptions(with map[string]string) error {
 // header set through git's environment, never in argv or the remote URL.
 // git runs on the host with its repository in a private directory out of
 // the job's reach, and the repository becomes the destination's .git only
-// when git is done (see [hostGit]).
+// when git is done (see [hostGit]). With lfs: true, git-lfs downloads the
+// commit's Git LFS objects from the forge's LFS server before the files
+// are checked out (see [hostGit.lfsFetch]).
 // A local run (forgeload exec) copies the local directory instead.
 func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result {
 	fail := func(format string, args ...any) runnerv1.Result {
@@ -186,8 +186,16 @@ func (c *checkoutStep) checkout(ctx context.Context, j *stepJob) runnerv1.Result
 		return fail("%v", err)
 	}
 	defer g.close()
+	if c.lfs {
+		g = g.withLFS(url)
+	}
 	if err := c.fetchAndCheckout(g, url, sha, ref); err != nil {
 		return fail("%v", err)
+	}
+	if c.lfs {
+		if err := g.dropLFSLogs(); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if err := g.moveInto(j.td, dest, c.clean); err != nil {
 		return fail("%v", err)
@@ -209,6 +217,11 @@ func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error 
 			return err
 		}
 	}
+	if c.lfs {
+		if err := g.lfsInstall(); err != nil {
+			return err
+		}
+	}
 	branch, err := c.branchOf(g, sha, ref)
 	if err != nil {
 		return err
@@ -220,6 +233,11 @@ func (c *checkoutStep) fetchAndCheckout(g *hostGit, url, sha, ref string) error 
 	target := sha
 	if target == "" {
 		target = "FETCH_HEAD"
+	}
+	if c.lfs {
+		if err := g.lfsFetch(target); err != nil {
+			return err
+		}
 	}
 	if branch == "" {
 		err = g.run("checkout", "-q", "--force", "--detach", target)

@@ -2,6 +2,9 @@ package jobrun
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +49,7 @@ func TestCheckoutInputs(t *testing.T) {
 		{map[string]string{"depth": "1"}, []string{"with.depth is not an input of actions/checkout; supported: repository, ref"}},
 		{map[string]string{"submodules": "all"}, []string{`with.submodules "all" is not true, false or recursive`}},
 		{map[string]string{"persist-credentials": "true"}, []string{"with.persist-credentials: true is not supported", "never writes the token", supported}},
-		{map[string]string{"lfs": "true"}, []string{"with.lfs: true "}},
+		{map[string]string{"lfs": "yes"}, []string{`with.lfs "yes" is not true or false`}},
 		{map[string]string{"fetch-tags": "yes"}, []string{`with.fetch-tags "yes" is not true or false`}},
 		{map[string]string{"sparse-checkout": "src"}, []string{"with.sparse-checkout: src is not supported", "whole tree"}},
 		{map[string]string{"filter": "blob:none"}, []string{"with.filter: blob:none"}},
@@ -77,6 +80,34 @@ func TestCheckoutInputs(t *testing.T) {
 	}
 }
 
+// TestCheckoutLFSNeedsGitLFS: lfs: true needs an executable git-lfs in
+// an absolute directory of the daemon's PATH, and says how to get one
+// when there is none. Before, lfs: true was refused whatever the host had.
+func TestCheckoutLFSNeedsGitLFS(t *testing.T) {
+	t.Parallel()
+	empty, bin := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "git-lfs"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(empty, "git-lfs"), []byte("not executable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := gitLFSPath(empty + string(os.PathListSeparator) + "relative")
+	if err == nil || !strings.Contains(err.Error(), "needs git-lfs on the runner host") || !strings.Contains(err.Error(), "apt-get install git-lfs") {
+		t.Fatalf("without git-lfs: %v, want an error naming the fix", err)
+	}
+	if p, err := gitLFSPath(empty + string(os.PathListSeparator) + bin); err != nil || p != filepath.Join(bin, "git-lfs") {
+		t.Fatalf("with git-lfs in %s: %q, %v", bin, p, err)
+	}
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		t.Fatal("git-lfs is not installed: apt-get install git-lfs (.ci/run installs it)")
+	}
+	c, err := newCheckoutStep(&workflow.Context{}, workflow.Step{With: map[string]string{"lfs": "True"}})
+	if err != nil || !c.lfs {
+		t.Fatalf("lfs: True with git-lfs installed: %+v, %v", c, err)
+	}
+}
+
 // The checkout's git sees none of the daemon's git settings but its TLS
 // trust: not its HOME, nor GIT_* variables that would point git at
 // another repository, config or command.
@@ -104,5 +135,34 @@ func TestCheckoutGitEnv(t *testing.T) {
 		if _, ok := want[k]; !ok {
 			t.Errorf("%s is in git's environment: %q", k, got[k])
 		}
+	}
+}
+
+// withConfig sets a command-line config key git already has (the hooks
+// path of git lfs install) and adds one it has not (lfs.url), leaving g's
+// own environment as it was.
+func TestHostGitWithConfig(t *testing.T) {
+	t.Parallel()
+	g := &hostGit{env: checkoutGitEnv([]string{"PATH=/usr/bin"}, "/g", "/w", "/h", [][2]string{{"core.hooksPath", os.DevNull}, {"gc.auto", "0"}})}
+	c := g.withConfig([2]string{"core.hooksPath", "/g/hooks"}, [2]string{"lfs.url", "http://forge/o/r.git/info/lfs"})
+	got := map[string]string{}
+	for _, kv := range c.env {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := got[k]; dup {
+			t.Errorf("%s twice in the environment", k)
+		}
+		got[k] = v
+	}
+	for k, v := range map[string]string{
+		"GIT_CONFIG_COUNT": "3", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": "/g/hooks",
+		"GIT_CONFIG_KEY_1": "gc.auto", "GIT_CONFIG_VALUE_1": "0",
+		"GIT_CONFIG_KEY_2": "lfs.url", "GIT_CONFIG_VALUE_2": "http://forge/o/r.git/info/lfs", "PATH": "/usr/bin",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if !slices.Contains(g.env, "GIT_CONFIG_VALUE_0="+os.DevNull) || !slices.Contains(g.env, "GIT_CONFIG_COUNT=2") {
+		t.Errorf("g's own environment changed: %q", g.env)
 	}
 }

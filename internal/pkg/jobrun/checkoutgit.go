@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/jobfile"
 )
@@ -115,11 +117,26 @@ func checkoutGitEnv(base []string, gitDir, workTree, home string, config [][2]st
 	return env
 }
 
-// run runs git with args and copies its output to the step's log.
-func (g *hostGit) run(args ...string) error {
+// gitWaitDelay bounds how long a git command's output is read after git
+// was killed: what git started (git-lfs, a remote helper) may hold it.
+const gitWaitDelay = 5 * time.Second
+
+// command is git with args, in g's work tree and environment, ended with
+// g's context: git in a process group of its own, killed whole, so that
+// what git started (git-lfs's filter, git-remote-http) ends with it.
+func (g *hostGit) command(args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(g.ctx, "git", args...)
 	cmd.Dir = g.workTree
 	cmd.Env = g.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = gitWaitDelay
+	return cmd
+}
+
+// run runs git with args and copies its output to the step's log.
+func (g *hostGit) run(args ...string) error {
+	cmd := g.command(args...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -7,7 +7,6 @@ import (
 	"io"
 	neturl "net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -233,9 +232,7 @@ func (g *hostGit) resolveRef(ref string) (commit, fetchRef string, err error) {
 // output runs git with args and returns its trimmed standard output; its
 // standard error goes to the log.
 func (g *hostGit) output(args ...string) (string, error) {
-	cmd := exec.CommandContext(g.ctx, "git", args...)
-	cmd.Dir = g.workTree
-	cmd.Env = g.env
+	cmd := g.command(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
