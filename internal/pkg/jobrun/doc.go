@@ -4,7 +4,8 @@
 // [Reporter] (the forge's task report, package report). Each step is
 // resolved once, when it starts, into a value of its kind (resolveStep): a
 // shellStep (`run:`, on the host or in the job container), a checkoutStep
-// (a native `actions/checkout`, which refuses inputs it would ignore), a
+// (a native `actions/checkout` with the host's git, and git-lfs for
+// lfs: true, which refuses inputs it would ignore), a
 // loadStep (`forgeload/load`, run by the load executor, package loadrun,
 // which also runs this daemon's cluster segments), a compositeStep (a
 // composite action, local `./path` or remote `owner/repo@ref`, whose steps
