@@ -1,6 +1,7 @@
 package jobrun
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,5 +165,52 @@ func TestHostGitWithConfig(t *testing.T) {
 	}
 	if !slices.Contains(g.env, "GIT_CONFIG_VALUE_0="+os.DevNull) || !slices.Contains(g.env, "GIT_CONFIG_COUNT=2") {
 		t.Errorf("g's own environment changed: %q", g.env)
+	}
+}
+
+// TestHostGitLFSEndpoint: with withLFS, git-lfs's endpoint is the forge's
+// LFS server even when the work tree's .lfsconfig names another (the
+// checkout fetches before .lfsconfig is checked out; this holds for any
+// git-lfs that reads it later, a smudge say). Without it, git-lfs would
+// follow the .lfsconfig.
+func TestHostGitLFSEndpoint(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		t.Fatal("git-lfs is not installed: apt-get install git-lfs (.ci/run installs it)")
+	}
+	priv := t.TempDir()
+	g := &hostGit{ctx: t.Context(), gitDir: filepath.Join(priv, "git"), workTree: filepath.Join(priv, "wt"), out: io.Discard}
+	if err := os.Mkdir(g.workTree, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g.env = checkoutGitEnv(os.Environ(), g.gitDir, g.workTree, priv, [][2]string{{"core.hooksPath", os.DevNull}})
+	const forge = "http://forge.example/o/r.git"
+	for _, a := range [][]string{{"init", "-q"}, {"remote", "add", "origin", forge}} {
+		if err := g.run(a...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(g.workTree, ".lfsconfig"), []byte("[lfs]\n\turl = http://elsewhere.example/lfs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := func(g *hostGit) string {
+		t.Helper()
+		out, err := g.output("lfs", "env")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if e, ok := strings.CutPrefix(l, "Endpoint="); ok {
+				return e
+			}
+		}
+		t.Fatalf("git lfs env names no endpoint:\n%s", out)
+		return ""
+	}
+	if got := endpoint(g); !strings.HasPrefix(got, "http://elsewhere.example/lfs ") {
+		t.Fatalf("without withLFS the endpoint is %q, want the .lfsconfig's (the test's premise)", got)
+	}
+	if got := endpoint(g.withLFS(forge)); !strings.HasPrefix(got, forge+"/info/lfs ") {
+		t.Errorf("with withLFS the endpoint is %q, want the forge's %s/info/lfs", got, forge)
 	}
 }
