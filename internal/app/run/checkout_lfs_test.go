@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -212,5 +213,47 @@ jobs:
 	wantContains(t, "log", log, "exceeded timeout-minutes")
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("the run took %v, want it to end soon after the step's 3 s timeout", d)
+	}
+}
+
+// TestCheckoutLFSWithoutGitLFS: on a host without git-lfs, lfs: true fails
+// the job when it starts, before any step runs, saying to install it.
+// (Not parallel: it sets PATH, to a directory with git but no git-lfs.)
+func TestCheckoutLFSWithoutGitLFS(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"git", "bash", "sh"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	h := newHarness(t)
+	if _, err := h.forge.AddRepo("owner/repo", map[string]string{"README": "hello\n"}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo first-step
+      - uses: actions/checkout@v4
+        with:
+          lfs: true
+`, Options{})
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("result = %v, want failure; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{"with.lfs: true needs git-lfs on the runner host", "apt-get install git-lfs", "none of its steps ran"} {
+		wantContains(t, "log", log, want)
+	}
+	if strings.Contains(log, "first-step") {
+		t.Fatalf("a step ran before the refusal:\n%s", log)
 	}
 }

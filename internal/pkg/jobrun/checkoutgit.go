@@ -36,7 +36,9 @@ import (
 // hooks and fsmonitor off and allows only the forge's protocol (http or
 // https): no ext::, file:// or ssh transport, whatever a URL says. No
 // filter, hook, credential helper or other command runs that the
-// repository's content could name.
+// repository's content could name: the one filter that runs is git-lfs's,
+// which a checkout with lfs: true configures itself (see
+// [hostGit.lfsInstall]).
 type hostGit struct {
 	ctx      context.Context
 	priv     string // the private directory: git/, wt/ and home/
