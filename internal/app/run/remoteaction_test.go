@@ -233,3 +233,102 @@ jobs:
 		t.Errorf("post ran before the job's last step:\n%s", log)
 	}
 }
+
+// preRepo is a JavaScript action with pre, main and post that pass state
+// along; skip/ has a pre-if that is false, wrap/ nests the root action in
+// a composite one, and a who of fail-pre makes the pre fail.
+func preRepo() map[string]string {
+	return map[string]string{
+		"action.yml": "inputs:\n  who: {}\nruns:\n  using: node20\n  pre: pre.js\n  main: main.js\n  post: post.js\n",
+		"pre.js": `const fs = require('fs');
+console.log('node pre for ' + process.env.INPUT_WHO);
+fs.appendFileSync(process.env.GITHUB_STATE, 'from_pre=pre-' + process.env.INPUT_WHO + '\n');
+if (process.env.INPUT_WHO === 'fail-pre') process.exit(3);
+`,
+		"main.js": `const fs = require('fs');
+console.log('node main for ' + process.env.INPUT_WHO + ' sees pre state ' + process.env.STATE_from_pre);
+fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n');
+`,
+		"post.js":         "console.log('node post for ' + process.env.STATE_who + ' with pre state ' + process.env.STATE_from_pre);\n",
+		"skip/action.yml": "runs:\n  using: node20\n  pre: pre.js\n  pre-if: runner.os == 'Plan9'\n  main: main.js\n",
+		"skip/pre.js":     "console.log('skipped pre ran');\n",
+		"skip/main.js":    "console.log('skip main sees pre state ' + (process.env.STATE_from_pre || 'none'));\n",
+		"wrap/action.yml": "runs:\n  using: composite\n  steps:\n    - uses: acts/pre@v1\n      with:\n        who: nested\n",
+	}
+}
+
+// TestRemoteNodeActionPre: the pre: of a JavaScript action from the forge
+// runs when the job starts, before its first step, in the job's own rows
+// under "Pre <step>", with the step's inputs; what it writes to
+// GITHUB_STATE reaches main and post as STATE_*; a pre-if that is false
+// skips it; nested in a composite action, it runs right before its main.
+// A failing pre fails the job before any step runs, and the post it
+// registered still runs. Before, an action with pre: was refused.
+func TestRemoteNodeActionPre(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/pre", forgetest.Commit{Tags: []string{"v1"}, Files: preRepo()}); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: jobrun.Config{Node: node, ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo first-step-ran
+      - uses: acts/pre@v1
+        with:
+          who: forge
+      - uses: acts/pre/skip@v1
+      - uses: acts/pre/wrap@v1
+`, o, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	order := []string{
+		"Pre Run acts/pre@v1", "node pre for forge", "first-step-ran",
+		"node main for forge sees pre state pre-forge", "skip main sees pre state none",
+		"node pre for nested", "node main for nested sees pre state pre-nested",
+		"node post for nested with pre state pre-nested", "node post for forge with pre state pre-forge",
+	}
+	at := -1
+	for _, want := range order {
+		n := strings.Index(log, want)
+		if n < 0 || n < at {
+			t.Fatalf("the log lacks %q, or has it out of order %q; log:\n%s", want, order, log)
+		}
+		at = n
+	}
+	if strings.Contains(log, "skipped pre ran") {
+		t.Errorf("a pre whose pre-if is false ran:\n%s", log)
+	}
+	if rows := strings.Join(stepLog(t, v, 0), "\n") + strings.Join(stepLog(t, v, 1), "\n"); strings.Contains(rows, "node pre for forge") {
+		t.Errorf("the pre's rows are in a step's:\n%s", rows)
+	}
+
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo first-step-ran
+      - uses: acts/pre@v1
+        with:
+          who: fail-pre
+`, o, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || strings.Contains(log, "node main for") {
+		t.Fatalf("a failing pre: %v, want FAILURE with no step run; log:\n%s", v.Result, log)
+	}
+	for _, want := range []string{"Node.js exited with code 3.", "node post for undefined with pre state pre-fail-pre"} {
+		wantContains(t, "log", log, want)
+	}
+}

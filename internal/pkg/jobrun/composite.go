@@ -69,7 +69,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	}
 	switch {
 	case isNodeAction(a):
-		return j.newNodeStep(st, a, file, s.dir, s.inputs, s.env)
+		return j.newNodeStep(ec, st, a, file, s.dir, s.inputs, s.env)
 	case a.Runs.Using == "docker":
 		return newDockerActionStep(ec, st, a, file, s.inputs, s.env)
 	}

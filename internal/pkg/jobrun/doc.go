@@ -10,7 +10,8 @@
 // which also runs this daemon's cluster segments), a compositeStep (a
 // composite action, local `./path` or remote `owner/repo@ref`, whose steps
 // run as parts of it), a nodeStep (a JavaScript action, with the admin's
-// Node.js; its post: runs at the job's end), a dockerStep (`docker://`,
+// Node.js, or the image's in the job container; its pre: runs when the
+// job starts, runPres, its post: at the job's end), a dockerStep (`docker://`,
 // on the Docker Engine), or an unsupportedStep that fails saying what runs
 // instead. Before any step runs, checkSteps reports every step the job
 // has that this runner cannot run, and fetches its remote actions (with

@@ -36,13 +36,18 @@ type job struct {
 	steps  map[string]workflow.StepResult
 
 	actions map[string]*fetchedAction // remote actions fetched, by uses:
-	posts   []postStep                // post: of JavaScript actions whose main ran
+	posts   []postStep                // post: of JavaScript actions whose pre or main ran
+	// states is what each JavaScript action step wrote to GITHUB_STATE
+	// (its pre, then its main), by the step's file id: its STATE_* for
+	// main and post.
+	states map[string]map[string]string
 
 	// Containers of the job (services.go); ctrKey labels them all.
 	ctrKey, ctrNetwork string
 	services           map[string]*service
 	jobCtr, jobCtrUser string
-	jobCtrBash         bool // the job container has bash
+	jobCtrImage        string // the job container's image, for messages
+	jobCtrBash         bool   // the job container has bash
 
 	mu       sync.Mutex
 	pgids    []int // process groups of run: steps, killed at job end
@@ -148,7 +153,7 @@ func (j *job) run(jobCtx, outer context.Context) runnerv1.Result {
 	if res, ok := j.containersUp(jobCtx); !ok {
 		return res
 	}
-	status := workflow.StatusSuccess
+	status := j.runPres(jobCtx, outer, workflow.StatusSuccess)
 	for i, st := range j.wf.Job.Steps {
 		status = j.stepAt(jobCtx, outer, i, st, status)
 	}

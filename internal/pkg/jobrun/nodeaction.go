@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
@@ -15,7 +18,8 @@ import (
 )
 
 // nodeStep is a uses: step of a JavaScript action (runs.using: node12 to
-// node24), run with the Node.js the admin gave (runner.node) on the host.
+// node24), run with the Node.js the admin gave (runner.node) on the host,
+// or with the image's node in the job container.
 type nodeStep struct {
 	name, uses string
 	dir        string // the action's directory: GITHUB_ACTION_PATH
@@ -23,33 +27,48 @@ type nodeStep struct {
 	action     *workflow.Action
 	inputs     map[string]any
 	env        map[string]string // the uses: step's env:, resolved
+	local      bool              // uses: ./path, whose pre: is not run
+	ec         *workflow.Context // the context the step was resolved in: a nested pre-if's
 }
 
-// postStep is the post: of a JavaScript action whose main ran, run when
-// the job's steps are done.
+// postStep is the post: of a JavaScript action whose pre or main ran,
+// run when the job's steps are done with the state (j.states) of its
+// step, key.
 type postStep struct {
-	s     *nodeStep
-	state map[string]string // what main wrote to GITHUB_STATE
+	s   *nodeStep
+	key string
+}
+
+// stage is the pre: or post: of a JavaScript action.
+type stage struct {
+	title, field  string // "Pre", "runs.pre-if"
+	script, cond  string
+	registersPost bool // a pre that runs registers the post
+}
+
+func preStage(a *workflow.Action) stage {
+	return stage{title: "Pre", field: "runs.pre-if", script: a.Runs.Pre, cond: a.Runs.PreIf, registersPost: true}
+}
+
+func postStage(a *workflow.Action) stage {
+	return stage{title: "Post", field: "runs.post-if", script: a.Runs.Post, cond: a.Runs.PostIf}
 }
 
 // isNodeAction reports whether a is a JavaScript action.
 func isNodeAction(a *workflow.Action) bool { return strings.HasPrefix(a.Runs.Using, "node") }
 
 // checkNode checks that the JavaScript action a (its metadata file, in
-// dir) can run here: a Node.js is configured, the job has no container,
-// it has no pre:, and main (and post) lie inside the action's directory.
+// dir) can run here: a Node.js is configured, or the job runs in a job
+// container (whose image's node runs it), and main (and pre and post)
+// lie inside the action's directory.
 func (j *job) checkNode(a *workflow.Action, file, dir string) error {
 	switch {
-	case j.deps.Node == "":
-		return fmt.Errorf("%s: runs.using: %s: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node, e.g. /usr/bin/node), and none is set", file, a.Runs.Using)
-	case j.jobCtr != "" || j.jobImage() != nil:
-		return fmt.Errorf("%s: runs.using: %s: JavaScript actions are not run in a job container (container:, or a docker:// label) yet; run the job on the host", file, a.Runs.Using)
-	case a.Runs.Pre != "":
-		return fmt.Errorf("%s: runs.pre: not supported by this runner yet; use an action that has no pre: script", file)
+	case j.deps.Node == "" && j.jobImage() == nil:
+		return fmt.Errorf("%s: runs.using: %s: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node, e.g. /usr/bin/node), and none is set; or run the job in a container: whose image has node", file, a.Runs.Using)
 	case a.Runs.Main == "":
 		return fmt.Errorf("%s: runs.main: missing; a JavaScript action needs main: (the script to run)", file)
 	}
-	for _, f := range []struct{ key, v string }{{"runs.main", a.Runs.Main}, {"runs.post", a.Runs.Post}} {
+	for _, f := range []struct{ key, v string }{{"runs.main", a.Runs.Main}, {"runs.pre", a.Runs.Pre}, {"runs.post", a.Runs.Post}} {
 		if f.v == "" {
 			continue
 		}
@@ -61,12 +80,12 @@ func (j *job) checkNode(a *workflow.Action, file, dir string) error {
 }
 
 // newNodeStep is the step of the JavaScript action a, checked by
-// checkNode.
-func (j *job) newNodeStep(st workflow.Step, a *workflow.Action, file, dir string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
+// checkNode, resolved in ec.
+func (j *job) newNodeStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, dir string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
 	if err := j.checkNode(a, file, dir); err != nil {
 		return nil, err
 	}
-	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: dir, file: file, action: a, inputs: inputs, env: env}, nil
+	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: dir, file: file, action: a, inputs: inputs, env: env, local: isLocalAction(st.Uses), ec: ec}, nil
 }
 
 // inputEnv is INPUT_<NAME> for each input, as the actions toolkit reads
@@ -79,19 +98,141 @@ func (s *nodeStep) inputEnv() map[string]string {
 	return env
 }
 
-// run runs main, then registers post (with what main wrote to
-// GITHUB_STATE) for the job's end.
+// run runs main, with what the step's pre wrote to GITHUB_STATE, after
+// registering post for the job's end. The pre of a step of the job ran
+// when the job started (runPres); that of an action nested in a
+// composite action runs now, before its main; that of a local action is
+// not run, as on GitHub, where it is not there when the job starts.
 func (s *nodeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
-	res, outputs, state := s.script(ctx, j, s.action.Runs.Main, nil)
-	if s.action.Runs.Post != "" {
-		j.posts = append(j.posts, postStep{s: s, state: state})
+	key := j.fileID()
+	if s.action.Runs.Pre != "" {
+		switch {
+		case s.local:
+			j.Logf("::warning::%s: runs.pre is not run for a local action (uses: %s), as on GitHub: the action is not there when the job starts; publish the action in a repository to have it run", s.file, s.uses)
+		case j.sub != "":
+			pre := &stepJob{job: j.job, i: j.i, sub: key + "-pre", depth: j.depth}
+			if res, ran := j.runStage(ctx, s.ec, s, pre, preStage(s.action), key); ran && res != runnerv1.Result_RESULT_SUCCESS {
+				return res, nil
+			}
+		}
 	}
+	if s.action.Runs.Post != "" {
+		j.registerPost(s, key)
+	}
+	res, outputs, state := s.script(ctx, j, s.action.Runs.Main, j.states[key])
+	j.saveState(key, state)
 	return res, outputs
 }
 
-// script runs one script of the action (main or post) with node, its
-// inputs as INPUT_*, state (for post) as STATE_*, and a GITHUB_STATE
-// file, whose values it returns.
+// registerPost registers the post of s, the JavaScript action of step
+// key, once: a second registration (main, after pre) keeps its place
+// and takes s, resolved later, for its inputs.
+func (j *job) registerPost(s *nodeStep, key string) {
+	for n := range j.posts {
+		if j.posts[n].key == key {
+			j.posts[n].s = s
+			return
+		}
+	}
+	j.posts = append(j.posts, postStep{s: s, key: key})
+}
+
+// saveState adds what a script of step key wrote to GITHUB_STATE to the
+// step's state.
+func (j *job) saveState(key string, state map[string]string) {
+	if len(state) == 0 {
+		return
+	}
+	if j.states == nil {
+		j.states = map[string]map[string]string{}
+	}
+	if j.states[key] == nil {
+		j.states[key] = map[string]string{}
+	}
+	maps.Copy(j.states[key], state)
+}
+
+// runStage runs the pre: or post: st of s, the JavaScript action of step
+// key, as sj, when its condition (by default always()) holds in ec; its
+// rows follow a "Pre <name>" or "Post <name>" row. ran reports whether
+// it ran; a condition that does not evaluate fails it.
+func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, sj *stepJob, st stage, key string) (res runnerv1.Result, ran bool) {
+	cond := st.cond
+	if cond == "" {
+		cond = "always()"
+	}
+	ok, err := ec.EvalIf(cond)
+	if err != nil {
+		sj.Logf("::error::%s of step %q: %s: %s: %v", strings.ToLower(st.title), s.name, s.file, st.field, err)
+		return runnerv1.Result_RESULT_FAILURE, false
+	}
+	if !ok {
+		return runnerv1.Result_RESULT_SKIPPED, false
+	}
+	sj.Logf("%s %s", st.title, s.name)
+	if st.registersPost && s.action.Runs.Post != "" {
+		j.registerPost(s, key)
+	}
+	res, _, state := s.script(ctx, sj, st.script, j.states[key])
+	j.saveState(key, state)
+	return res, true
+}
+
+// runPres runs, before the job's first step and in the order of its
+// steps, the pre: of each JavaScript action from a repository that has
+// one (fetched when the job started), when its pre-if (by default
+// always()) holds for the job's status so far; the step's own if: is for
+// its main. It returns the job's status after them: a failed pre fails
+// the job. Their rows are the job's own, before its steps', as the
+// posts' are after them.
+func (j *job) runPres(jobCtx, outer context.Context, status workflow.JobStatus) workflow.JobStatus {
+	for i, st := range j.wf.Job.Steps {
+		if st.Uses == "" || j.actions[st.Uses] == nil {
+			continue
+		}
+		if jobCtx.Err() != nil {
+			status = workflow.StatusCancelled
+		}
+		ec := j.exprContext(status)
+		s, err := j.newCompositeStep(ec, st)
+		ns, ok := s.(*nodeStep)
+		if err != nil || !ok || ns.action.Runs.Pre == "" {
+			continue // an error is the main step's to report
+		}
+		ctx, cancel := stageContext(jobCtx, outer)
+		sj := &stepJob{job: j, i: -1, sub: fmt.Sprintf("pre-%d", i)}
+		res, _ := j.runStage(ctx, ec, ns, sj, preStage(ns.action), strconv.Itoa(i))
+		cancel()
+		status = afterStage(status, res)
+	}
+	return status
+}
+
+// stageContext is the context a pre or post runs in: the job's, or,
+// once the job is cancelled, one detached from the cancel but bounded,
+// as for the always() steps.
+func stageContext(jobCtx, outer context.Context) (context.Context, context.CancelFunc) {
+	if jobCtx.Err() != nil {
+		return cleanupContext(outer)
+	}
+	return jobCtx, func() {}
+}
+
+// afterStage is the job's status after a pre or post that ended with
+// res.
+func afterStage(status workflow.JobStatus, res runnerv1.Result) workflow.JobStatus {
+	switch res {
+	case runnerv1.Result_RESULT_FAILURE:
+		return worse(status, workflow.StatusFailure)
+	case runnerv1.Result_RESULT_CANCELLED:
+		return workflow.StatusCancelled
+	}
+	return status
+}
+
+// script runs one script of the action (pre, main or post) with node,
+// on the host or in the job container, its inputs as INPUT_*, state as
+// STATE_*, and a GITHUB_STATE file, whose values it returns.
 func (s *nodeStep) script(ctx context.Context, j *stepJob, script string, state map[string]string) (runnerv1.Result, map[string]string, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string, map[string]string) {
 		j.Logf("::error::step %q: "+format, append([]any{s.name}, args...)...)
@@ -106,84 +247,96 @@ func (s *nodeStep) script(ctx context.Context, j *stepJob, script string, state 
 		return fail("create the state file: %v%s", err, leaveHint(err))
 	}
 	env := map[string]string{"GITHUB_ACTION_PATH": s.dir, "GITHUB_STATE": stateFile}
-	for k, v := range s.env {
-		env[k] = v
-	}
-	for k, v := range s.inputEnv() {
-		env[k] = v
-	}
+	maps.Copy(env, s.env)
+	maps.Copy(env, s.inputEnv())
 	for k, v := range state {
 		env["STATE_"+k] = v
 	}
-	argv := []string{j.deps.Node, filepath.Join(s.dir, filepath.FromSlash(script))}
+	path := filepath.Join(s.dir, filepath.FromSlash(script))
+	procEnv := j.stepEnv(env, files)
+	if j.jobCtr != "" {
+		// The task directory, which holds the action (a copy, for one
+		// from a repository) and every GITHUB_* file, is mounted at the
+		// same path: they keep their names in the container.
+		if err := j.containerNode(ctx, procEnv); err != nil {
+			return fail("%v", err)
+		}
+	}
 	j.Logf("[node] %s", filepath.ToSlash(filepath.Join(filepath.Base(s.dir), script)))
 	sink := &stepOutput{j: j.job, outputs: map[string]string{}}
 	cmds := newCommands(sink, debugFlag(j.task) != "")
 	stdout, stderr := newLineWriter(j.Writer(), cmds), newLineWriter(j.Writer(), cmds)
-	err = j.runProcess(ctx, argv, j.stepEnv(env, files), j.ws, stdout, stderr)
+	if j.jobCtr != "" {
+		err = j.runInContainer(ctx, []string{"node", path}, procEnv, j.ws, stdout, stderr)
+	} else {
+		err = j.runProcess(ctx, []string{j.deps.Node, path}, procEnv, j.ws, stdout, stderr)
+	}
 	_ = stdout.Flush()
 	_ = stderr.Flush()
 	outs, cerr := j.collect(files)
-	for k, v := range outs {
-		sink.outputs[k] = v
-	}
+	maps.Copy(sink.outputs, outs)
 	newState, serr := parseEnvFile(j.td, stateFile, "GITHUB_STATE")
+	return s.result(ctx, j, err, errors.Join(cerr, serr), cmds), sink.outputs, newState
+}
+
+// result is the result of a script that ended with err, after reading
+// back its files (ferr) and its commands.
+func (s *nodeStep) result(ctx context.Context, j *stepJob, err, ferr error, cmds *commands) runnerv1.Result {
+	var ee *exec.ExitError
+	var ce *containerExit
 	switch {
-	case cerr != nil:
-		j.Logf("::error::step %q: %v", s.name, cerr)
-	case serr != nil:
-		j.Logf("::error::step %q: %v", s.name, serr)
+	case ferr != nil:
+		j.Logf("::error::step %q: %v", s.name, ferr)
 	case cmds.MaskErr() != nil:
 		j.Logf("::error::step %q failed: a value it asked to mask with ::add-mask:: is not masked (%v)", s.name, cmds.MaskErr())
 	case err != nil && ctx.Err() != nil:
 		j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
-		return runnerv1.Result_RESULT_CANCELLED, sink.outputs, newState
+		return runnerv1.Result_RESULT_CANCELLED
+	case errors.As(err, &ee):
+		j.Logf("::error::Node.js exited with code %d.", ee.ExitCode())
+	case errors.As(err, &ce):
+		j.Logf("::error::Node.js exited with code %d.", ce.code)
+	case err != nil && j.jobCtr != "":
+		j.Logf("::error::step %q: %v (node of the job container's image %s)", s.name, err, j.jobCtrImage)
 	case err != nil:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			j.Logf("::error::Node.js exited with code %d.", ee.ExitCode())
-		} else {
-			j.Logf("::error::step %q: %v (runner.node is %s)", s.name, err, j.deps.Node)
-		}
+		j.Logf("::error::step %q: %v (runner.node is %s)", s.name, err, j.deps.Node)
 	default:
-		return runnerv1.Result_RESULT_SUCCESS, sink.outputs, newState
+		return runnerv1.Result_RESULT_SUCCESS
 	}
-	return runnerv1.Result_RESULT_FAILURE, sink.outputs, newState
+	return runnerv1.Result_RESULT_FAILURE
 }
 
-// runPosts runs the post: of each JavaScript action whose main ran, the
-// last first, when its post-if (by default always()) holds for the job's
-// status, and returns the job's status after them: a failed post fails
-// the job. Their rows are the job's own, after its steps'.
+// containerNode checks that node is on the job container's PATH (env is
+// the script's): in a job container a JavaScript action runs with the
+// image's Node.js, as on Gitea's runner, never with one of the host's.
+func (j *job) containerNode(ctx context.Context, env []string) error {
+	code, err := j.deps.Containers.Exec(ctx, j.jobCtr, []string{"sh", "-c", "command -v node"}, env, "/", j.jobCtrUser, io.Discard, io.Discard)
+	switch {
+	case err != nil:
+		return fmt.Errorf("look for node in the job container (image %s): %w", j.jobCtrImage, err)
+	case code != 0:
+		return fmt.Errorf("the job container's image %s has no node on its PATH, and in a job with container: a JavaScript action runs with the image's Node.js; use an image that has Node.js (node:20-bookworm-slim, say), install it in an earlier step (adding its directory to GITHUB_PATH), or run the job on the host, where runner.node runs it", j.jobCtrImage)
+	}
+	return nil
+}
+
+// runPosts runs the post: of each JavaScript action whose pre or main
+// ran, the last registered first, when its post-if (by default always())
+// holds for the job's status, with its step's state, and returns the
+// job's status after them: a failed post fails the job. Their rows are
+// the job's own, after its steps'. After a cancel they run as the
+// always() steps do: bounded, detached from the cancel.
 func (j *job) runPosts(jobCtx, outer context.Context, status workflow.JobStatus) workflow.JobStatus {
 	for n := len(j.posts) - 1; n >= 0; n-- {
 		p := j.posts[n]
 		if jobCtx.Err() != nil {
 			status = workflow.StatusCancelled
 		}
-		ec := j.exprContext(status)
-		cond := p.s.action.Runs.PostIf
-		if cond == "" {
-			cond = "always()"
-		}
-		ok, err := ec.EvalIf(cond)
-		if err != nil {
-			j.rep.Logf(-1, "::error::post of step %q: %s: runs.post-if: %v", p.s.name, p.s.file, err)
-			status = worse(status, workflow.StatusFailure)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		j.rep.Logf(-1, "Post %s", p.s.name)
-		ctx := jobCtx
-		if ctx.Err() != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = cleanupContext(outer)
-			defer cancel()
-		}
+		ctx, cancel := stageContext(jobCtx, outer)
 		sj := &stepJob{job: j, i: -1, sub: fmt.Sprintf("post-%d", n)}
-		if res, _, _ := p.s.script(ctx, sj, p.s.action.Runs.Post, p.state); res == runnerv1.Result_RESULT_FAILURE {
+		res, _ := j.runStage(ctx, j.exprContext(status), p.s, sj, postStage(p.s.action), p.key)
+		cancel()
+		if res == runnerv1.Result_RESULT_FAILURE {
 			status = worse(status, workflow.StatusFailure)
 		}
 	}

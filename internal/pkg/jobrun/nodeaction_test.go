@@ -98,7 +98,7 @@ func TestNodeActionRefused(t *testing.T) {
 		{"no node", "", nodeActionYML, "act/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
 		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the action`},
 		{"no main", "node", "runs:\n  using: node20\n", "act/action.yml: runs.main: missing"},
-		{"pre", "node", "runs:\n  using: node20\n  main: m.js\n  pre: p.js\n", "act/action.yml: runs.pre: not supported by this runner yet"},
+		{"pre outside", "node", "runs:\n  using: node20\n  main: m.js\n  pre: /etc/p.js\n", `act/action.yml: runs.pre: "/etc/p.js" is not a file inside the action`},
 	} {
 		res, rep := runNodePayload(t, tt.node, "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"+writeFilesStep(map[string]string{"act/action.yml": tt.yml})+"      - uses: ./act\n")
 		if rows := jobRows(rep, 2); res != runnerv1.Result_RESULT_FAILURE || !strings.Contains(rows, tt.want) {
@@ -107,27 +107,55 @@ func TestNodeActionRefused(t *testing.T) {
 	}
 }
 
-// TestNodeActionInContainerJobRefusedFirst: a JavaScript action in a job
-// with container: is refused before anything starts (no container, no
-// step), naming the file and the reason.
-func TestNodeActionInContainerJobRefusedFirst(t *testing.T) {
+// TestNodeActionLocalPre: a local action's pre: is not run, as on
+// GitHub (the action is not there when the job starts): the step warns,
+// naming the file, and its main and post run. Before, the step failed.
+func TestNodeActionLocalPre(t *testing.T) {
 	t.Parallel()
-	j := &job{deps: &Config{Node: "node"}}
-	wf := `on: push
-jobs:
-  a:
-    runs-on: x
-    container: alpine:3
-    steps:
-      - run: echo
-`
-	var err error
-	if j.wf, err = parseWorkflow(wf); err != nil {
-		t.Fatal(err)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
 	}
+	files := writeFilesStep(map[string]string{
+		"act/action.yml": "runs:\n  using: node20\n  pre: pre.js\n  main: main.js\n  post: post.js\n",
+		"act/pre.js":     "console.log('pre ran');\n",
+		"act/main.js":    "console.log('main ran');\n",
+		"act/post.js":    "console.log('post ran');\n",
+	})
+	res, rep := runNodePayload(t, node, "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"+files+"      - uses: ./act\n")
+	rows := jobRows(rep, 2)
+	if res != runnerv1.Result_RESULT_SUCCESS || strings.Contains(rows, "pre ran") {
+		t.Fatalf("result %v; want SUCCESS with no pre:\n%s", res, rows)
+	}
+	for _, want := range []string{"::warning::act/action.yml: runs.pre is not run for a local action (uses: ./act)", "main ran", "post ran"} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("rows lack %q:\n%s", want, rows)
+		}
+	}
+}
+
+// TestNodeActionInContainerJobNeedsNoRunnerNode: in a job with
+// container: a JavaScript action runs with the image's node, so it is
+// accepted without runner.node; on the host it still needs one. Before,
+// every JavaScript action in a container job was refused.
+func TestNodeActionInContainerJobNeedsNoRunnerNode(t *testing.T) {
+	t.Parallel()
 	a := &workflow.Action{Runs: workflow.ActionRuns{Using: "node20", Main: "m.js"}}
-	if err := j.checkNode(a, "o/r@v1: action.yml", "/x"); err == nil || !strings.Contains(err.Error(), "o/r@v1: action.yml: runs.using: node20: JavaScript actions are not run in a job container") {
-		t.Fatalf("checkNode in a container job: %v", err)
+	for _, tt := range []struct {
+		name, container, want string
+	}{
+		{"container", "    container: alpine:3\n", ""},
+		{"host", "", "o/r@v1: action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
+	} {
+		j := &job{deps: &Config{}}
+		var err error
+		if j.wf, err = parseWorkflow("on: push\njobs:\n  a:\n    runs-on: x\n" + tt.container + "    steps:\n      - run: echo\n"); err != nil {
+			t.Fatal(err)
+		}
+		err = j.checkNode(a, "o/r@v1: action.yml", "/x")
+		if (tt.want == "" && err != nil) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
+			t.Errorf("%s: checkNode without runner.node: %v, want %q", tt.name, err, tt.want)
+		}
 	}
 }
 

@@ -244,6 +244,7 @@ func (j *job) startJobContainer(ctx context.Context, eng Containers, netID strin
 	}
 	j.jobCtr = cid
 	j.jobCtrUser = p.spec.User
+	j.jobCtrImage = p.spec.Image
 	j.probeJobContainer(ctx)
 	j.rep.Logf(-1, "job container: run: steps run in %s", p.spec.Image)
 	return nil

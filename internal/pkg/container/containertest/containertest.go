@@ -1,9 +1,10 @@
 // Package containertest gives tests a real Docker Engine and the images
 // they need, built on this machine with no registry: a FROM-scratch image
 // holding Debian's static busybox (as /bin/sh and its applets) and the
-// small HTTP service in ./sut, built as a static Go binary. The image is
-// built once per test binary and tagged by its content, so packages that
-// run at the same time share it.
+// small HTTP service in ./sut, built as a static Go binary, and the same
+// with the host's Node.js added (NodeImage). An image is built once per
+// test binary and tagged by its content, so packages that run at the same
+// time share it.
 package containertest
 
 import (
@@ -16,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +82,7 @@ var (
 // probe, and /bin/sh a busybox shell.
 func Image(t testing.TB) string {
 	t.Helper()
-	imageOnce.Do(func() { imageRef, imageErr = buildImage() })
+	imageOnce.Do(func() { imageRef, imageErr = buildImage(sutImage) })
 	if imageErr != nil {
 		t.Fatalf("build the test image: %v", imageErr)
 	}
@@ -103,22 +106,71 @@ var (
 	imageChanges = []string{`CMD ["/sut"]`, "ENV PATH=/bin", "EXPOSE 8080"}
 )
 
+// imageSpec is what goes into a test image beside the sut, busybox and
+// /etc/passwd: the config changes and files of the host, copied in at
+// the same paths.
+type imageSpec struct {
+	repo    string
+	changes []string
+	files   []string
+}
+
+var sutImage = imageSpec{repo: "forgeload-test-sut", changes: imageChanges}
+
+// Node is the host's Node.js that NodeImage copies.
+const Node = "/usr/bin/node"
+
+var nodeImage = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("ldd", Node).Output()
+	if err != nil {
+		return "", fmt.Errorf("ldd %s: %w", Node, err)
+	}
+	files := []string{Node}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "/") {
+			files = append(files, f)
+		}
+	}
+	changes := append([]string{"ENV PATH=/bin:/usr/bin"}, imageChanges[:1]...)
+	return buildImage(imageSpec{repo: "forgeload-test-node", changes: changes, files: files})
+})
+
+// NodeImage returns the reference of the test image with the host's
+// Node.js (Node, and the shared libraries ldd lists for it, at the same
+// paths) and PATH=/bin:/usr/bin, building it on the first call. It skips
+// the test when the host has no Node.js.
+func NodeImage(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(Node); err != nil {
+		t.Skipf("no Node.js on the host to put in the image: %v", err)
+	}
+	ref, err := nodeImage()
+	if err != nil {
+		t.Fatalf("build the test image with Node.js: %v", err)
+	}
+	return ref
+}
+
 // buildImage tags the image by what goes into it (the sut binary, busybox,
-// the applets, /etc/passwd, the config changes and imageVersion) and
-// imports it only when no image has that tag yet: the tar of some 10 MB is
-// built only then (under -race, copying it costs a CPU second), and the sut
-// build is reused while its sources are unchanged.
-func buildImage() (string, error) {
+// the applets, /etc/passwd, the config changes, the host's files and
+// imageVersion) and imports it only when no image has that tag yet: the
+// tar of some 10 MB is built only then (under -race, copying it costs a
+// CPU second), and the sut build is reused while its sources are
+// unchanged.
+func buildImage(spec imageSpec) (string, error) {
 	bin, err := SutBinary()
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(imageVersion), []byte(strings.Join(applets, ",")), passwd, []byte(strings.Join(imageChanges, "\n"))} {
+	for _, part := range [][]byte{[]byte(imageVersion), []byte(strings.Join(applets, ",")), passwd, []byte(strings.Join(spec.changes, "\n"))} {
 		h.Write(part)
 		h.Write([]byte{0})
 	}
-	for _, f := range []string{bin, Busybox} {
+	for _, f := range append([]string{bin, Busybox}, spec.files...) {
+		if len(spec.files) > 0 {
+			h.Write([]byte(f))
+		}
 		if err := HashFile(h, f); err != nil {
 			if f == Busybox {
 				return "", fmt.Errorf("%w (install Debian's busybox-static)", err)
@@ -126,7 +178,7 @@ func buildImage() (string, error) {
 			return "", err
 		}
 	}
-	ref := "forgeload-test-sut:" + hex.EncodeToString(h.Sum(nil)[:6])
+	ref := spec.repo + ":" + hex.EncodeToString(h.Sum(nil)[:6])
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -138,12 +190,12 @@ func buildImage() (string, error) {
 	if _, err := cli.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
 	}
-	buf, err := imageTar(bin)
+	buf, err := imageTar(bin, spec.files)
 	if err != nil {
 		return "", err
 	}
 	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: buf, SourceName: "-"}, ref, client.ImageImportOptions{
-		Changes: imageChanges,
+		Changes: spec.changes,
 	})
 	if err != nil {
 		return "", fmt.Errorf("import image: %w", err)
@@ -156,9 +208,9 @@ func buildImage() (string, error) {
 }
 
 // imageTar returns the image's file system as a tar: busybox as /bin/sh
-// and its applets, the sut binary bin as /sut, /etc/passwd and writable
-// /tmp and /work.
-func imageTar(bin string) (*bytes.Buffer, error) {
+// and its applets, the sut binary bin as /sut, /etc/passwd, writable
+// /tmp and /work, and the host's files (links followed) at their paths.
+func imageTar(bin string, files []string) (*bytes.Buffer, error) {
 	sut, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
@@ -186,6 +238,23 @@ func imageTar(bin string) (*bytes.Buffer, error) {
 	}
 	add(&tar.Header{Name: "sut", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(sut))}, sut)
 	add(&tar.Header{Name: "etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(passwd))}, passwd)
+	dirs := map[string]bool{"bin": true, "tmp": true, "etc": true, "work": true}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimPrefix(path.Clean(f), "/")
+		var parents []string
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			add(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
+		}
+		add(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))}, data)
+	}
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
