@@ -91,12 +91,12 @@ func TestNodeAction(t *testing.T) {
 }
 
 // TestNodeActionRefused: without runner.node, or with a main outside the
-// action, a JavaScript action fails its step naming the file and field.
+// workspace, a JavaScript action fails its step naming the file and field.
 func TestNodeActionRefused(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ name, node, yml, want string }{
 		{"no node", "", nodeActionYML, "act/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
-		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the action`},
+		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the workspace`},
 		{"no main", "node", "runs:\n  using: node20\n", "act/action.yml: runs.main: missing"},
 		{"pre", "node", "runs:\n  using: node20\n  main: m.js\n  pre: p.js\n", "act/action.yml: runs.pre: not supported by this runner yet"},
 	} {
@@ -126,7 +126,7 @@ jobs:
 		t.Fatal(err)
 	}
 	a := &workflow.Action{Runs: workflow.ActionRuns{Using: "node20", Main: "m.js"}}
-	if err := j.checkNode(a, "o/r@v1: action.yml", "/x"); err == nil || !strings.Contains(err.Error(), "o/r@v1: action.yml: runs.using: node20: JavaScript actions are not run in a job container") {
+	if err := j.checkNode(a, "o/r@v1: action.yml", "/x", "."); err == nil || !strings.Contains(err.Error(), "o/r@v1: action.yml: runs.using: node20: JavaScript actions are not run in a job container") {
 		t.Fatalf("checkNode in a container job: %v", err)
 	}
 }
