@@ -34,7 +34,12 @@
 //   - Job summaries are PUT with the task's runtime token; see
 //     [Forge.Summaries].
 //   - Artifacts are kept one per run and name, as Gitea does: a second
-//     job of the run that uploads the same name starts it over. The REST
+//     job of the run that uploads the same name starts it over. Both
+//     artifact protocols are served whole, upload and download: v3
+//     (upload-artifact@v3, download-artifact@v3: list, download_url,
+//     download, gzip files served with Content-Encoding: gzip) and v4
+//     (CreateArtifact, UploadArtifact, FinalizeArtifact, ListArtifacts,
+//     GetSignedArtifactURL, DownloadArtifact). The REST
 //     API lists a repository's runs (newest first, paged by page and
 //     limit: 30 by default, at most 50; each with its workflow as Gitea's
 //     path "<file>@<ref>" or Forgejo's workflow_id), a run's artifacts and
