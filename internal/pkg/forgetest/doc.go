@@ -49,6 +49,13 @@
 // [Forge.Cancelled] counts calls the client abandoned while the server was
 // handling them, which Gitea logs as "context canceled".
 //
+// [WithCallExpansion] makes a Forge expand reusable workflows as Gitea 1.27
+// does: a calling job (uses:) is queued with [Forge.QueueCall], never
+// reaches a runner, and each called job is a task of its own, handed out
+// after the called jobs it needs, with its inputs in its context's event;
+// [Call.Need] is the calling job as its dependents see it. Without it the
+// Forge sends a calling job to a runner as Gitea up to 1.26 does.
+//
 // [WithForgejo] makes a Forge imitate Forgejo instead (see [Forgejo] for
 // every difference, [Forge.RegisterSecret] for Forgejo's offline
 // registration, and [Forge.AdminToken] for the runner jobs list whose
