@@ -21,9 +21,9 @@ type harness struct {
 	cl    *client.Client
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...forgetest.Option) *harness {
 	t.Helper()
-	f := forgetest.New(t)
+	f := forgetest.New(t, opts...)
 	uuid, token := f.AddRunner("test-runner", []string{"forgeload"}, "cancelling")
 	cl, err := client.New(client.Options{Address: f.URL(), UUID: uuid, Token: token, Version: "test"})
 	if err != nil {

@@ -332,3 +332,41 @@ jobs:
 		wantContains(t, "log", log, want)
 	}
 }
+
+// TestRemoteNodeActionMainInRepository: a JavaScript action in a
+// directory of its repository may name a main and a post in another
+// directory of that repository (main: ../dist/restore/index.js), as
+// actions/cache/restore@v4 does; before, forgeload refused any path that
+// left the action's own directory, so that release failed before any
+// step ran. A path that leaves the repository is still refused.
+func TestRemoteNodeActionMainInRepository(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/split", forgetest.Commit{Tags: []string{"v1"}, Files: map[string]string{
+		"restore/action.yml":    "runs:\n  using: node20\n  main: ../dist/restore/index.js\n  post: ../dist/restore/post.js\n",
+		"dist/restore/index.js": "console.log('restore main from ' + require('path').basename(process.env.GITHUB_ACTION_PATH));\n",
+		"dist/restore/post.js":  "console.log('restore post ran');\n",
+		"escape/action.yml":     "runs:\n  using: node20\n  main: ../../outside.js\n",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: jobrun.Config{Node: node, ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}
+	v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/split/restore@v1\n", o, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "restore main from restore")
+	wantContains(t, "log", log, "restore post ran")
+
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo first-step-ran\n      - uses: acts/split/escape@v1\n", o, selfActions(h))
+	log = logText(v)
+	want := `acts/split/escape@v1: escape/action.yml: runs.main: "../../outside.js" is not a file inside the action's repository`
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || !strings.Contains(log, want) {
+		t.Fatalf("a main outside the repository: %v; want FAILURE before any step, with %q; log:\n%s", v.Result, want, log)
+	}
+}

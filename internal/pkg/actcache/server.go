@@ -80,6 +80,16 @@ func Listen(o Options) (*Server, error) {
 	return &Server{store: st, ln: ln, base: "http://" + ln.Addr().String() + "/", now: time.Now, grants: map[string]string{}}, nil
 }
 
+// IdleTimeout is how long the server keeps a connection open with no
+// request on it. It is short because the toolkit's cache client (of
+// actions/cache@v3, under Node.js 20 and later) leaves some responses
+// unread on keep-alive connections, and Node.js does not exit while such
+// a connection is open: the action's process waits for the server to
+// close it. With a minute, each actions/cache@v3 save ended a minute
+// after "Cache saved successfully". The toolkit sends its requests back
+// to back, so they still share connections.
+const IdleTimeout = 2 * time.Second
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
@@ -91,7 +101,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		// A chunk (32 MiB from the toolkit) has 10 minutes to arrive.
 		ReadTimeout:    10 * time.Minute,
-		IdleTimeout:    time.Minute,
+		IdleTimeout:    IdleTimeout,
 		MaxHeaderBytes: 64 << 10,
 	}
 	done := make(chan error, 1)

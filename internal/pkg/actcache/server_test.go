@@ -1,6 +1,7 @@
 package actcache
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -368,5 +369,45 @@ func TestRepositoryShare(t *testing.T) {
 	}
 	if code, body := flood.do("POST", "caches", jsonBody(map[string]any{"key": "big", "version": v1, "cacheSize": 151}), nil); code != http.StatusBadRequest || !strings.Contains(string(body), "150 bytes one repository may hold") {
 		t.Errorf("reserve above the share = %d %s, want 400", code, body)
+	}
+}
+
+// TestIdleConnectionClosedSoon: the server closes a keep-alive connection
+// soon after its last response, so that a Node.js action whose toolkit
+// left a response unread on it (actions/cache@v3's save) exits then
+// rather than when a long idle timeout ends; before, that took a minute.
+func TestIdleConnectionClosedSoon(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, Options{})
+	c := grant(t, s, "o/r")
+	u, err := url.Parse(c.base + "_apis/artifactcache/cache?keys=k&version=" + v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", u.RequestURI(), u.Host); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.Close {
+		t.Fatalf("the response closes the connection itself (%s); want a keep-alive connection", res.Status)
+	}
+	start := time.Now()
+	limit := IdleTimeout + 8*time.Second
+	if err := conn.SetReadDeadline(start.Add(limit)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection after %v: read gave %v, want EOF (the server closing it) within %v", time.Since(start).Round(time.Millisecond), err, limit)
 	}
 }

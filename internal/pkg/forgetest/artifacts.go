@@ -43,9 +43,11 @@ type Artifact struct {
 	// (upload-artifact@v3), by path inside it; nil for v4.
 	Files map[string][]byte
 
-	fileSizes map[string]int64 // v3: each file's announced size
-	blocks    map[string][]byte
-	order     []string
+	fileSizes     map[string]int64  // v3: each file's announced size
+	fileEncodings map[string]string // v3: each file's Content-Encoding (gzip)
+	blocks        map[string][]byte
+	order         []string
+	created       time.Time
 }
 
 // Artifacts returns copies of every artifact created so far, in creation
@@ -57,7 +59,7 @@ func (f *Forge) Artifacts() []Artifact {
 	for _, a := range f.artifacts {
 		c := *a
 		c.Data = append([]byte(nil), a.Data...)
-		c.blocks, c.order, c.fileSizes, c.Files = nil, nil, nil, nil
+		c.blocks, c.order, c.fileSizes, c.fileEncodings, c.Files = nil, nil, nil, nil, nil
 		for p, d := range a.Files {
 			if c.Files == nil {
 				c.Files = map[string][]byte{}
@@ -78,17 +80,24 @@ func (f *Forge) RefuseArtifacts(code int) {
 	f.artifactRefusal = code
 }
 
-// handleArtifacts serves Gitea's v4 artifact endpoints: CreateArtifact and
-// FinalizeArtifact with the task's runtime token (the task must be
-// running, and workflow_run_backend_id its run), and UploadArtifact at the
-// HMAC-signed URL CreateArtifact returns: comp=block or appendBlock without
-// a blockid appends, with one stores a block, and comp=blocklist orders the
-// blocks. Finalize checks the size and, when given, the sha256.
+// handleArtifacts serves Gitea's v4 artifact endpoints: CreateArtifact,
+// FinalizeArtifact, ListArtifacts and GetSignedArtifactURL with the task's
+// runtime token (the task must be running, and workflow_run_backend_id its
+// run), UploadArtifact at the HMAC-signed URL CreateArtifact returns
+// (comp=block or appendBlock without a blockid appends, with one stores a
+// block, and comp=blocklist orders the blocks) and DownloadArtifact at the
+// one GetSignedArtifactURL returns, signed for the asking task. Finalize
+// checks the size and, when given, the sha256. As in Gitea, List and
+// GetSignedArtifactURL see only the run's finalized v4 artifacts (the
+// list filtered by name_filter and id_filter when given).
 func (f *Forge) handleArtifacts(w http.ResponseWriter, req *http.Request) {
 	switch method := strings.TrimPrefix(req.URL.Path, ArtifactRoute); {
 	case method == "UploadArtifact" && req.Method == http.MethodPut:
 		f.uploadArtifact(w, req)
-	case (method == "CreateArtifact" || method == "FinalizeArtifact") && req.Method == http.MethodPost:
+	case method == "DownloadArtifact" && req.Method == http.MethodGet:
+		f.downloadArtifact(w, req)
+	case req.Method == http.MethodPost && (method == "CreateArtifact" || method == "FinalizeArtifact" ||
+		method == "ListArtifacts" || method == "GetSignedArtifactURL"):
 		f.artifactRPC(w, req, method)
 	default:
 		http.NotFound(w, req)
@@ -98,11 +107,14 @@ func (f *Forge) handleArtifacts(w http.ResponseWriter, req *http.Request) {
 // artifactRequest holds the fields of CreateArtifactRequest and
 // FinalizeArtifactRequest; protojson accepts both field-name spellings.
 type artifactRequest struct {
-	RunID  string
-	Name   string
-	Size   int64
-	Hash   string
-	HasRun bool
+	RunID, JobID string
+	Name         string
+	Size         int64
+	Hash         string
+	HasRun       bool
+	// NameFilter and IDFilter are ListArtifacts' (wrappers, so a plain
+	// value in JSON); "" when not given.
+	NameFilter, IDFilter string
 }
 
 func decodeArtifactRequest(b []byte) (artifactRequest, error) {
@@ -122,7 +134,9 @@ func decodeArtifactRequest(b []byte) (artifactRequest, error) {
 		}
 		return ""
 	}
-	r := artifactRequest{RunID: get("workflow_run_backend_id", "workflowRunBackendId"), Name: get("name"), Hash: get("hash")}
+	r := artifactRequest{RunID: get("workflow_run_backend_id", "workflowRunBackendId"), Name: get("name"), Hash: get("hash"),
+		JobID:      get("workflow_job_run_backend_id", "workflowJobRunBackendId"),
+		NameFilter: get("name_filter", "nameFilter"), IDFilter: get("id_filter", "idFilter")}
 	r.HasRun = r.RunID != ""
 	if s := get("size"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -166,23 +180,40 @@ func (f *Forge) artifactRPC(w http.ResponseWriter, req *http.Request, method str
 		return
 	}
 	w.Header().Set("Content-Type", "application/json;charset=utf-8")
-	if method == "CreateArtifact" {
-		if f.artifactRefusal != 0 {
-			http.Error(w, "Error create or get artifact", f.artifactRefusal)
-			return
-		}
-		a := f.artifactByName(t.runID, ar.Name)
-		if a == nil {
-			a = &Artifact{ID: int64(len(f.artifacts) + 1), RunID: t.runID, Name: ar.Name}
-			f.artifacts = append(f.artifacts, a)
-		}
-		// Gitea keeps one artifact per run and name: a second job of the
-		// run that uploads the same name starts it over.
-		a.TaskID = t.id
-		a.Data, a.Size, a.Confirmed, a.blocks, a.order = nil, 0, false, nil, nil
-		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signedUploadUrl": f.signedArtifactURL(req, "UploadArtifact", a)})
+	switch method {
+	case "CreateArtifact":
+		f.createArtifact(w, req, t, ar)
+	case "FinalizeArtifact":
+		f.finalizeArtifact(w, t, ar)
+	case "ListArtifacts":
+		f.listArtifacts(w, t, ar)
+	default:
+		f.signedDownloadURL(w, req, t, ar)
+	}
+}
+
+// createArtifact starts the artifact ar names over; f.mu is held.
+func (f *Forge) createArtifact(w http.ResponseWriter, req *http.Request, t *task, ar artifactRequest) {
+	if f.artifactRefusal != 0 {
+		http.Error(w, "Error create or get artifact", f.artifactRefusal)
 		return
 	}
+	a := f.artifactByName(t.runID, ar.Name)
+	if a == nil {
+		a = &Artifact{ID: int64(len(f.artifacts) + 1), RunID: t.runID, Name: ar.Name}
+		f.artifacts = append(f.artifacts, a)
+	}
+	// Gitea keeps one artifact per run and name: a second job of the
+	// run that uploads the same name starts it over.
+	a.TaskID, a.created = t.id, f.now()
+	a.Data, a.Size, a.Confirmed, a.blocks, a.order = nil, 0, false, nil, nil
+	a.Files, a.fileSizes, a.fileEncodings = nil, nil, nil
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "signedUploadUrl": f.signedArtifactURL(req, "UploadArtifact", a, t.id)})
+}
+
+// finalizeArtifact joins the blocks and checks the size and hash; f.mu is
+// held.
+func (f *Forge) finalizeArtifact(w http.ResponseWriter, t *task, ar artifactRequest) {
 	a := f.artifactByName(t.runID, ar.Name)
 	if a == nil {
 		http.Error(w, "Error artifact not found", http.StatusNotFound)
@@ -209,6 +240,44 @@ func (f *Forge) artifactRPC(w http.ResponseWriter, req *http.Request, method str
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "artifactId": strconv.FormatInt(a.ID, 10)})
 }
 
+// v4Artifact is the run's finalized v4 artifact of that name, or nil.
+func (f *Forge) v4Artifact(runID, name string) *Artifact {
+	a := f.artifactByName(runID, name)
+	if a == nil || !a.Confirmed || a.Files != nil {
+		return nil
+	}
+	return a
+}
+
+// listArtifacts answers ListArtifacts (int64 fields as strings, as
+// protojson writes them); f.mu is held.
+func (f *Forge) listArtifacts(w http.ResponseWriter, t *task, ar artifactRequest) {
+	list := []map[string]any{}
+	for _, a := range f.artifacts {
+		if a.RunID != t.runID || f.v4Artifact(a.RunID, a.Name) != a ||
+			ar.NameFilter != "" && a.Name != ar.NameFilter || ar.IDFilter != "" && strconv.FormatInt(a.ID, 10) != ar.IDFilter {
+			continue
+		}
+		list = append(list, map[string]any{
+			"workflowRunBackendId": ar.RunID, "workflowJobRunBackendId": ar.JobID,
+			"databaseId": strconv.FormatInt(a.ID, 10), "name": a.Name, "size": strconv.FormatInt(a.Size, 10),
+			"createdAt": a.created.UTC().Format(time.RFC3339Nano),
+		})
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"artifacts": list})
+}
+
+// signedDownloadURL answers GetSignedArtifactURL with a DownloadArtifact
+// URL signed for the asking task; f.mu is held.
+func (f *Forge) signedDownloadURL(w http.ResponseWriter, req *http.Request, t *task, ar artifactRequest) {
+	a := f.v4Artifact(t.runID, ar.Name)
+	if a == nil {
+		http.Error(w, "Error artifact not found", http.StatusNotFound)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"signedUrl": f.signedArtifactURL(req, "DownloadArtifact", a, t.id)})
+}
+
 // artifactByName finds the artifact of run runID with that name: Gitea
 // keys artifacts by run and name, not by job.
 func (f *Forge) artifactByName(runID, name string) *Artifact {
@@ -226,33 +295,82 @@ func (f *Forge) artifactSig(endpoint, expires, name string, taskID, artifactID i
 	return mac.Sum(nil)
 }
 
-// signedArtifactURL builds the upload URL as Gitea does: the endpoint with
-// sig, expires (an hour), artifactName, taskID and artifactID.
-func (f *Forge) signedArtifactURL(req *http.Request, endpoint string, a *Artifact) string {
+// signedArtifactURL builds an upload or download URL as Gitea does: the
+// endpoint with sig, expires (an hour), artifactName, taskID (the task
+// that asked) and artifactID.
+func (f *Forge) signedArtifactURL(req *http.Request, endpoint string, a *Artifact, taskID int64) string {
 	expires := f.now().Add(time.Hour).Format(expiresLayout)
-	q := "sig=" + base64.RawURLEncoding.EncodeToString(f.artifactSig(endpoint, expires, a.Name, a.TaskID, a.ID)) +
+	q := "sig=" + base64.RawURLEncoding.EncodeToString(f.artifactSig(endpoint, expires, a.Name, taskID, a.ID)) +
 		"&expires=" + url.QueryEscape(expires) + "&artifactName=" + url.QueryEscape(a.Name) +
-		"&taskID=" + strconv.FormatInt(a.TaskID, 10) + "&artifactID=" + strconv.FormatInt(a.ID, 10)
+		"&taskID=" + strconv.FormatInt(taskID, 10) + "&artifactID=" + strconv.FormatInt(a.ID, 10)
 	return "http://" + req.Host + ArtifactRoute + endpoint + "?" + q
 }
 
-func (f *Forge) uploadArtifact(w http.ResponseWriter, req *http.Request) {
+// checkSignedURL checks the signature and expiry of a signed URL for
+// endpoint and returns the task id and artifact id it names; it answers
+// the error itself.
+func (f *Forge) checkSignedURL(w http.ResponseWriter, req *http.Request, endpoint string) (taskID, artifactID int64, ok bool) {
 	q := req.URL.Query()
 	sig, err1 := base64.RawURLEncoding.DecodeString(q.Get("sig"))
 	taskID, err2 := strconv.ParseInt(q.Get("taskID"), 10, 64)
 	artifactID, err3 := strconv.ParseInt(q.Get("artifactID"), 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
 		http.Error(w, "Error decoding signature values", http.StatusBadRequest)
-		return
+		return 0, 0, false
 	}
-	if !hmac.Equal(sig, f.artifactSig("UploadArtifact", q.Get("expires"), q.Get("artifactName"), taskID, artifactID)) {
+	if !hmac.Equal(sig, f.artifactSig(endpoint, q.Get("expires"), q.Get("artifactName"), taskID, artifactID)) {
 		http.Error(w, "Error unauthorized", http.StatusUnauthorized)
-		return
+		return 0, 0, false
 	}
 	if exp, err := time.Parse(expiresLayout, q.Get("expires")); err != nil || exp.Before(f.now()) {
 		http.Error(w, "Error link expired", http.StatusUnauthorized)
+		return 0, 0, false
+	}
+	return taskID, artifactID, true
+}
+
+// signedTask is the running task a signed URL names; f.mu is held. It
+// answers the error itself.
+func (f *Forge) signedTask(w http.ResponseWriter, taskID int64) *task {
+	t := f.tasks[taskID]
+	if t == nil || t.status != statusRunning {
+		http.Error(w, "Error runner api getting task: task is not running", http.StatusInternalServerError)
+		return nil
+	}
+	return t
+}
+
+// downloadArtifact serves a finalized v4 artifact's zip at the URL
+// GetSignedArtifactURL signed, while the task that asked runs.
+func (f *Forge) downloadArtifact(w http.ResponseWriter, req *http.Request) {
+	taskID, _, ok := f.checkSignedURL(w, req, "DownloadArtifact")
+	if !ok {
 		return
 	}
+	f.mu.Lock()
+	t := f.signedTask(w, taskID)
+	var data []byte
+	if t != nil {
+		if a := f.v4Artifact(t.runID, req.URL.Query().Get("artifactName")); a != nil {
+			data = a.Data
+		}
+	}
+	f.mu.Unlock()
+	switch {
+	case t == nil:
+	case data == nil:
+		http.Error(w, "Error artifact not found", http.StatusNotFound)
+	default:
+		_, _ = w.Write(data)
+	}
+}
+
+func (f *Forge) uploadArtifact(w http.ResponseWriter, req *http.Request) {
+	taskID, artifactID, ok := f.checkSignedURL(w, req, "UploadArtifact")
+	if !ok {
+		return
+	}
+	q := req.URL.Query()
 	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
 	if err != nil {
 		http.Error(w, "Error uploading block blob", http.StatusInternalServerError)
@@ -260,9 +378,8 @@ func (f *Forge) uploadArtifact(w http.ResponseWriter, req *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t := f.tasks[taskID]
-	if t == nil || t.status != statusRunning {
-		http.Error(w, "Error runner api getting task: task is not running", http.StatusInternalServerError)
+	t := f.signedTask(w, taskID)
+	if t == nil {
 		return
 	}
 	a := f.artifactByName(t.runID, q.Get("artifactName"))

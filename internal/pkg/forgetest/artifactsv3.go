@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,16 +19,118 @@ import (
 // <forge>/api/actions_pipeline/); {run} is the task's run id.
 const ArtifactV3Route = "/api/actions_pipeline/_apis/pipelines/workflows/{run}/artifacts"
 
-// v3Routes serves the upload half of the v3 protocol, with the task's
-// runtime token as the bearer: POST the route (a JSON body with Name)
-// answers fileContainerResourceUrl; PUT that URL with
-// ?itemPath=<name>/<path> and a Content-Range stores one chunk of one
-// file; PATCH the route with ?artifactName=<name> confirms the artifact
-// once every file has all its bytes.
+// v3Routes serves the v3 protocol, with the task's runtime token as the
+// bearer. Upload: POST the route (a JSON body with Name) answers
+// fileContainerResourceUrl; PUT that URL with ?itemPath=<name>/<path> and
+// a Content-Range stores one chunk of one file, as sent (gzip when its
+// Content-Encoding says so); PATCH the route with ?artifactName=<name>
+// confirms the artifact once every file has all its bytes. Download, as
+// Gitea: GET the route lists the run's artifacts (404 when it has none),
+// each with a <md5 of name>/download_url URL; GET that with
+// ?itemPath=<name> lists the artifact's files (path <name>/<file>, a v4
+// artifact's zip as <name>/<name>.zip), each with a contentLocation that
+// serves the file as stored, with Content-Encoding: gzip when it was
+// uploaded so.
 func (f *Forge) v3Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+ArtifactV3Route, f.v3Create)
 	mux.HandleFunc("PUT "+ArtifactV3Route+"/{hash}/upload", f.v3Upload)
 	mux.HandleFunc("PATCH "+ArtifactV3Route, f.v3Confirm)
+	mux.HandleFunc("GET "+ArtifactV3Route, f.v3List)
+	mux.HandleFunc("GET "+ArtifactV3Route+"/{hash}/download_url", f.v3Items)
+	mux.HandleFunc("GET "+ArtifactV3Route+"/{id}/download", f.v3Download)
+}
+
+// v3URL is the URL of the run's artifact route with suffix.
+func v3URL(req *http.Request, runID, suffix string) string {
+	return fmt.Sprintf("http://%s/api/actions_pipeline/_apis/pipelines/workflows/%s/artifacts%s", req.Host, runID, suffix)
+}
+
+func (f *Forge) v3List(w http.ResponseWriter, req *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.v3Task(w, req)
+	if t == nil {
+		return
+	}
+	items := []map[string]string{}
+	for _, a := range f.artifacts {
+		if a.RunID == t.runID {
+			items = append(items, map[string]string{"name": a.Name,
+				"fileContainerResourceUrl": v3URL(req, t.runID, fmt.Sprintf("/%x/download_url", md5.Sum([]byte(a.Name))))})
+		}
+	}
+	if len(items) == 0 {
+		http.NotFound(w, req)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"count": len(items), "value": items})
+}
+
+func (f *Forge) v3Items(w http.ResponseWriter, req *http.Request) {
+	name := req.URL.Query().Get("itemPath")
+	if req.PathValue("hash") != fmt.Sprintf("%x", md5.Sum([]byte(name))) {
+		http.Error(w, "Invalid artifact hash", http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.v3Task(w, req)
+	if t == nil {
+		return
+	}
+	a := f.artifactByName(t.runID, name)
+	if a == nil {
+		http.NotFound(w, req)
+		return
+	}
+	paths := slices.Sorted(maps.Keys(a.Files))
+	if a.Files == nil {
+		paths = []string{name + ".zip"}
+	}
+	items := make([]map[string]string, 0, len(paths))
+	for _, p := range paths {
+		items = append(items, map[string]string{"path": name + "/" + p, "itemType": "file",
+			"contentLocation": v3URL(req, t.runID, fmt.Sprintf("/%d/download?itemPath=%s", a.ID, url.QueryEscape(p)))})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"value": items})
+}
+
+func (f *Forge) v3Download(w http.ResponseWriter, req *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.v3Task(w, req)
+	if t == nil {
+		return
+	}
+	var a *Artifact
+	for _, c := range f.artifacts {
+		if strconv.FormatInt(c.ID, 10) == req.PathValue("id") {
+			a = c
+		}
+	}
+	switch {
+	case a == nil:
+		http.NotFound(w, req)
+		return
+	case a.RunID != t.runID:
+		http.Error(w, "Error mismatch runID and artifactID", http.StatusBadRequest)
+		return
+	}
+	p := req.URL.Query().Get("itemPath")
+	data, ok := a.Files[p]
+	if a.Files == nil {
+		data, ok = a.Data, p == a.Name+".zip"
+	}
+	if !ok {
+		http.NotFound(w, req)
+		return
+	}
+	if a.fileEncodings[p] == "gzip" {
+		w.Header().Set("Content-Encoding", "gzip")
+	}
+	_, _ = w.Write(data)
 }
 
 // v3Task is the running task whose runtime token req carries and whose
@@ -96,8 +201,9 @@ func (f *Forge) v3Upload(w http.ResponseWriter, req *http.Request) {
 	}
 	a.TaskID = t.id
 	if a.Files == nil {
-		a.Files, a.fileSizes = map[string][]byte{}, map[string]int64{}
+		a.Files, a.fileSizes, a.fileEncodings = map[string][]byte{}, map[string]int64{}, map[string]string{}
 	}
+	a.fileEncodings[path] = req.Header.Get("Content-Encoding")
 	data := a.Files[path]
 	if int64(len(data)) < end+1 {
 		data = append(data, make([]byte, end+1-int64(len(data)))...)

@@ -34,7 +34,12 @@
 //   - Job summaries are PUT with the task's runtime token; see
 //     [Forge.Summaries].
 //   - Artifacts are kept one per run and name, as Gitea does: a second
-//     job of the run that uploads the same name starts it over. The REST
+//     job of the run that uploads the same name starts it over. Both
+//     artifact protocols are served whole, upload and download: v3
+//     (upload-artifact@v3, download-artifact@v3: list, download_url,
+//     download, gzip files served with Content-Encoding: gzip) and v4
+//     (CreateArtifact, UploadArtifact, FinalizeArtifact, ListArtifacts,
+//     GetSignedArtifactURL, DownloadArtifact). The REST
 //     API lists a repository's runs (newest first, paged by page and
 //     limit: 30 by default, at most 50; each with its workflow as Gitea's
 //     path "<file>@<ref>" or Forgejo's workflow_id), a run's artifacts and
@@ -55,6 +60,13 @@
 //
 // [Forge.Cancelled] counts calls the client abandoned while the server was
 // handling them, which Gitea logs as "context canceled".
+//
+// [WithCallExpansion] makes a Forge expand reusable workflows as Gitea 1.27
+// does: a calling job (uses:) is queued with [Forge.QueueCall], never
+// reaches a runner, and each called job is a task of its own, handed out
+// after the called jobs it needs, with its inputs in its context's event;
+// [Call.Need] is the calling job as its dependents see it. Without it the
+// Forge sends a calling job to a runner as Gitea up to 1.26 does.
 //
 // [WithForgejo] makes a Forge imitate Forgejo instead (see [Forgejo] for
 // every difference, [Forge.RegisterSecret] for Forgejo's offline

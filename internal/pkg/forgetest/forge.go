@@ -86,6 +86,7 @@ type Forge struct {
 
 	flavor        Flavor // Gitea unless WithForgejo
 	noArtifactAPI bool   // WithoutArtifactAPI
+	expandCalls   bool   // WithCallExpansion: Gitea 1.27's reusable workflows
 	adminToken    string // made by AdminToken
 
 	regTokens    map[string]bool

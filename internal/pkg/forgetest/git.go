@@ -121,6 +121,7 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 		f.gitAuths = append(f.gitAuths, token)
 	}
 	f.mu.Unlock()
+	r = withGitSuffix(r)
 	if root == "" || !strings.Contains(r.URL.Path, ".git/") {
 		http.NotFound(w, r)
 		return
@@ -140,6 +141,26 @@ func (f *Forge) serveGit(w http.ResponseWriter, r *http.Request) {
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
 	}
 	h.ServeHTTP(w, r)
+}
+
+// withGitSuffix is r with its path /owner/repo/info/refs (or
+// /git-upload-pack, /git-receive-pack) made /owner/repo.git/...: Gitea
+// serves a repository's git at both URLs, and actions/checkout fetches
+// from the one without .git.
+func withGitSuffix(r *http.Request) *http.Request {
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 3)
+	if len(parts) < 3 || parts[0] == "" || parts[1] == "" || strings.HasSuffix(parts[1], ".git") {
+		return r
+	}
+	switch rest := parts[2]; {
+	case rest == "info/refs", rest == "git-upload-pack", rest == "git-receive-pack":
+	default:
+		return r
+	}
+	r = r.Clone(r.Context())
+	r.URL.Path = "/" + parts[0] + "/" + parts[1] + ".git/" + parts[2]
+	r.URL.RawPath = ""
+	return r
 }
 
 func basicAuth(r *http.Request) (user, pass string, ok bool) {

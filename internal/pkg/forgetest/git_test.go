@@ -19,9 +19,9 @@ func TestAddRepoServesGitToTaskTokensOnly(t *testing.T) {
 	}
 	id := f.QueueJob(forgetest.Job{RunsOn: []string{"x"}, Payload: []byte("jobs:\n  j:\n    runs-on: x\n    steps:\n      - run: echo\n")})
 	v := f.Task(id)
-	clone := func(pass string) error {
+	clone := func(pass, path string) error {
 		dir := t.TempDir()
-		u := strings.Replace(f.URL(), "http://", "http://x:"+pass+"@", 1) + "/o/r.git"
+		u := strings.Replace(f.URL(), "http://", "http://x:"+pass+"@", 1) + path
 		cmd := exec.Command("git", "clone", "-q", u, dir)
 		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 		out, err := cmd.CombinedOutput()
@@ -34,10 +34,18 @@ func TestAddRepoServesGitToTaskTokensOnly(t *testing.T) {
 		}
 		return nil
 	}
-	if err := clone(v.Token); err != nil {
+	if err := clone(v.Token, "/o/r.git"); err != nil {
 		t.Fatalf("clone with the task token: %v", err)
 	}
-	if err := clone("wrong"); err == nil {
+	if err := clone("wrong", "/o/r.git"); err == nil {
 		t.Fatal("clone with a wrong token succeeded")
+	}
+	// As Gitea, the repository's URL without .git serves it too
+	// (actions/checkout fetches from that one).
+	if err := clone(v.Token, "/o/r"); err != nil {
+		t.Fatalf("clone of /o/r, without .git: %v", err)
+	}
+	if err := clone("wrong", "/o/r"); err == nil {
+		t.Fatal("clone of /o/r with a wrong token succeeded")
 	}
 }

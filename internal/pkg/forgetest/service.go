@@ -194,6 +194,9 @@ func (f *Forge) pickLocked(r *runner, key string, handle *string) *task {
 		if handle != nil && t.handle != *handle {
 			continue
 		}
+		if !f.callNeedsReady(t) {
+			continue
+		}
 		now := f.now()
 		t.runnerID = r.id
 		t.status = statusRunning

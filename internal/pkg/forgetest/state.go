@@ -172,6 +172,12 @@ type task struct {
 	outputs          map[string]string
 	updates          int
 	summaries        map[int]string
+
+	// callNeeds are the tasks of the called jobs this called job needs
+	// (WithCallExpansion), callNeedIDs their job ids: it is handed out
+	// only once they are done.
+	callNeeds   []int64
+	callNeedIDs []string
 }
 
 // StepView is a snapshot of one step's state as reported by the runner.
@@ -341,6 +347,17 @@ func (f *Forge) TasksVersion() int64 {
 // the job will have once a runner picks it. It panics if j.Context cannot be
 // converted to a protobuf Struct, which is a bug in the calling test.
 func (f *Forge) QueueJob(j Job) int64 {
+	if f.expandCalls {
+		if _, err := parseCaller(j.Payload); err == nil {
+			panic("forgetest: QueueJob: a Forge made WithCallExpansion (Gitea 1.27) never sends a calling job (uses:) to a runner; queue it with QueueCall")
+		}
+	}
+	return f.queueJob(j, nil, nil)
+}
+
+// queueJob is QueueJob, with the tasks of the called jobs the job needs
+// (and their job ids) when it is a called job (QueueCall).
+func (f *Forge) queueJob(j Job, callNeeds []int64, callNeedIDs []string) int64 {
 	jobKey, nsteps := parsePayload(j.Payload)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -348,7 +365,7 @@ func (f *Forge) QueueJob(j Job) int64 {
 	t := &task{
 		id: f.nextTaskID, jobID: f.nextTaskID + jobIDOffset, status: statusWaiting,
 		token: randHex(20), outputs: map[string]string{}, summaries: map[int]string{},
-		handle: newUUID(),
+		handle: newUUID(), callNeeds: callNeeds, callNeedIDs: callNeedIDs,
 	}
 	j.RunsOn = slices.Clone(j.RunsOn)
 	j.Secrets = maps.Clone(j.Secrets)

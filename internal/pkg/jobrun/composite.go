@@ -69,7 +69,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	}
 	switch {
 	case isNodeAction(a):
-		return j.newNodeStep(ec, st, a, file, s.dir, s.inputs, s.env)
+		return j.newNodeStep(ec, st, a, file, base, rel, s.inputs, s.env)
 	case a.Runs.Using == "docker":
 		return newDockerActionStep(ec, st, a, file, s.inputs, s.env)
 	}
@@ -108,7 +108,7 @@ func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file stri
 	}
 	switch {
 	case isNodeAction(a):
-		if err := j.checkNode(a, file, filepath.Join(base, rel)); err != nil {
+		if err := j.checkNode(a, file, base, rel); err != nil {
 			return nil, "", err
 		}
 	case a.Runs.Using == "docker":

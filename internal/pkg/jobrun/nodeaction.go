@@ -58,22 +58,29 @@ func postStage(a *workflow.Action) stage {
 func isNodeAction(a *workflow.Action) bool { return strings.HasPrefix(a.Runs.Using, "node") }
 
 // checkNode checks that the JavaScript action a (its metadata file, in
-// dir) can run here: a Node.js is configured, or the job runs in a job
-// container (whose image's node runs it), and main (and pre and post)
-// lie inside the action's directory.
-func (j *job) checkNode(a *workflow.Action, file, dir string) error {
+// the directory rel of base) can run here: a Node.js is configured, or
+// the job runs in a job container (whose image's node runs it), and main
+// (and pre and post) lie inside base: the action's repository, or the
+// workspace for a local action. A path may leave the action's own
+// directory (actions/cache/restore has main: ../dist/restore-only/index.js),
+// as on GitHub, but not base.
+func (j *job) checkNode(a *workflow.Action, file, base, rel string) error {
 	switch {
 	case j.deps.Node == "" && j.jobImage() == nil:
 		return fmt.Errorf("%s: runs.using: %s: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node, e.g. /usr/bin/node), and none is set; or run the job in a container: whose image has node", file, a.Runs.Using)
 	case a.Runs.Main == "":
 		return fmt.Errorf("%s: runs.main: missing; a JavaScript action needs main: (the script to run)", file)
 	}
+	where := "the action's repository"
+	if base == j.ws {
+		where = "the workspace"
+	}
 	for _, f := range []struct{ key, v string }{{"runs.main", a.Runs.Main}, {"runs.pre", a.Runs.Pre}, {"runs.post", a.Runs.Post}} {
 		if f.v == "" {
 			continue
 		}
-		if _, err := jobfile.Rel(dir, f.v); err != nil || filepath.IsAbs(f.v) {
-			return fmt.Errorf("%s: %s: %q is not a file inside the action; give a path relative to action.yml", file, f.key, f.v)
+		if _, err := jobfile.Rel(base, filepath.Join(rel, filepath.FromSlash(f.v))); err != nil || filepath.IsAbs(f.v) {
+			return fmt.Errorf("%s: %s: %q is not a file inside %s; give a path relative to action.yml", file, f.key, f.v, where)
 		}
 	}
 	return nil
@@ -81,11 +88,11 @@ func (j *job) checkNode(a *workflow.Action, file, dir string) error {
 
 // newNodeStep is the step of the JavaScript action a, checked by
 // checkNode, resolved in ec.
-func (j *job) newNodeStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, dir string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
-	if err := j.checkNode(a, file, dir); err != nil {
+func (j *job) newNodeStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, base, rel string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
+	if err := j.checkNode(a, file, base, rel); err != nil {
 		return nil, err
 	}
-	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: dir, file: file, action: a, inputs: inputs, env: env, local: isLocalAction(st.Uses), ec: ec}, nil
+	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), file: file, action: a, inputs: inputs, env: env, local: isLocalAction(st.Uses), ec: ec}, nil
 }
 
 // inputEnv is INPUT_<NAME> for each input, as the actions toolkit reads

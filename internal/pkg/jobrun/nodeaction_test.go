@@ -91,12 +91,12 @@ func TestNodeAction(t *testing.T) {
 }
 
 // TestNodeActionRefused: without runner.node, or with a main outside the
-// action, a JavaScript action fails its step naming the file and field.
+// workspace, a JavaScript action fails its step naming the file and field.
 func TestNodeActionRefused(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ name, node, yml, want string }{
 		{"no node", "", nodeActionYML, "act/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
-		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the action`},
+		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the workspace`},
 		{"no main", "node", "runs:\n  using: node20\n", "act/action.yml: runs.main: missing"},
 		{"pre outside", "node", "runs:\n  using: node20\n  main: m.js\n  pre: /etc/p.js\n", `act/action.yml: runs.pre: "/etc/p.js" is not a file inside the action`},
 	} {
@@ -152,7 +152,7 @@ func TestNodeActionInContainerJobNeedsNoRunnerNode(t *testing.T) {
 		if j.wf, err = parseWorkflow("on: push\njobs:\n  a:\n    runs-on: x\n" + tt.container + "    steps:\n      - run: echo\n"); err != nil {
 			t.Fatal(err)
 		}
-		err = j.checkNode(a, "o/r@v1: action.yml", "/x")
+		err = j.checkNode(a, "o/r@v1: action.yml", "/x", ".")
 		if (tt.want == "" && err != nil) || (tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want))) {
 			t.Errorf("%s: checkNode without runner.node: %v, want %q", tt.name, err, tt.want)
 		}
