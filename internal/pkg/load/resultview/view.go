@@ -94,16 +94,23 @@ func buildFrom(r *load.Result, s *load.Summary, points int) *View {
 	v.cards()
 	v.health()
 	v.protocols()
-	rows, bucket := buckets(chartSeconds(r.Seconds, r.Elapsed), points)
+	secs := chartSeconds(r.Seconds, r.Elapsed)
+	rows, bucket := buckets(secs, points)
 	v.Bucket = bucket
 	v.Charts = []*Chart{
 		rateChart(rows, r.Open),
 		latencyChart(rows),
+	}
+	if names := endpointNames(secs); len(names) > 1 {
+		eps := endpointBuckets(secs, names, bucket)
+		v.Charts = append(v.Charts, endpointRateChart(names, rows, eps), endpointLatencyChart(names, rows, eps))
+	}
+	v.Charts = append(v.Charts,
 		errorsChart(rows),
 		statusChart(rows),
 		spectrumChart(r.Latency),
 		generatorChart(rows),
-	}
+	)
 	for _, c := range v.Charts {
 		if !c.LogX {
 			c.Phases = phaseWindows(r)
