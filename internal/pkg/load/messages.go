@@ -20,6 +20,12 @@ import (
 // no more than this many strings.
 const MaxErrorMessages = 32
 
+// maxSnapshotMessages bounds the distinct messages of a second's snapshot
+// over all its endpoints (each also keeps at most MaxErrorMessages): a run
+// of a thousand endpoints that all fail differently ships some 80 KB of
+// messages a second to a multi-host run's coordinator, not megabytes.
+const maxSnapshotMessages = 256
+
 // MaxErrorMessageLen bounds a kept message, in bytes; a longer one is cut
 // at a character boundary and ends with "…".
 const MaxErrorMessageLen = 256
@@ -59,20 +65,37 @@ func (m *ErrorMessages) Add(msg string, n int64) {
 // Merge adds o's counts to m. When both hold more distinct messages than
 // m can keep, o's most frequent ones are kept first, so the same inputs
 // keep the same messages whatever the map order.
-func (m *ErrorMessages) Merge(o *ErrorMessages) {
+func (m *ErrorMessages) Merge(o *ErrorMessages) { m.mergeAtMost(o, MaxErrorMessages) }
+
+// mergeAtMost is Merge adding at most room messages m does not hold yet;
+// the failures of the others count as Other. It returns how many it
+// added.
+func (m *ErrorMessages) mergeAtMost(o *ErrorMessages, room int) (added int) {
 	m.Other += o.Other
 	if len(o.Counts) == 0 {
-		return
+		return 0
 	}
-	if len(m.Counts)+len(o.Counts) <= MaxErrorMessages {
-		for k, v := range o.Counts {
-			m.Add(k, v)
+	add := func(k string, n int64) {
+		if _, ok := m.Counts[k]; !ok && added >= room {
+			m.Other += n
+			return
 		}
-		return
+		before := len(m.Counts)
+		m.Add(k, n)
+		if len(m.Counts) > before {
+			added++
+		}
+	}
+	if len(m.Counts)+len(o.Counts) <= MaxErrorMessages && len(o.Counts) <= room {
+		for k, n := range o.Counts {
+			add(k, n)
+		}
+		return added
 	}
 	for _, k := range byCount(o.Counts) {
-		m.Add(k, o.Counts[k])
+		add(k, o.Counts[k])
 	}
+	return added
 }
 
 // reset empties m, keeping its map for reuse.

@@ -181,3 +181,35 @@ func TestSecondsKeepEndpoints(t *testing.T) {
 		t.Errorf("merging changed the merged result's rows: %+v", b.Seconds[0].Endpoints[0])
 	}
 }
+
+// TestSnapshotMessagesAreBounded: a second in which a thousand endpoints
+// each fail with messages of their own keeps at most maxSnapshotMessages
+// distinct messages over all endpoints (what a multi-host run ships each
+// second), and counts every failure: kept or other.
+func TestSnapshotMessagesAreBounded(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprint("e", i)
+	}
+	e := newEngine(&Options{Requester: &countingRequester{}, Endpoints: names, Concurrency: 10})
+	w := e.newWorker(0)
+	for i := range n {
+		for k := range 3 {
+			w.record(i, time.Millisecond, &Sample{Endpoint: i}, fmt.Errorf("endpoint %d failure %d", i, k), onTime)
+		}
+	}
+	s := e.snapshot(0, new(dropMarks))
+	kept, counted := 0, int64(0)
+	for _, ep := range s.Endpoints {
+		kept += len(ep.Messages.Counts)
+		counted += ep.Messages.Other
+		for _, c := range ep.Messages.Counts {
+			counted += c
+		}
+	}
+	if kept > maxSnapshotMessages || kept == 0 || counted != 3*n || s.Errors != 3*n {
+		t.Errorf("the snapshot keeps %d distinct messages and counts %d failures of %d errors; want at most %d kept and all %d counted", kept, counted, s.Errors, maxSnapshotMessages, 3*n)
+	}
+}

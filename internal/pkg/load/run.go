@@ -509,6 +509,7 @@ func (e *engine) snapshot(sec int, lastDropped *dropMarks) *Snapshot {
 	for j := range s.Endpoints {
 		s.Endpoints[j].Name = e.names[j]
 	}
+	room := maxSnapshotMessages // distinct messages the snapshot may still take
 	for _, rec := range e.recs {
 		s.InFlight += int(rec.inFlight.Load())
 		rec.mu.Lock()
@@ -522,7 +523,7 @@ func (e *engine) snapshot(sec int, lastDropped *dropMarks) *Snapshot {
 			}
 			s.Endpoints[j].Latency.Merge(r.hist)
 			r.hist.Reset()
-			s.Endpoints[j].Messages.Merge(&r.msgs)
+			room -= s.Endpoints[j].Messages.mergeAtMost(&r.msgs, room)
 			r.msgs.reset()
 			addRaw(&eps[j], &r.c)
 			r.c = rawCounters{}
