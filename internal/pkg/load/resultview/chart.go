@@ -76,7 +76,9 @@ type Line struct {
 	N    int
 	Last string
 	// Values are the y values, formatted, space separated, for the
-	// page's hover.
+	// page's hover; a single value for a horizontal line drawn with fewer
+	// points than the chart's x values (a baseline's reference), which
+	// the hover shows at every x.
 	Values string
 }
 
@@ -153,6 +155,9 @@ func (c *Chart) layout() {
 			b.WriteString(strconv.FormatFloat(sy(p.Y), 'f', 1, 64))
 		}
 		l := Line{Name: s.Name, Color: cmp.Or(s.Color, palette[i%len(palette)]), Points: b.String(), Dashed: s.Dashed, N: len(s.Points), Values: vals.String()}
+		if level, ok := s.level(); ok && len(s.Points) < strings.Count(c.Xs, " ")+1 {
+			l.Values = fmtNum(level) // a reference line: its one value holds across the chart
+		}
 		if n := len(s.Points); n > 0 {
 			l.Last = fmtNum(s.Points[n-1].Y)
 		}
@@ -278,4 +283,17 @@ func (c *Chart) hoverXs() string {
 		b.WriteString(strconv.FormatFloat(p.X, 'f', -1, 64))
 	}
 	return b.String()
+}
+
+// level is the y of every point of s, when they share one.
+func (s *Series) level() (float64, bool) {
+	if len(s.Points) == 0 {
+		return 0, false
+	}
+	for _, p := range s.Points[1:] {
+		if p.Y != s.Points[0].Y {
+			return 0, false
+		}
+	}
+	return s.Points[0].Y, true
 }

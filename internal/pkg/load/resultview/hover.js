@@ -37,12 +37,12 @@
     head.textContent = svg.dataset.xlabel + " " + svg.dataset.x.split(" ")[i];
     tip.appendChild(head);
     for (var k = 0; k < lines.length; k++) {
-      var vs = (lines[k].dataset.v || "").split(" ");
-      if (i >= vs.length || vs[i] === "") continue;
+      var vs = (lines[k].dataset.v || "").split(" "), v = vs.length === 1 ? vs[0] : vs[i];
+      if (v === undefined || v === "") continue;
       var row = document.createElement("div"), sw = document.createElement("i");
       sw.style.background = lines[k].getAttribute("stroke");
       row.appendChild(sw);
-      row.appendChild(document.createTextNode(lines[k].dataset.series + ": " + vs[i] + " " + svg.dataset.unit));
+      row.appendChild(document.createTextNode(lines[k].dataset.series + ": " + v + " " + svg.dataset.unit));
       tip.appendChild(row);
     }
   }

@@ -77,22 +77,31 @@ type tipState struct {
 	ViewportW   float64
 }
 
-const readTip = `(() => {
-  const t = document.querySelector('figure[data-chart="endpoint-rate"] .tip');
+func readTip(chart string) string {
+	return `(() => {
+  const t = document.querySelector('figure[data-chart="` + chart + `"] .tip');
   if (!t) return {Shown: false, Text: "", ViewportW: document.documentElement.clientWidth};
   const r = t.getBoundingClientRect();
   return {Shown: !t.hidden && r.width > 0, Text: t.textContent, Left: r.left, Right: r.right, ViewportW: document.documentElement.clientWidth};
 })()`
+}
+
+// hover moves the mouse onto point i of the chart's first series and
+// returns the tooltip shown and where the point is, with its value.
+func hover(t *testing.T, ctx context.Context, chart string, i int) (tipState, hoverTarget) {
+	t.Helper()
+	run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('figure[data-chart="`+chart+`"]').scrollIntoView({block: 'center'}) === undefined`))
+	at := run(t, ctx, chromedp.Evaluate[hoverTarget](readHoverTarget(chart, i)))
+	run(t, ctx, chromedp.MouseEvent(chromedp.MouseMoved, at.X, at.Y))
+	return run(t, ctx, chromedp.Evaluate[tipState](readTip(chart))), at
+}
 
 // hoverAt moves the mouse onto point i of the endpoint rate chart and
 // checks that the tooltip shows that second and the series' value there,
-// inside the page.
+// inside the page, and that it goes away off the chart.
 func hoverAt(t *testing.T, ctx context.Context, i int, where string) {
 	t.Helper()
-	run(t, ctx, chromedp.Evaluate[bool](`document.querySelector('figure[data-chart="endpoint-rate"]').scrollIntoView({block: 'center'}) === undefined`))
-	at := run(t, ctx, chromedp.Evaluate[hoverTarget](readHoverTarget("endpoint-rate", i)))
-	run(t, ctx, chromedp.MouseEvent(chromedp.MouseMoved, at.X, at.Y))
-	tip := run(t, ctx, chromedp.Evaluate[tipState](readTip))
+	tip, at := hover(t, ctx, "endpoint-rate", i)
 	wantHead := "second " + strconv.Itoa(i)
 	wantRow := at.Name + ": " + at.Value + " req/s"
 	if !tip.Shown || !strings.HasPrefix(tip.Text, wantHead) || !strings.Contains(tip.Text, wantRow) {
@@ -101,9 +110,8 @@ func hoverAt(t *testing.T, ctx context.Context, i int, where string) {
 	if tip.Left < 0 || tip.Right > tip.ViewportW+0.5 {
 		t.Errorf("%s: the tooltip spans %.0f..%.0f px of a %.0f px page; want it inside", where, tip.Left, tip.Right, tip.ViewportW)
 	}
-	// Off the charts, it goes away.
 	run(t, ctx, chromedp.MouseEvent(chromedp.MouseMoved, 2, 2))
-	if tip := run(t, ctx, chromedp.Evaluate[tipState](readTip)); tip.Shown {
+	if tip := run(t, ctx, chromedp.Evaluate[tipState](readTip("endpoint-rate"))); tip.Shown {
 		t.Errorf("%s: the tooltip stays after the pointer left the chart: %+v", where, tip)
 	}
 }
@@ -138,6 +146,9 @@ func TestBrowserReportEndpointSeriesAndHover(t *testing.T) {
 			t.Errorf("%s: error messages listed = %q, want %q", where, msgs, want)
 		}
 		hoverAt(t, ctx, 10, where)
+		if *screenshots != "" {
+			hover(t, ctx, "endpoint-rate", 10) // the screenshot shows the tooltip
+		}
 		saveScreenshot(t, ctx, "report-endpoints-"+strconv.FormatInt(width, 10)+".png")
 	}
 	if errs, _ := pl.snapshot(); len(errs) > 0 {
