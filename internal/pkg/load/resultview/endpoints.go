@@ -36,24 +36,22 @@ func endpointBuckets(secs []load.Second, names []string, size int) [][]epPoint {
 		pts := make([]epPoint, len(names))
 		for j, name := range names {
 			p := &pts[j]
-			var h *load.Histogram
+			var h *load.PackedHistogram // a few hundred bytes, where a dense one takes 140 KB
 			for k := range part {
 				e := secondEndpoint(&part[k], name)
 				if e == nil {
 					continue
 				}
 				p.requests += float64(e.Requests) / n
-				if e.Hist.Count() == 0 {
-					continue
-				}
-				if size == 1 {
+				switch {
+				case e.Hist.Count() == 0:
+				case size == 1:
 					p.p50, p.p99 = ms(e.P50), ms(e.P99)
-					continue
+				case h == nil:
+					h = e.Hist.Clone()
+				default:
+					h.Merge(e.Hist)
 				}
-				if h == nil {
-					h = load.NewHistogram()
-				}
-				e.Hist.MergeInto(h)
 			}
 			if h != nil {
 				p.p50, p.p99 = ms(h.Quantile(0.5)), ms(h.Quantile(0.99))
