@@ -123,7 +123,8 @@ func hoverAt(t *testing.T, ctx context.Context, i int, where string) {
 // error messages are listed with their counts.
 func TestBrowserReportEndpointSeriesAndHover(t *testing.T) {
 	t.Parallel()
-	names := []string{"home", "api", "search"}
+	xss := `<img src=x onerror="window.__xss=1">`
+	names := []string{"home", "api", xss}
 	const secs = 30
 	var html bytes.Buffer
 	if err := WriteHTML(&html, sampleResult(t, secs, names...), nil); err != nil {
@@ -140,12 +141,18 @@ func TestBrowserReportEndpointSeriesAndHover(t *testing.T) {
 		run(t, ctx, chromedp.Navigate("file://"+page))
 		checkEndpointCharts(t, run(t, ctx, chromedp.Evaluate[endpointCharts](readEndpointCharts)), names, secs, where)
 		msgs := run(t, ctx, chromedp.Evaluate[[][]string](`[...document.querySelectorAll('#error-messages tr.message')].map(r => [...r.cells].map(c => c.textContent))`))
-		want := [][]string{{"10", "api", "unexpected status 503"}, {"10", "home", "unexpected status 503"}, {"10", "search", "unexpected status 503"},
+		want := [][]string{{"10", xss, "unexpected status 503"}, {"10", "api", "unexpected status 503"}, {"10", "home", "unexpected status 503"},
 			{"6", "home", "Get: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"}}
 		if fmt.Sprint(msgs) != fmt.Sprint(want) {
 			t.Errorf("%s: error messages listed = %q, want %q", where, msgs, want)
 		}
 		hoverAt(t, ctx, 10, where)
+		// The tooltip names the endpoints as text: the one named as markup
+		// ran nothing.
+		if tip, _ := hover(t, ctx, "endpoint-rate", 3); !strings.Contains(tip.Text, xss+": ") ||
+			run(t, ctx, chromedp.Evaluate[bool](`window.__xss !== undefined`)) {
+			t.Errorf("%s: the tooltip %q does not name the endpoint %q as text, or it ran", where, tip.Text, xss)
+		}
 		if *screenshots != "" {
 			hover(t, ctx, "endpoint-rate", 10) // the screenshot shows the tooltip
 		}
