@@ -2,6 +2,7 @@ package resultview
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -284,6 +285,24 @@ func TestHTMLListsEachCheck(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
+		}
+	}
+}
+
+// TestBucketsAllocateLittle: drawing a run's seconds allocates in
+// proportion to the rows drawn, not a dense 140 KB histogram per row:
+// the live dashboard redraws every second, in the process that generates
+// the load. Before, 600 rows took some 84 MB a redraw. It does not run in
+// parallel, so that no other test's allocations are counted.
+func TestBucketsAllocateLittle(t *testing.T) {
+	r := sampleResult(t, 2*MaxPoints, "home")
+	for _, n := range []int{MaxPoints, 2 * MaxPoints} { // one second a row; two
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rows, _ := buckets(r.Seconds[:n], MaxPoints)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; len(rows) != MaxPoints || got > 16<<20 {
+			t.Errorf("drawing %d seconds in %d rows allocated %d MB, want under 16", n, len(rows), got>>20)
 		}
 	}
 }
