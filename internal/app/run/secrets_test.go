@@ -139,3 +139,44 @@ jobs:
 		t.Fatalf("job summary:\n%s", sum)
 	}
 }
+
+// TestLoadStepErrorMessagesMasked: a load step's error messages, which
+// quote what failed (here a check's needle, a secret), reach the log and
+// the job summary masked, listed with their count.
+func TestLoadStepErrorMessagesMasked(t *testing.T) {
+	t.Parallel()
+	target := newCountingServer(t, "", 0)
+	h := newHarness(t)
+	v := h.run(`
+on: push
+jobs:
+  perf:
+    runs-on: forgeload
+    steps:
+      - run: |
+          cat > perf.yaml <<EOF
+          target: `+target.URL+`
+          rate: 20
+          duration: 1s
+          validity: warn
+          checks:
+            - body_contains: "$NEEDLE"
+          EOF
+        env:
+          NEEDLE: ${{ secrets.NEEDLE }}
+      - uses: forgeload/load@v1
+        with:
+          config: perf.yaml
+`, Options{Config: jobrun.Config{Capabilities: "job-summary"}}, func(j *forgetest.Job) { j.Secrets = map[string]string{"NEEDLE": "n33dle-s3cret"} })
+	log := logText(v)
+	var sum string
+	for _, s := range h.forge.Summaries() { // this forge ran one task
+		sum += s
+	}
+	for name, out := range map[string]string{"log": log, "job summary": sum} {
+		i := strings.Index(out, "Error messages (the 1 most frequent")
+		if i < 0 || strings.Contains(out, "n33dle") || !strings.Contains(out[i:], `check failed: checks[0] body contains "***"`) {
+			t.Errorf("the %s lists no masked error message, or shows the secret:\n%s", name, out)
+		}
+	}
+}

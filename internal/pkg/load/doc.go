@@ -44,8 +44,11 @@
 // # Hot path
 //
 // Workers pull arrivals from one shared schedule, record into preallocated
-// recorder shards (a few per CPU) and never allocate per request; a
-// collector merges the shards once per plan second and feeds the
+// recorder shards (a few per CPU) and never allocate per successful
+// request (a failure may cost its error's message, which is counted, at
+// most [MaxErrorMessages] distinct ones per endpoint and shard; a status
+// error costs nothing); a collector merges the shards once per plan
+// second and feeds the
 // [ProgressWindow] that makes the progress lines (a coordinator of a
 // multi-host run feeds one with the merged seconds of every host).
 package load

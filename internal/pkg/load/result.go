@@ -39,6 +39,11 @@ type Stats struct {
 	Classes map[string]int64 `json:"classes,omitempty"`
 	// Latency is the latency histogram; nil means no requests.
 	Latency *Histogram `json:"latency,omitempty"`
+	// Messages counts failed requests by error message, bounded (see
+	// [ErrorMessages]). The engine fills it per endpoint only: a run's or
+	// a second's totals leave it empty, and [Summary] reads the
+	// endpoints'.
+	Messages ErrorMessages `json:"messages,omitzero"`
 }
 
 // Merge adds o to s.
@@ -63,6 +68,7 @@ func (s *Stats) Merge(o *Stats) {
 		}
 		s.Classes[k] += v
 	}
+	s.Messages.Merge(&o.Messages)
 	if o.Latency != nil {
 		if s.Latency == nil {
 			s.Latency = NewHistogram()
@@ -159,6 +165,87 @@ type Second struct {
 	// several hosts merge exactly; nil when nothing completed. In JSON it
 	// is the V2 compressed encoding.
 	Hist *PackedHistogram `json:"hist,omitempty"`
+	// Endpoints are the second's rows of the first [MaxEndpointSeries]
+	// endpoints (in Options.Endpoints order) that completed requests in
+	// it; nil when none did.
+	Endpoints []SecondEndpoint `json:"endpoints,omitempty"`
+}
+
+// MaxEndpointSeries is the most endpoints a [Second] keeps a row of: the
+// per-endpoint series of a run of many endpoints (a HAR file) cover its
+// first ones, so that a second's memory stays bounded whatever the config.
+const MaxEndpointSeries = 8
+
+// SecondEndpoint is one endpoint's part of a [Second].
+type SecondEndpoint struct {
+	// Name is the endpoint's name from Options.Endpoints.
+	Name string `json:"name"`
+	// Requests and Errors count the endpoint's completions and failures
+	// in the second.
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// P50 and P99 are the endpoint's latency percentiles in the second.
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+	// Hist is the endpoint's latency histogram in the second, as
+	// [Second.Hist] is the second's.
+	Hist *PackedHistogram `json:"hist,omitempty"`
+}
+
+// secondEndpoints are the rows of s's endpoints for its Second.
+func secondEndpoints(s *Snapshot) []SecondEndpoint {
+	var out []SecondEndpoint
+	for i := range min(len(s.Endpoints), MaxEndpointSeries) {
+		e := &s.Endpoints[i]
+		if e.Requests == 0 {
+			continue
+		}
+		row := SecondEndpoint{Name: e.Name, Requests: e.Requests, Errors: e.Errors}
+		if e.Latency != nil && e.Latency.Count() > 0 {
+			row.Hist = e.Latency.Pack()
+		}
+		row.percentiles()
+		out = append(out, row)
+	}
+	return out
+}
+
+func (e *SecondEndpoint) percentiles() { e.P50, e.P99 = e.Hist.Quantile(0.5), e.Hist.Quantile(0.99) }
+
+// mergeSecondEndpoints adds o's rows to rows by name, appending the names
+// rows lacks while fewer than MaxEndpointSeries; it takes o's histograms.
+func mergeSecondEndpoints(rows, o []SecondEndpoint) []SecondEndpoint {
+	for _, e := range o {
+		i := slices.IndexFunc(rows, func(r SecondEndpoint) bool { return r.Name == e.Name })
+		if i < 0 {
+			if len(rows) < MaxEndpointSeries {
+				rows = append(rows, e)
+			}
+			continue
+		}
+		r := &rows[i]
+		r.Requests += e.Requests
+		r.Errors += e.Errors
+		if r.Hist == nil {
+			r.Hist = e.Hist
+		} else {
+			r.Hist.Merge(e.Hist)
+		}
+		r.percentiles()
+	}
+	return rows
+}
+
+// cloneSecondEndpoints is a deep copy of rows.
+func cloneSecondEndpoints(rows []SecondEndpoint) []SecondEndpoint {
+	if rows == nil {
+		return nil
+	}
+	out := slices.Clone(rows)
+	for i := range out {
+		out[i].Hist = out[i].Hist.Clone()
+	}
+	return out
 }
 
 // Result is the outcome of a run, or of several hosts' runs merged. Build one
@@ -246,6 +333,7 @@ func (r *Result) AddSnapshot(s *Snapshot) {
 		InFlight: s.InFlight, TargetRPS: s.TargetRPS,
 		Status: maps.Clone(s.Status), Classes: maps.Clone(s.Classes), DroppedBy: maps.Clone(s.DroppedBy),
 		GeneratorLate: s.GeneratorLate, GeneratorLateMax: s.GeneratorLateMax,
+		Endpoints: secondEndpoints(s),
 	}
 	if s.Latency != nil && s.Latency.Count() > 0 {
 		row.Hist = s.Latency.Pack()
@@ -284,6 +372,7 @@ func (r *Result) addSecond(row Second) {
 	s.Classes = addCounts(s.Classes, row.Classes)
 	s.InFlight += row.InFlight
 	s.TargetRPS = max(s.TargetRPS, row.TargetRPS) // the same global plan on every host
+	s.Endpoints = mergeSecondEndpoints(s.Endpoints, row.Endpoints)
 	if row.Hist.Count() > 0 {
 		if s.Hist == nil {
 			s.Hist = row.Hist
@@ -337,6 +426,7 @@ func (r *Result) Merge(o *Result) {
 		// r's rows are changed by later merges: they must not share o's.
 		s.Status, s.Classes, s.Hist = maps.Clone(s.Status), maps.Clone(s.Classes), s.Hist.Clone()
 		s.DroppedBy = maps.Clone(s.DroppedBy)
+		s.Endpoints = cloneSecondEndpoints(s.Endpoints)
 		r.addSecond(s)
 	}
 	if o.Protocol != nil {

@@ -66,6 +66,8 @@ type rawCounters struct {
 type epRecorder struct {
 	hist *Histogram
 	c    rawCounters
+	// msgs counts the failures by message; see errorMessage.
+	msgs ErrorMessages
 }
 
 // recorder is a preallocated shard of measurements shared by a few workers;
@@ -100,6 +102,10 @@ func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late la
 	if class == ClassNone && err != nil {
 		class = Classify(err)
 	}
+	var msg string
+	if class != ClassNone {
+		msg = errorMessage(err, s, class) // outside the lock: Error may take its time
+	}
 	rec.mu.Lock()
 	r := &rec.eps[ep]
 	if r.hist == nil {
@@ -111,6 +117,7 @@ func (w *worker) record(ep int, lat time.Duration, s *Sample, err error, late la
 	if class != ClassNone {
 		c.errors++
 		c.classes[class]++
+		r.msgs.Add(msg, 1)
 	}
 	c.bytesIn += s.BytesIn
 	c.bytesOut += s.BytesOut
@@ -502,6 +509,7 @@ func (e *engine) snapshot(sec int, lastDropped *dropMarks) *Snapshot {
 	for j := range s.Endpoints {
 		s.Endpoints[j].Name = e.names[j]
 	}
+	room := maxSnapshotMessages // distinct messages the snapshot may still take
 	for _, rec := range e.recs {
 		s.InFlight += int(rec.inFlight.Load())
 		rec.mu.Lock()
@@ -515,6 +523,8 @@ func (e *engine) snapshot(sec int, lastDropped *dropMarks) *Snapshot {
 			}
 			s.Endpoints[j].Latency.Merge(r.hist)
 			r.hist.Reset()
+			room -= s.Endpoints[j].Messages.mergeAtMost(&r.msgs, room)
+			r.msgs.reset()
 			addRaw(&eps[j], &r.c)
 			r.c = rawCounters{}
 		}

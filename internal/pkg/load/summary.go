@@ -166,6 +166,12 @@ type Summary struct {
 	// when ("aborted: http_req_failed:rate < 1% at 2s (got 100.00%)");
 	// "" when none did. The verdict (package outcome) sets it.
 	Aborted string `json:"aborted,omitempty"`
+
+	// ErrorMessages are the TopErrorMessages most frequent error
+	// messages, each with its endpoint and count, most frequent first;
+	// ErrorMessagesOther counts the failures of every other message.
+	ErrorMessages      []MessageCount `json:"error_messages,omitempty"`
+	ErrorMessagesOther int64          `json:"error_messages_other,omitempty"`
 }
 
 // Summarize builds the reported view of r and checks.
@@ -212,6 +218,7 @@ func Summarize(r *Result, checks []Check) Summary {
 	s.GeneratorLate, s.GeneratorLateMaxMS, s.GeneratorBehindSeconds = b.Late, ms(b.Max), b.Seconds
 	s.Invalid = r.Invalid
 	s.Valid = len(s.Invalid) == 0
+	s.ErrorMessages, s.ErrorMessagesOther = topMessages(r)
 	for i := range r.Endpoints {
 		e := &r.Endpoints[i]
 		es := EndpointSummary{Name: e.Name, Requests: e.Requests, Errors: e.Errors, ErrorRate: e.ErrorRate(), Latency: latencyOf(&e.Stats), Status: statusNames(e.Status)}
@@ -489,6 +496,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		_ = tw.Flush()
 	}
 	writeChecksText(ew, s.Checks)
+	writeMessagesText(ew, s)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\nEndpoints")
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -552,6 +560,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	writeChecksMarkdown(ew, s.Checks)
+	writeMessagesMarkdown(ew, s)
 	if len(s.Endpoints) > 1 {
 		fmt.Fprintln(ew, "\n#### Endpoints")
 		fmt.Fprintln(ew)

@@ -37,9 +37,11 @@ func goldenResult() *Result {
 			if j == 1 {
 				e.Errors, e.Classes, e.Retries = 2, map[string]int64{"http_5xx": 2}, 3
 				e.Status[503] = 2
+				e.Messages.Add("unexpected status 503", 2)
 			} else {
 				e.Status[200] = 49
 				e.Errors, e.Classes = 1, map[string]int64{"timeout": 1}
+				e.Messages.Add("Get: context deadline exceeded (Client.Timeout exceeded while awaiting headers)", 1)
 				e.Late, e.Queued = 4, 1
 			}
 			s.Endpoints = append(s.Endpoints, e)

@@ -2,6 +2,7 @@ package loadrun
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
+	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
@@ -141,6 +143,24 @@ thresholds:
 	}
 	if len(res.Invalid) == 0 || !strings.Contains(res.Invalid[0].Detail, "stop: ") {
 		t.Errorf("invalid = %+v, want INVALID naming the drops' reason", res.Invalid)
+	}
+	// Every failure's message crossed the wire from its host: the merged
+	// summary lists the check's, and listed and other add up to the errors.
+	sum := load.Summarize(res, nil)
+	listed := sum.ErrorMessagesOther
+	for _, m := range sum.ErrorMessages {
+		listed += m.Count
+	}
+	if len(sum.ErrorMessages) == 0 || listed != res.Errors || !strings.Contains(fmt.Sprint(sum.ErrorMessages), "error") {
+		t.Errorf("merged error messages %+v (other %d) count %d failures of %d errors; want the check's message and all of them",
+			sum.ErrorMessages, sum.ErrorMessagesOther, listed, res.Errors)
+	}
+	// Each merged second keeps its endpoint's row, for the report's
+	// per-endpoint series.
+	for _, sec := range res.Seconds {
+		if sec.Requests > 0 && (len(sec.Endpoints) != 1 || sec.Endpoints[0].Requests != sec.Requests || sec.Endpoints[0].Hist.Count() != sec.Hist.Count()) {
+			t.Errorf("merged second %d: %d requests, endpoint rows %+v; want one row with them all", sec.Second, sec.Requests, sec.Endpoints)
+		}
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 // Version is the version of the wire form; [Unmarshal] refuses others.
 // Version 1 keyed counters and histograms by strings such as
 // "ep|<name>|status|200"; version 2 had no drop reasons, generator
-// lateness or check counts.
-const Version = 3
+// lateness or check counts; version 3 had no error messages (the
+// endpoints' [load.Stats] Messages).
+const Version = 4
 
 // MaxWireBytes bounds the encoded size [Unmarshal] accepts.
 const MaxWireBytes = 8 << 20

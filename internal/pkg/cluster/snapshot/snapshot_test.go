@@ -120,20 +120,48 @@ func TestMeanOfP99sIsWrong(t *testing.T) {
 	}
 }
 
+// TestErrorMessagesCrossTheWire: the endpoints' error messages, and the
+// failures counted without one, survive the wire and merge by message.
+func TestErrorMessagesCrossTheWire(t *testing.T) {
+	t.Parallel()
+	merged := New(2)
+	for w := range 3 {
+		part := New(2)
+		ep := part.endpoint("get")
+		ep.Messages.Add("dial tcp 127.0.0.1:1: connect: connection refused", int64(w+1))
+		ep.Messages.Add("unexpected status 503", 2)
+		ep.Messages.Other = 1
+		b, err := part.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged.Merge(back)
+	}
+	m := merged.Endpoints[0].Messages
+	if m.Counts["dial tcp 127.0.0.1:1: connect: connection refused"] != 6 || m.Counts["unexpected status 503"] != 6 || m.Other != 3 || len(m.Counts) != 2 {
+		t.Fatalf("merged messages = %+v, want refused 6, 503 6, other 3", m)
+	}
+}
+
 func TestUnmarshalRejects(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", "decode metrics snapshot"},
 		{"{", "decode metrics snapshot"},
-		{`{"s":1,"c":{"requests":3}}`, "version 0, this runner understands 3: run the same forgeload version"},
-		{`{"v":4,"s":1}`, "version 4"},
-		// A member of the previous version ships no drop reasons,
-		// lateness or check counts: it is refused, not merged short.
-		{`{"v":2,"s":1,"dropped":3}`, "version 2, this runner understands 3: run the same forgeload version on every cluster member"},
-		{`{"v":3,"stats":{"latency":"!!"}}`, "base64"},
-		{`{"v":3,"stats":{"latency":"AAAA"}}`, "histogram"},
-		{`{"v":3,"s":"x"}`, "decode metrics snapshot"},
-		{`{"v":3,"s":1,"x":` + strings.Repeat(" ", MaxWireBytes) + `1}`, "byte limit"},
+		{`{"s":1,"c":{"requests":3}}`, "version 0, this runner understands 4: run the same forgeload version"},
+		{`{"v":5,"s":1}`, "version 5"},
+		// A member of an older version ships no drop reasons, lateness,
+		// check counts or error messages: it is refused, not merged short.
+		{`{"v":2,"s":1,"dropped":3}`, "version 2, this runner understands 4: run the same forgeload version on every cluster member"},
+		{`{"v":3,"s":1,"dropped":3}`, "version 3, this runner understands 4: run the same forgeload version on every cluster member"},
+		{`{"v":4,"stats":{"latency":"!!"}}`, "base64"},
+		{`{"v":4,"stats":{"latency":"AAAA"}}`, "histogram"},
+		{`{"v":4,"s":"x"}`, "decode metrics snapshot"},
+		{`{"v":4,"s":1,"x":` + strings.Repeat(" ", MaxWireBytes) + `1}`, "byte limit"},
 	} {
 		if _, err := Unmarshal([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Unmarshal(%.40q) = %v, want an error mentioning %q", tc.in, err, tc.want)
@@ -147,7 +175,7 @@ func FuzzUnmarshal(f *testing.F) {
 	s.Dropped = 2
 	b, _ := s.MarshalBinary()
 	f.Add(b)
-	f.Add([]byte(`{"v":3,"s":1}`))
+	f.Add([]byte(`{"v":4,"s":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := Unmarshal(in)
 		if err != nil {

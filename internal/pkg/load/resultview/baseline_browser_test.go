@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -117,6 +118,11 @@ func TestBrowserBaseline(t *testing.T) {
 	// first series, p99 its third.
 	if got.Refs[0].Color != got.Runs[0].Color || got.Refs[1].Color != got.Runs[2].Color {
 		t.Errorf("reference colours %s, %s; want the run's p50 %s and p99 %s", got.Refs[0].Color, got.Refs[1].Color, got.Runs[0].Color, got.Runs[2].Color)
+	}
+	// Hovering the latency chart mid-run shows the reference lines' values
+	// too: a line of two points holds its value across the run.
+	if tip, _ := hover(t, ctx, "latency", 15); !strings.Contains(tip.Text, "baseline p99: "+fmtNum(sum.Latency.P99*0.8)+" ms") {
+		t.Errorf("hovering second 15 of the latency chart shows %q, want the baseline p99's value", tip.Text)
 	}
 	saveScreenshot(t, ctx, "report-baseline.png")
 

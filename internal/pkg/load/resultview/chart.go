@@ -57,7 +57,10 @@ type Chart struct {
 	// chart (not a LogX one).
 	Phases []load.Phase
 
-	W, H   int
+	W, H int
+	// Xs are the x values of the longest series, formatted, space
+	// separated: what the page's hover shows beside the series' Values.
+	Xs     string
 	Bands  []Band
 	Lines  []Line
 	XTicks []Tick
@@ -72,6 +75,11 @@ type Line struct {
 	// N is the number of points, Last the last y value, formatted.
 	N    int
 	Last string
+	// Values are the y values, formatted, space separated, for the
+	// page's hover; a single value for a horizontal line drawn with fewer
+	// points than the chart's x values (a baseline's reference), which
+	// the hover shows at every x.
+	Values string
 }
 
 // Tick is one axis tick at a position with a label.
@@ -129,8 +137,9 @@ func (c *Chart) layout() {
 		}
 	}
 	c.Lines = c.Lines[:0]
+	c.Xs = c.hoverXs()
 	for i, s := range c.Series {
-		var b strings.Builder
+		var b, vals strings.Builder
 		for j, p := range s.Points {
 			x := p.X
 			if c.LogX {
@@ -138,12 +147,17 @@ func (c *Chart) layout() {
 			}
 			if j > 0 {
 				b.WriteByte(' ')
+				vals.WriteByte(' ')
 			}
+			vals.WriteString(fmtNum(p.Y))
 			b.WriteString(strconv.FormatFloat(sx(x), 'f', 1, 64))
 			b.WriteByte(',')
 			b.WriteString(strconv.FormatFloat(sy(p.Y), 'f', 1, 64))
 		}
-		l := Line{Name: s.Name, Color: cmp.Or(s.Color, palette[i%len(palette)]), Points: b.String(), Dashed: s.Dashed, N: len(s.Points)}
+		l := Line{Name: s.Name, Color: cmp.Or(s.Color, palette[i%len(palette)]), Points: b.String(), Dashed: s.Dashed, N: len(s.Points), Values: vals.String()}
+		if level, ok := s.level(); ok && len(s.Points) < strings.Count(c.Xs, " ")+1 {
+			l.Values = fmtNum(level) // a reference line: its one value holds across the chart
+		}
 		if n := len(s.Points); n > 0 {
 			l.Last = fmtNum(s.Points[n-1].Y)
 		}
@@ -246,4 +260,40 @@ func fmtNum(v float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// hoverXs are the x values of c's longest series, formatted for the
+// hover: whole seconds, or percentiles on a spectrum.
+func (c *Chart) hoverXs() string {
+	var longest []Point
+	for _, s := range c.Series {
+		if len(s.Points) > len(longest) {
+			longest = s.Points
+		}
+	}
+	var b strings.Builder
+	for i, p := range longest {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if c.LogX {
+			b.WriteString(strconv.FormatFloat(p.X, 'g', 6, 64) + "%")
+			continue
+		}
+		b.WriteString(strconv.FormatFloat(p.X, 'f', -1, 64))
+	}
+	return b.String()
+}
+
+// level is the y of every point of s, when they share one.
+func (s *Series) level() (float64, bool) {
+	if len(s.Points) == 0 {
+		return 0, false
+	}
+	for _, p := range s.Points[1:] {
+		if p.Y != s.Points[0].Y {
+			return 0, false
+		}
+	}
+	return s.Points[0].Y, true
 }

@@ -1,17 +1,21 @@
 // Package resultview turns a load test's result into the page people look
 // at: one self-contained HTML file ([WriteHTML], a [load.SummaryWriter])
 // with the asked and achieved rate, latency percentiles and errors over
-// time, the HDR percentile spectrum, per-endpoint and per-protocol tables,
-// thresholds, generator health, per-host rows and the run's metadata; and
+// time (and, for several endpoints, each endpoint's rate, p50 and p99),
+// the HDR percentile spectrum, per-endpoint and per-protocol tables, the
+// most frequent error messages, thresholds, generator health, per-host
+// rows and the run's metadata; and
 // the same page served live while a test runs ([Dashboard], updated through
 // Server-Sent Events), alone or, on a daemon, under the list of its running
 // load steps ([Jobs]).
 //
 // # The page
 //
-// Charts are inline SVG drawn here, in Go; the page needs no network access,
-// no fonts and no script (the live dashboard adds a dozen lines of script
-// that swap in each update). Every string from the run (endpoint names,
+// Charts are inline SVG drawn here, in Go; the page needs no network
+// access and no fonts. Its one script, written as it is (hover.js), shows
+// a chart's values under the pointer from the chart's data attributes; the
+// live dashboard adds a dozen lines that swap in each update. Every string
+// from the run (endpoint names,
 // URLs, threshold text, error classes, metadata) is escaped exactly as
 // html/template escapes HTML text and attribute values, and stays text; the
 // page is written in Go rather than by html/template so that forgeload's

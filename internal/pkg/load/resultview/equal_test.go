@@ -72,6 +72,7 @@ func hostileView(s string, live bool) *View {
 		Thresholds: []load.Check{{Name: s, Actual: s, Passed: true}, {Name: s, Skipped: true}, {Name: s, Actual: s}},
 	}
 	v.Summary = load.Summary{Aborted: s, ErrorClasses: map[string]int64{s: 1, "b": 2}, Status: map[string]int64{s: 3},
+		ErrorMessages: []load.MessageCount{{Endpoint: s, Message: s, Count: 7}, {Endpoint: "e", Message: "m", Count: 1}}, ErrorMessagesOther: 3,
 		Endpoints: []load.EndpointSummary{{Name: s, Requests: 10, RPS: 3.33, ErrorRate: 0.1, Latency: lat, Status: map[string]int64{s: 1}}},
 		Phases:    []load.PhaseSummary{{Name: s, StartS: 0.5, EndS: 1e21, Requests: 4, RPS: 1, ErrorRate: 0, Latency: lat}},
 		Protocol:  &load.ProtocolSummary{Protocol: s, Counters: map[string]int64{s: 4}, Timings: map[string]load.Latency{s: lat, "a": lat}},
@@ -79,10 +80,10 @@ func hostileView(s string, live bool) *View {
 		SUT: []load.ResourceSummary{{Target: s, Samples: 2, CPUCoresMax: 1.5, CPUCoresMean: 0.25, CPULimitCores: 2, CPUPctMax: 75, CPUPctMean: 12.5,
 			MemBytesMax: 1 << 20, MemBytesMean: 1000, MemLimitBytes: 1 << 30, NetRxBytes: 1 << 63, NetTxBytes: 5, BlockReadBytes: 6, BlockWriteBytes: 7}},
 	}
-	c := &Chart{ID: s, Title: s, XLabel: s, YLabel: s, Note: s, W: 860, H: 260, Plot: Rect{X: 56.5, Y: 10, W: 780.25, H: 200.125},
+	c := &Chart{ID: s, Title: s, XLabel: s, YLabel: s, Note: s, W: 860, H: 260, Plot: Rect{X: 56.5, Y: 10, W: 780.25, H: 200.125}, Xs: s,
 		Bands:  []Band{{Name: s, X: 60, W: 100.55, Shade: true}, {Name: "b", X: 1e-7}},
 		XTicks: []Tick{{Pos: 70.05, Label: s}}, YTicks: []Tick{{Pos: 33.333, Label: s}},
-		Lines: []Line{{Name: s, Color: "#2563eb", Points: s, Dashed: true, N: 3, Last: s}, {Name: "x", Color: "#dc2626", Points: "1,2 3,4", N: 2, Last: "1"}}}
+		Lines: []Line{{Name: s, Color: "#2563eb", Points: s, Dashed: true, N: 3, Last: s, Values: s}, {Name: "x", Color: "#dc2626", Points: "1,2 3,4", N: 2, Last: "1", Values: "1 2"}}}
 	v.Charts = []*Chart{c, {ID: "empty"}}
 	v.Baseline = &Baseline{Name: s, Rows: []BaselineRow{{Metric: s, Old: s, New: s, Change: s, Verdict: s, Limit: s, Noise: s, Worse: true, Regressed: true}, {Metric: "p99"}}}
 	return v
@@ -128,6 +129,7 @@ func TestPageMatchesHTMLTemplate(t *testing.T) {
 		"report of a run": BuildSummary(r, &load.Summary{Run: info}),
 		"bucketed report": Build(long, nil),
 		"phased report":   Build(phasedResult(t), nil),
+		"one endpoint":    Build(sampleResult(t, 4, "only"), nil),
 		"empty view":      {},
 		"hostile":         hostileView(hostile, false),
 		"hostile live":    hostileView(hostile, true),

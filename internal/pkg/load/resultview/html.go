@@ -152,6 +152,7 @@ func (p *pageWriter) page(v *View) {
 	p.s("</p>\n</header>\n<main id=\"main\">")
 	p.main(v)
 	p.s("</main>\n")
+	p.s(hoverScript)
 	if v.Live {
 		p.s(`<script>
 (function(){
@@ -206,7 +207,9 @@ func (p *pageWriter) main(v *View) {
 	p.text(load.FormatCounts(v.Summary.ErrorClasses))
 	p.s("</td></tr>\n<tr><th>Status codes</th><td>")
 	p.text(load.FormatCounts(v.Summary.Status))
-	p.s("</td></tr>\n</table>\n\n")
+	p.s("</td></tr>\n</table>\n")
+	p.messages(&v.Summary)
+	p.s("\n")
 	if v.Run != nil {
 		p.hosts(v.Run.Hosts)
 	}
@@ -560,6 +563,12 @@ func (p *pageWriter) chart(c *Chart) {
 	p.int(int64(c.H))
 	p.s(`" role="img" aria-label="`)
 	p.text(c.Title)
+	p.s(`" data-x="`)
+	p.text(c.Xs)
+	p.s(`" data-xlabel="`)
+	p.text(c.XLabel)
+	p.s(`" data-unit="`)
+	p.text(c.YLabel)
 	p.s("\" xmlns=\"http://www.w3.org/2000/svg\">\n")
 	for _, b := range c.Bands {
 		p.s(`<rect class="phase`)
@@ -639,6 +648,8 @@ func (p *pageWriter) chartLines(c *Chart) {
 		p.text(l.Name)
 		p.s(`" data-points="`)
 		p.int(int64(l.N))
+		p.s(`" data-v="`)
+		p.text(l.Values)
 		p.s(`" stroke="`)
 		p.text(l.Color)
 		p.s(`"`)
@@ -666,4 +677,28 @@ func (p *pageWriter) chartLines(c *Chart) {
 		p.s("</div>")
 	}
 	p.s("\n</figure>\n")
+}
+
+// messages writes the most frequent error messages, if the run failed.
+func (p *pageWriter) messages(s *load.Summary) {
+	if len(s.ErrorMessages) == 0 {
+		return
+	}
+	p.s("\n<table id=\"error-messages\">\n" +
+		`<tr><th class="n">Count</th><th>Endpoint</th><th>Error message</th></tr>` + "\n")
+	for _, m := range s.ErrorMessages {
+		p.s(`<tr class="message"><td class="n">`)
+		p.int(m.Count)
+		p.s("</td><td>")
+		p.text(m.Endpoint)
+		p.s("</td><td><code>")
+		p.text(m.Message)
+		p.s("</code></td></tr>\n")
+	}
+	if s.ErrorMessagesOther > 0 {
+		p.s(`<tr class="message-other"><td class="n">`)
+		p.int(s.ErrorMessagesOther)
+		p.s(`</td><td colspan="2" class="note">other messages</td></tr>` + "\n")
+	}
+	p.s("</table>\n")
 }

@@ -3,6 +3,7 @@ package resultview
 import (
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -46,6 +47,11 @@ func perSecond(s load.Second, covered float64) load.Second {
 	s.Classes = maps.Clone(s.Classes)
 	for k, n := range s.Classes {
 		s.Classes[k] = scale(n)
+	}
+	s.Endpoints = slices.Clone(s.Endpoints)
+	for i := range s.Endpoints {
+		e := &s.Endpoints[i]
+		e.Requests, e.Errors = scale(e.Requests), scale(e.Errors)
 	}
 	return s
 }
