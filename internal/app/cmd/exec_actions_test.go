@@ -59,6 +59,7 @@ jobs:
 	}
 	for _, want := range []string{
 		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none)`,
+		"check that actions/setup-go exists on the forge with the ref v5",
 		"install Go on the runner host",
 		"so none of its steps ran",
 	} {

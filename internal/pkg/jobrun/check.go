@@ -24,16 +24,17 @@ func (r refusal) String() string {
 	return fmt.Sprintf("step %d %q uses %q: %s; %s", r.i+1, r.name, r.uses, r.why, r.instead)
 }
 
-// actionAdvice is what to do instead of a well-known action this runner
-// does not run, by name in lower case.
+// actionAdvice is what to add to the fetch error of a well-known action
+// the forge did not serve, by name in lower case: what works here once
+// the action is on the forge, and what to do without it.
 var actionAdvice = map[string]string{
-	"actions/setup-go":          "install Go on the runner host (or use a container: image that has it) and drop this step",
-	"actions/setup-node":        "install Node.js on the runner host (or use a container: image that has it) and drop this step",
-	"actions/setup-python":      "install Python on the runner host (or use a container: image that has it) and drop this step",
-	"actions/setup-java":        "install a JDK on the runner host (or use a container: image that has it) and drop this step",
-	"actions/cache":             "drop this step (every job starts from a clean workspace), or keep a cache in a directory the admin mounts into a container: job",
-	"actions/upload-artifact":   "forgeload/load uploads its report as an artifact itself; for other files, upload them in a run: step with curl to the forge's API",
-	"actions/download-artifact": "forgeload/load fetches its baseline itself (with: baseline:); for other files, download them in a run: step with curl from the forge's API",
+	"actions/setup-go":          "it downloads Go from the internet, which a runner without access cannot; install Go on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-node":        "it downloads Node.js from the internet, which a runner without access cannot; install Node.js on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-python":      "it downloads Python from the internet, which a runner without access cannot; install Python on the runner host (or use a container: image that has it) and drop this step",
+	"actions/setup-java":        "it downloads a JDK from the internet, which a runner without access cannot; install a JDK on the runner host (or use a container: image that has it) and drop this step",
+	"actions/cache":             "once the forge serves it, actions/cache@v3 and @v4 run against this runner's cache server (cache.enabled in the runner's config)",
+	"actions/upload-artifact":   "once the forge serves it, actions/upload-artifact@v3 runs here (@v4 refuses every server but GitHub's); forgeload/load uploads its own report without it",
+	"actions/download-artifact": "once the forge serves it, actions/download-artifact@v3 runs here (@v4 refuses every server but GitHub's); forgeload/load fetches its baseline itself (with: baseline:)",
 }
 
 // checkSteps checks every step of the job before any runs. Each step that
@@ -159,8 +160,8 @@ func usesSupport(uses string) (why, instead string) {
 		return "", ""
 	}
 	if strings.Count(action, "/") >= 2 && (strings.HasSuffix(lower, ".yml") || strings.HasSuffix(lower, ".yaml")) {
-		return "a reusable workflow belongs in a job's uses:, not a step's, and this runner does not run reusable workflows yet",
-			"copy the workflow's jobs into this workflow"
+		return "a reusable workflow is called by a job, not a step",
+			"move it to a job of its own: jobs.<id>.uses: " + uses + " (with: and secrets: beside it), and needs: that job where its outputs are used"
 	}
 	return "", "" // a remote action: fetched and checked when the job starts
 }
@@ -172,14 +173,16 @@ func isNative(uses string) bool {
 	return ok
 }
 
-// remoteAdvice is what to do instead of a remote action this runner
-// cannot run.
+// remoteAdvice is what to do about a remote action this runner could not
+// fetch or check: the fetch error says which.
 func remoteAdvice(uses string) string {
-	action, _ := workflow.UsesRef(uses)
+	action, ref := workflow.UsesRef(uses)
+	advice := "check that " + action + " exists on the forge with the ref " + ref +
+		" (owner/repo resolves against the forge's DEFAULT_ACTIONS_URL: mirror the repository there, or write the full https://host/owner/repo@ref) and that this job's token may read it; composite, JavaScript (runner.node) and Docker actions run here"
 	if a := actionAdvice[strings.ToLower(action)]; a != "" {
-		return a
+		advice += "; " + a
 	}
-	return "use a composite action (runs.using: composite), or replace the step: forgeload runs run: steps, uses: actions/checkout@<ref> and uses: forgeload/load@<ref>"
+	return advice
 }
 
 // prepareRemote fetches the remote action uses names (the job's rows log

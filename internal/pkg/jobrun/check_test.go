@@ -56,7 +56,8 @@ jobs:
 	}
 	job := strings.Join(rep.rows[-1], "\n")
 	for _, want := range []string{
-		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none), so actions/setup-go has no forge to come from; write the action's full URL: uses: https://host/actions/setup-go@v5; install Go on the runner host`,
+		`step 2 "Run actions/setup-go@v5" uses "actions/setup-go@v5": the task carries no default actions URL (Gitea's DEFAULT_ACTIONS_URL; a local run has none), so actions/setup-go has no forge to come from; write the action's full URL: uses: https://host/actions/setup-go@v5; check that actions/setup-go exists on the forge with the ref v5`,
+		"it downloads Go from the internet, which a runner without access cannot; install Go on the runner host",
 		`step 3 "image" uses "docker://alpine:3": docker:// steps need a Docker Engine, and this runner has none; run the job on a runner with Docker`,
 		`step 4 "Run actions/checkout@v4" uses "actions/checkout@v4": actions/checkout: with.sparse-checkout: src is not supported`,
 		`step 5 "Run acme/thing" uses "acme/thing": a uses: reference needs a version after @`,
@@ -113,5 +114,38 @@ jobs:
 `)
 	if res != runnerv1.Result_RESULT_SKIPPED {
 		t.Errorf("a skipped job with an unsupported step: %v, want SKIPPED", res)
+	}
+}
+
+// TestRefusalAdvice: the advice after a refused uses: says what runs here
+// today. Before, a remote action that could not be fetched was told to
+// become a composite action or be replaced (JavaScript and Docker actions
+// run), actions/cache to be dropped (the runner serves its cache), and a
+// step-level reusable workflow that reusable workflows do not run (a job
+// runs them).
+func TestRefusalAdvice(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		got  string
+		want []string
+	}{
+		{remoteAdvice("acme/tool@v2"), []string{"check that acme/tool exists on the forge with the ref v2", "DEFAULT_ACTIONS_URL", "composite, JavaScript (runner.node) and Docker actions run here"}},
+		{remoteAdvice("actions/cache@v4"), []string{"check that actions/cache exists", "actions/cache@v3 and @v4 run against this runner's cache server (cache.enabled"}},
+		{remoteAdvice("actions/upload-artifact@v4"), []string{"actions/upload-artifact@v3 runs here (@v4 refuses every server but GitHub's)"}},
+	} {
+		for _, w := range tt.want {
+			if !strings.Contains(tt.got, w) {
+				t.Errorf("advice %q lacks %q", tt.got, w)
+			}
+		}
+		for _, stale := range []string{"replace the step", "use a composite action", "drop this step (every job"} {
+			if strings.Contains(tt.got, stale) {
+				t.Errorf("advice %q still says %q", tt.got, stale)
+			}
+		}
+	}
+	why, instead := usesSupport("o/r/.gitea/workflows/ci.yml@v1")
+	if !strings.Contains(why, "called by a job, not a step") || !strings.Contains(instead, "jobs.<id>.uses: o/r/.gitea/workflows/ci.yml@v1") || strings.Contains(why, "yet") {
+		t.Errorf("a step-level reusable workflow: %q; %q", why, instead)
 	}
 }
