@@ -16,8 +16,9 @@ import (
 )
 
 // TestE2EMetrics scrapes a real daemon after it ran a load job: the poll,
-// job, report and load metrics must show what happened, and /healthz and
-// /readyz must answer.
+// job, report and load metrics must show what happened (the load series
+// under the workflow job, step and endpoint), and /healthz and /readyz
+// must answer.
 func TestE2EMetrics(t *testing.T) {
 	parallel(t)
 	tg := newTarget(t)
@@ -31,7 +32,7 @@ func TestE2EMetrics(t *testing.T) {
 	base := metricsBase(t, d)
 	// Workers to spare and a graceful_shutdown: on a loaded machine no
 	// arrival waits past the end and is dropped, so the counts are exact.
-	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 100\n          duration: 2s\n          concurrency: 20\n          graceful_shutdown: 30s\n")})
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - name: Smoke test\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 100\n          duration: 2s\n          concurrency: 20\n          graceful_shutdown: 30s\n          validity: warn\n")})
 	if v := waitDone(t, f, id, d); v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("job %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
@@ -51,13 +52,15 @@ func TestE2EMetrics(t *testing.T) {
 	})
 	for _, want := range []string{
 		`forgeload_job_total{status="success"} 1`,
-		`forgeload_load_requests_total{protocol="http",result="ok"} 200`,
-		`forgeload_load_request_duration_seconds_count 200`,
+		`forgeload_load_requests_total{endpoint="GET /",protocol="http",result="ok",step="Smoke test",workflow_job="perf"} 200`,
+		`forgeload_load_request_duration_seconds_count{endpoint="GET /",step="Smoke test",workflow_job="perf"} 200`,
+		`forgeload_load_inflight{step="Smoke test",workflow_job="perf"} 0`,
+		`forgeload_load_dropped_total{step="Smoke test",workflow_job="perf"} 0`,
 		`forgeload_capacity 1`,
 		`forgeload_job_capacity_utilization_ratio 0`,
 		`forgeload_state{state="idle"} 1`,
 		`forgeload_job_running 0`,
-		`forgeload_load_target_rate 0`,
+		`forgeload_load_target_rate{step="Smoke test",workflow_job="perf"} 0`,
 		`forgeload_report_log_buffer_rows 0`,
 		`forgeload_info{name="e2e-metrics",version="dev"} 1`,
 	} {
