@@ -96,6 +96,37 @@ func TestE2EMetrics(t *testing.T) {
 	}
 }
 
+// TestE2ELoadSeriesRetention: a real daemon with a short
+// metrics.load_retention shows a load step's series under its workflow job
+// and step while it runs, and deletes them once the step ended and the
+// retention is over, while the daemon's other series stay.
+func TestE2ELoadSeriesRetention(t *testing.T) {
+	parallel(t)
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n  load_retention: 2s\n")
+	registered(t, f, n, "e2e-load-retention")
+	d := n.startDaemon()
+	base := metricsBase(t, d)
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - id: soak\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 20\n          duration: 3s\n          validity: warn\n")})
+	const series = `forgeload_load_target_rate{step="soak",workflow_job="perf"}`
+	waitFor(t, "the running step's series in /metrics", 60*time.Second, func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return strings.Contains(body, series)
+	})
+	if v := waitDone(t, f, id, d); v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("job %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+	var body string
+	waitFor(t, "the step's series to go after metrics.load_retention", 30*time.Second, func() bool {
+		_, body = httpGet(t, base+"/metrics")
+		return !strings.Contains(body, `workflow_job="perf"`)
+	})
+	if !strings.Contains(body, `forgeload_job_total{status="success"} 1`) {
+		t.Errorf("/metrics lost the job's count with its load series:\n%s", body)
+	}
+}
+
 // TestE2EMetricsBeforeForge: /metrics, /healthz and /readyz exist before
 // the forge first answers; /readyz says 503 with the reason until it does.
 // A taken metrics port fails start-up at once, even with the forge down.
