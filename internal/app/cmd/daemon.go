@@ -255,7 +255,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := metrics.RegisterRuntime(reg2); err != nil {
 		return err
 	}
-	m := metrics.New(reg2, ver.Version(), reg.Name)
+	m := metrics.New(reg2, ver.Version(), reg.Name, metrics.WithLoadLimits(metrics.LoadLimits{Retention: cfg.Metrics.LoadRetention}))
 	m.SetCapacity(cfg.Runner.Capacity)
 
 	// The background pieces (metrics server, outbox) outlive ctx: they end

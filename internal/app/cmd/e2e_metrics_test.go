@@ -16,8 +16,9 @@ import (
 )
 
 // TestE2EMetrics scrapes a real daemon after it ran a load job: the poll,
-// job, report and load metrics must show what happened, and /healthz and
-// /readyz must answer.
+// job, report and load metrics must show what happened (the load series
+// under the workflow job, step and endpoint), and /healthz and /readyz
+// must answer.
 func TestE2EMetrics(t *testing.T) {
 	parallel(t)
 	tg := newTarget(t)
@@ -31,7 +32,7 @@ func TestE2EMetrics(t *testing.T) {
 	base := metricsBase(t, d)
 	// Workers to spare and a graceful_shutdown: on a loaded machine no
 	// arrival waits past the end and is dropped, so the counts are exact.
-	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 100\n          duration: 2s\n          concurrency: 20\n          graceful_shutdown: 30s\n")})
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - name: Smoke test\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 100\n          duration: 2s\n          concurrency: 20\n          graceful_shutdown: 30s\n          validity: warn\n")})
 	if v := waitDone(t, f, id, d); v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("job %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
 	}
@@ -51,13 +52,15 @@ func TestE2EMetrics(t *testing.T) {
 	})
 	for _, want := range []string{
 		`forgeload_job_total{status="success"} 1`,
-		`forgeload_load_requests_total{protocol="http",result="ok"} 200`,
-		`forgeload_load_request_duration_seconds_count 200`,
+		`forgeload_load_requests_total{endpoint="GET /",protocol="http",result="ok",step="Smoke test",workflow_job="perf"} 200`,
+		`forgeload_load_request_duration_seconds_count{endpoint="GET /",step="Smoke test",workflow_job="perf"} 200`,
+		`forgeload_load_inflight{step="Smoke test",workflow_job="perf"} 0`,
+		`forgeload_load_dropped_total{step="Smoke test",workflow_job="perf"} 0`,
 		`forgeload_capacity 1`,
 		`forgeload_job_capacity_utilization_ratio 0`,
 		`forgeload_state{state="idle"} 1`,
 		`forgeload_job_running 0`,
-		`forgeload_load_target_rate 0`,
+		`forgeload_load_target_rate{step="Smoke test",workflow_job="perf"} 0`,
 		`forgeload_report_log_buffer_rows 0`,
 		`forgeload_info{name="e2e-metrics",version="dev"} 1`,
 	} {
@@ -90,6 +93,37 @@ func TestE2EMetrics(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
+	}
+}
+
+// TestE2ELoadSeriesRetention: a real daemon with a short
+// metrics.load_retention shows a load step's series under its workflow job
+// and step while it runs, and deletes them once the step ended and the
+// retention is over, while the daemon's other series stay.
+func TestE2ELoadSeriesRetention(t *testing.T) {
+	parallel(t)
+	tg := newTarget(t)
+	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
+	n := newNode(t, "metrics:\n  enabled: true\n  addr: 127.0.0.1:0\n  load_retention: 2s\n")
+	registered(t, f, n, "e2e-load-retention")
+	d := n.startDaemon()
+	base := metricsBase(t, d)
+	id := f.QueueJob(forgetest.Job{RunsOn: []string{"forgeload"}, Payload: []byte("on: push\njobs:\n  perf:\n    runs-on: forgeload\n    steps:\n      - id: soak\n        uses: forgeload/load@v1\n        with:\n          target: " + tg.URL + "/\n          rate: 20\n          duration: 3s\n          validity: warn\n")})
+	const series = `forgeload_load_target_rate{step="soak",workflow_job="perf"}`
+	waitFor(t, "the running step's series in /metrics", 60*time.Second, func() bool {
+		_, body := httpGet(t, base+"/metrics")
+		return strings.Contains(body, series)
+	})
+	if v := waitDone(t, f, id, d); v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("job %v:\n%s", v.Result, strings.Join(v.Log, "\n"))
+	}
+	var body string
+	waitFor(t, "the step's series to go after metrics.load_retention", 30*time.Second, func() bool {
+		_, body = httpGet(t, base+"/metrics")
+		return !strings.Contains(body, `workflow_job="perf"`)
+	})
+	if !strings.Contains(body, `forgeload_job_total{status="success"} 1`) {
+		t.Errorf("/metrics lost the job's count with its load series:\n%s", body)
 	}
 }
 

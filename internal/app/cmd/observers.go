@@ -102,16 +102,17 @@ func okLabel(ok bool) string {
 }
 
 // loadObserver feeds one load step's per-second snapshots into the load
-// metrics, and into the step's live dashboard on the jobs page when the
-// daemon serves one. It keeps its own share of the gauges, so concurrent
-// load steps add up and a finished one takes its share away.
+// metrics, under its workflow job, step and endpoint labels (secrets
+// masked, bounded by package metrics), and into the step's live dashboard
+// on the jobs page when the daemon serves one. A share of a multi-host
+// run, which comes without the job's names, is labelled
+// metrics.LabelCluster.
 type loadObserver struct {
-	m        *metrics.Metrics
-	view     jobView
-	mu       sync.Mutex
-	rate     float64
-	inflight int
-	protocol string
+	m    *metrics.Metrics
+	view jobView
+	mu   sync.Mutex
+	step *metrics.LoadStep // nil before LoadStarted and after LoadDone
+	mask func(string) string
 }
 
 var _ loadrun.Observer = (*loadObserver)(nil)
@@ -190,49 +191,74 @@ func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *loa
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.view.start(info, mask)
-	o.protocol = protocol
-	o.rate = targetRPS
-	o.m.LoadTargetRate.Add(targetRPS)
+	job, step := metrics.LabelCluster, metrics.LabelCluster
+	if info != nil {
+		job, step = maskLabel(info.Job, mask), maskLabel(info.Step, mask)
+	}
+	if protocol == "" {
+		protocol = metrics.ProtocolHTTP
+	}
+	o.mask = mask
+	o.step = o.m.StartLoadStep(job, step, protocol)
+	o.step.SetTargetRate(targetRPS)
+}
+
+// maskLabel is v with mask's secrets hidden, before it becomes a label.
+func maskLabel(v string, mask func(string) string) string {
+	if mask == nil {
+		return v
+	}
+	return mask(v)
 }
 
 func (o *loadObserver) Second(s *load.Snapshot) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.view.second(s)
-	req := o.m.LoadRequestsTotal
-	proto := o.protocol
-	if proto == "" {
-		proto = metrics.ProtocolHTTP
+	if o.step == nil {
+		return
 	}
+	// The endpoint names are masked like every text the job shows.
+	mask := o.mask
+	if len(s.Endpoints) == 0 {
+		// No per-endpoint split (a snapshot of another source).
+		o.countRequests(metrics.LabelNone, &s.Stats)
+	}
+	for i := range s.Endpoints {
+		o.countRequests(maskLabel(s.Endpoints[i].Name, mask), &s.Endpoints[i].Stats)
+	}
+	o.step.Dropped(s.Dropped)
+	o.step.SetInflight(s.InFlight)
+	if s.TargetRPS > 0 {
+		o.step.SetTargetRate(s.TargetRPS)
+	}
+}
+
+// countRequests counts one endpoint's requests of a second by result, and
+// its latencies.
+func (o *loadObserver) countRequests(endpoint string, st *load.Stats) {
+	if st.Requests == 0 {
+		return
+	}
+	proto := o.step.Protocol()
 	if proto == metrics.ProtocolHTTP {
-		for code, n := range s.Status {
-			req.WithLabelValues(proto, metrics.HTTPResult(code)).Add(float64(n))
+		for code, n := range st.Status {
+			o.step.Requests(endpoint, metrics.HTTPResult(code), n)
 		}
-	} else if ok := s.Requests - s.Errors; ok > 0 {
+	} else if ok := st.Requests - st.Errors; ok > 0 {
 		// WebSocket and gRPC successes have no status code to count by.
-		req.WithLabelValues(proto, metrics.LoadOK).Add(float64(ok))
+		o.step.Requests(endpoint, metrics.LoadOK, ok)
 	}
-	for class, n := range s.Classes {
+	for class, n := range st.Classes {
 		result := loadResult(class)
 		if proto == metrics.ProtocolHTTP && (result == metrics.LoadHTTP4xx || result == metrics.LoadHTTP5xx) {
 			continue // counted by status code above
 		}
-		req.WithLabelValues(proto, result).Add(float64(n))
+		o.step.Requests(endpoint, result, n)
 	}
-	if s.Dropped > 0 {
-		o.m.LoadDroppedTotal.Add(float64(s.Dropped))
-	}
-	o.m.LoadInflight.Add(float64(s.InFlight - o.inflight))
-	o.inflight = s.InFlight
-	if s.TargetRPS > 0 && s.TargetRPS != o.rate {
-		o.m.LoadTargetRate.Add(s.TargetRPS - o.rate)
-		o.rate = s.TargetRPS
-	}
-	if s.Latency != nil {
-		s.Latency.Buckets(func(upper time.Duration, n int64) {
-			for range n {
-				o.m.LoadRequestDuration.Observe(upper.Seconds())
-			}
+	if st.Latency != nil {
+		st.Latency.Buckets(func(upper time.Duration, n int64) {
+			o.step.Latency(endpoint, upper, n)
 		})
 	}
 }
@@ -259,8 +285,9 @@ func loadResult(class string) string {
 func (o *loadObserver) LoadDone() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.m.LoadTargetRate.Sub(o.rate)
-	o.m.LoadInflight.Sub(float64(o.inflight))
-	o.rate, o.inflight = 0, 0
+	if o.step != nil {
+		o.step.Done()
+		o.step = nil
+	}
 	o.view.done()
 }

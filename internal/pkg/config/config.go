@@ -174,6 +174,10 @@ type Metrics struct {
 	// this daemon is running, each with its live dashboard. Default false;
 	// needs Enabled.
 	JobsPage bool `yaml:"jobs_page"`
+	// LoadRetention is how long the load series of a workflow job's step
+	// stay after the step ended, so that a scrape sees its last counts;
+	// then they are deleted. Default 10m; must be above 0.
+	LoadRetention time.Duration `yaml:"load_retention"`
 }
 
 // Cluster configures Redis coordination for load tests split across hosts.
@@ -336,6 +340,7 @@ const (
 	DefaultProgressInterval    = 5 * time.Second
 	DefaultMetricsAddr         = "127.0.0.1:9101"
 	DefaultReadinessGrace      = 30 * time.Second
+	DefaultLoadRetention       = 10 * time.Minute
 	DefaultClusterMaxSegment   = 1
 	DefaultPullPolicy          = "missing"
 	DefaultServiceTimeout      = 5 * time.Minute
@@ -407,6 +412,7 @@ func Default() *Config {
 		Metrics: Metrics{
 			Addr:           DefaultMetricsAddr,
 			ReadinessGrace: DefaultReadinessGrace,
+			LoadRetention:  DefaultLoadRetention,
 		},
 		Cluster: Cluster{
 			MaxSegments:          DefaultClusterMaxSegment,

@@ -96,6 +96,7 @@ func TestParse(t *testing.T) {
 			c.Runner.Timeout = 90 * time.Second
 			c.Load.MaxRate = 2.5
 		}},
+		{"metrics load retention", "metrics:\n  load_retention: 90s\n", nil, func(c *Config) { c.Metrics.LoadRetention = 90 * time.Second }},
 		{"lists and maps", "runner:\n  labels: [a, 'b:docker://node:20']\n  envs: {A: '1', B: }\nload:\n  allow_targets: [10.0.0.0/8, '*.example.com']\n", nil, func(c *Config) {
 			c.Runner.Labels = []string{"a", "b:docker://node:20"}
 			c.Runner.Envs = map[string]string{"A": "1", "B": ""}
@@ -251,6 +252,8 @@ func TestParseErrors(t *testing.T) {
 			`f.yaml:2: metrics.jobs_page: true needs the metrics server, which is off (set metrics.enabled: true, or metrics.jobs_page: false)`},
 		{"jobs page not bool", "metrics:\n  enabled: true\n  jobs_page: 'yes please'\n", nil,
 			`f.yaml:3: metrics.jobs_page: "yes please" is not true or false`},
+		{"load retention", "metrics:\n  load_retention: 0s\n", nil,
+			`f.yaml:2: metrics.load_retention: 0s must be above 0 (want e.g. 10m0s)`},
 		{"redis scheme", "cluster:\n  redis_url: http://u:secret@r:6379\n", nil,
 			`f.yaml:2: cluster.redis_url: scheme "http" is not redis or rediss (want redis://host:6379/0 or rediss://host:6380 for TLS)`},
 		{"redis no host", "cluster:\n  redis_url: 'redis://'\n", nil,

@@ -63,6 +63,7 @@ func defaultDurations() map[string]time.Duration {
 		"load.max_graceful_shutdown":  DefaultMaxGracefulShutdown,
 		"load.progress_interval":      DefaultProgressInterval,
 		"metrics.readiness_grace":     DefaultReadinessGrace,
+		"metrics.load_retention":      DefaultLoadRetention,
 		"container.service_timeout":   DefaultServiceTimeout,
 	}
 }
@@ -214,6 +215,7 @@ func (p *parser) metricsSection(m *Metrics) {
 		p.bad("metrics.addr", "%q %v (want host:port, e.g. %s, or :9101 for every interface)", m.Addr, err, DefaultMetricsAddr)
 	}
 	p.nonNegative("metrics.readiness_grace", m.ReadinessGrace)
+	p.positive("metrics.load_retention", m.LoadRetention)
 	if m.JobsPage && !m.Enabled {
 		p.bad("metrics.jobs_page", "true needs the metrics server, which is off (set metrics.enabled: true, or metrics.jobs_page: false)")
 	}

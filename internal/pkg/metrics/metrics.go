@@ -77,7 +77,8 @@ func HTTPResult(status int) string {
 
 // Metrics holds every forgeload collector. Build it with [New]. All fields
 // are safe for concurrent use (they are Prometheus collectors). Use only the
-// exported label constants as label values.
+// exported label constants as label values; the load series, whose labels
+// come from workflows, are written through [Metrics.StartLoadStep].
 type Metrics struct {
 	// Info is forgeload_info{version,name}, always 1.
 	Info *prometheus.GaugeVec
@@ -126,21 +127,11 @@ type Metrics struct {
 	// yet acknowledged by the forge, summed over running jobs.
 	ReportLogBufferRows prometheus.Gauge
 
-	// LoadRequestsTotal is forgeload_load_requests_total{protocol,result}:
-	// Protocol* and Load* constants.
-	LoadRequestsTotal *prometheus.CounterVec
-	// LoadRequestDuration is forgeload_load_request_duration_seconds,
-	// measured from the intended send time. It is for dashboards; job
-	// results use exact HDR percentiles.
-	LoadRequestDuration prometheus.Histogram
-	// LoadTargetRate is forgeload_load_target_rate: the requested arrival
-	// rate (per second) summed over running load steps.
-	LoadTargetRate prometheus.Gauge
-	// LoadInflight is forgeload_load_inflight: requests in flight.
-	LoadInflight prometheus.Gauge
-	// LoadDroppedTotal is forgeload_load_dropped_total: arrivals dropped
-	// because the generator could not keep up.
-	LoadDroppedTotal prometheus.Counter
+	// load holds the load series (load_requests_total,
+	// load_request_duration_seconds, load_target_rate, load_inflight and
+	// load_dropped_total), labelled by workflow_job and step and kept
+	// bounded; write them through [Metrics.StartLoadStep].
+	load *loadSeries
 
 	// ClusterWorkers is forgeload_cluster_workers: live workers in the
 	// cluster run this daemon coordinates or takes part in.
@@ -183,9 +174,15 @@ func (m *Metrics) utilizationLocked() {
 // name fill forgeload_info. A nil reg registers nothing: the collectors still
 // work, which suits callers with metrics turned off. New panics if a
 // collector is already registered on reg (a programming error: use one
-// registry per Metrics). Series of every known label value start at 0.
+// registry per Metrics). Series of every known label value start at 0;
+// the load series appear with the first load step ([Metrics.StartLoadStep]).
 // New does not register the Go and process collectors: see [RegisterRuntime].
-func New(reg prometheus.Registerer, version, name string) *Metrics {
+func New(reg prometheus.Registerer, version, name string, opts ...Option) *Metrics {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.limits = o.limits.withDefaults()
 	start := time.Now()
 	gauge := func(sub, n, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: sub, Name: n, Help: help})
@@ -232,20 +229,11 @@ func New(reg prometheus.Registerer, version, name string) *Metrics {
 		ReportLogBufferRows: gauge("report", "log_buffer_rows",
 			"Log rows not yet acknowledged by the forge, over all running jobs."),
 
-		LoadRequestsTotal: counterVec("load", "requests_total",
-			"Load-test requests by protocol and result class.", "protocol", "result"),
-		LoadRequestDuration: hist("load", "request_duration_seconds",
-			"Load-test request latency from the intended send time.", prometheus.ExponentialBuckets(0.0005, 2, 17)), // 0.5ms .. ~33s
-		LoadTargetRate: gauge("load", "target_rate",
-			"Requested arrival rate per second over all running load steps."),
-		LoadInflight: gauge("load", "inflight", "Load-test requests in flight."),
-		LoadDroppedTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "load", Name: "dropped_total",
-			Help: "Arrivals dropped because the load generator could not keep up."}),
-
 		ClusterWorkers: gauge("cluster", "workers", "Live workers in the current cluster run."),
 		ClusterSegmentReassignmentsTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "cluster", Name: "segment_reassignments_total",
 			Help: "Segments moved from a dead or cut-off worker to another."}),
 	}
+	m.load = newLoadSeries(o)
 	m.startSeries(version, name)
 	if reg != nil {
 		reg.MustRegister(m.collectors()...)
@@ -270,11 +258,6 @@ func (m *Metrics) startSeries(version, name string) {
 		m.ReportLogTotal.WithLabelValues(r)
 		m.ReportStateTotal.WithLabelValues(r)
 	}
-	for _, p := range []string{ProtocolHTTP, ProtocolWebSocket, ProtocolSSE, ProtocolGRPC} {
-		for _, r := range []string{LoadOK, LoadHTTP4xx, LoadHTTP5xx, LoadHTTPOther, LoadTimeout, LoadCancelled, LoadError} {
-			m.LoadRequestsTotal.WithLabelValues(p, r)
-		}
-	}
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
@@ -283,9 +266,48 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.PollFetchTotal, m.PollFetchDuration, m.PollBackoff, m.ClientErrors,
 		m.Capacity, m.JobRunning, m.JobCapacityUtilization, m.JobTotal, m.JobDuration,
 		m.ReportLogTotal, m.ReportLogDuration, m.ReportStateTotal, m.ReportStateDuration, m.ReportLogBufferRows,
-		m.LoadRequestsTotal, m.LoadRequestDuration, m.LoadTargetRate, m.LoadInflight, m.LoadDroppedTotal,
+		m.load,
 		m.ClusterWorkers, m.ClusterSegmentReassignmentsTotal,
 	}
+}
+
+// Option configures [New].
+type Option func(*options)
+
+type options struct {
+	limits LoadLimits
+	now    func() time.Time
+}
+
+// WithLoadLimits bounds the load series by l instead of the defaults (a
+// zero field keeps its default).
+func WithLoadLimits(l LoadLimits) Option { return func(o *options) { o.limits = l } }
+
+// WithClock makes now the clock of the load series' retention; the
+// default is time.Now. For tests.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// newLoadSeries builds the load collectors under o's limits.
+func newLoadSeries(o options) *loadSeries {
+	pair := []string{LabelJob, LabelStep}
+	l := &loadSeries{
+		lim: o.limits, now: o.now, steps: map[stepKey]*stepEntry{},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "load", Name: "requests_total",
+			Help: "Load-test requests by workflow job, step, endpoint, protocol and result class."},
+			append(pair, LabelEndpoint, "protocol", "result")),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "load", Name: "request_duration_seconds",
+			Help:    "Load-test request latency from the intended send time, by workflow job, step and endpoint.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 17)}, // 0.5ms .. ~33s
+			append(pair, LabelEndpoint)),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "load", Name: "target_rate",
+			Help: "Requested arrival rate per second of running load steps, by workflow job and step."}, pair),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "load", Name: "inflight",
+			Help: "Load-test requests in flight, by workflow job and step."}, pair),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "load", Name: "dropped_total",
+			Help: "Arrivals dropped because the load generator could not keep up, by workflow job and step."}, pair),
+	}
+	l.vecs = []*prometheus.MetricVec{l.requests.MetricVec, l.duration.MetricVec, l.rate.MetricVec, l.inflight.MetricVec, l.dropped.MetricVec}
+	return l
 }
 
 // RegisterRuntime registers the standard Go runtime and process collectors

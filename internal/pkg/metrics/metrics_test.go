@@ -20,7 +20,8 @@ func TestCollectAndCompare(t *testing.T) {
 	m.JobTotal.WithLabelValues(ResultSuccess).Inc()
 	m.JobTotal.WithLabelValues(ResultCancelled).Inc()
 	m.JobDuration.Observe(90)
-	m.LoadRequestsTotal.WithLabelValues(ProtocolHTTP, HTTPResult(503)).Inc()
+	ls := m.StartLoadStep("perf", "soak", ProtocolHTTP)
+	ls.Requests("home", HTTPResult(503), 1)
 	m.SetCapacity(4)
 	m.SetRunning(3)
 
@@ -65,8 +66,12 @@ forgeload_capacity 4
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
-	if got := testutil.ToFloat64(m.LoadRequestsTotal.WithLabelValues(ProtocolHTTP, LoadHTTP5xx)); got != 1 {
-		t.Errorf("load_requests_total{http,http_5xx} = %v, want 1", got)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP forgeload_load_requests_total Load-test requests by workflow job, step, endpoint, protocol and result class.
+# TYPE forgeload_load_requests_total counter
+forgeload_load_requests_total{endpoint="home",protocol="http",result="http_5xx",step="soak",workflow_job="perf"} 1
+`), "forgeload_load_requests_total"); err != nil {
+		t.Errorf("load_requests_total: %v", err)
 	}
 	if err := testutil.CollectAndCompare(m.JobDuration, strings.NewReader(`
 # HELP forgeload_job_duration_seconds Duration of finished jobs.
@@ -98,7 +103,7 @@ forgeload_job_duration_seconds_count 1
 func TestDesignNames(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	New(reg, "v", "n")
+	exerciseLoad(New(reg, "v", "n")) // the load series appear with a load step
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +133,12 @@ func TestPromlint(t *testing.T) {
 	if err := RegisterRuntime(reg); err != nil {
 		t.Fatal(err)
 	}
-	m.LoadRequestDuration.Observe(0.01)
+	ls := m.StartLoadStep("j", "s", ProtocolHTTP)
+	ls.Latency("e", 10*time.Millisecond, 1)
+	ls.Requests("e", LoadOK, 1)
+	ls.Dropped(1)
+	ls.SetInflight(1)
+	ls.SetTargetRate(1)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -168,4 +178,15 @@ func TestHTTPResult(t *testing.T) {
 			t.Errorf("HTTPResult(%d) = %q, want %q", status, got, want)
 		}
 	}
+}
+
+// exerciseLoad records one of everything on a load step, so that every
+// load series is gathered.
+func exerciseLoad(m *Metrics) {
+	s := m.StartLoadStep("j", "s", ProtocolHTTP)
+	s.Requests("e", LoadOK, 1)
+	s.Latency("e", time.Millisecond, 1)
+	s.Dropped(1)
+	s.SetInflight(1)
+	s.SetTargetRate(1)
 }
