@@ -11,6 +11,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/config"
 	"github.com/forgeload/forgeload/internal/pkg/container"
+	"github.com/forgeload/forgeload/internal/pkg/jobrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -26,13 +27,18 @@ func dockerLabels(labels []string) []string {
 }
 
 // needsContainers reports whether a job payload has services:, a
-// container:, or runs on one of labels that is a docker:// label.
+// container:, a step that uses a docker:// image or an action (which may
+// be a Docker action: only its metadata tells), or runs on one of labels
+// that is a docker:// label.
 func needsContainers(payload []byte, labels []string) bool {
 	wf, err := workflow.Parse(payload)
 	if err != nil {
 		return false // the job fails on its own parse error
 	}
 	if len(wf.Job.Services) > 0 || wf.Job.Container != nil {
+		return true
+	}
+	if slices.ContainsFunc(wf.Job.Steps, func(st workflow.Step) bool { return st.Uses != "" && !jobrun.IsNative(st.Uses) }) {
 		return true
 	}
 	for _, l := range dockerLabels(labels) {

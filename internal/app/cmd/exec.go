@@ -281,8 +281,9 @@ func (l *localRun) start(ctx context.Context, stderr io.Writer) (stop func(), er
 		return nil, err
 	}
 	stopped := func() { stopCache(); cacheWG.Wait() }
-	// Services and job containers run on the local Docker Engine, under an
-	// owner of this process alone; what they leave is removed by stop.
+	// Services, job containers, docker:// steps and Docker actions run on
+	// the local Docker Engine, under an owner of this process alone; what
+	// they leave is removed by stop.
 	if !slices.ContainsFunc(l.jobs, func(j execJob) bool { return needsContainers(j.payload, l.cfg.Runner.Labels) }) {
 		return stopped, nil
 	}

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/forgeload/forgeload/internal/pkg/container/containertest"
 )
 
 // execWorkflow runs `forgeload exec` on the workflow text in a new
 // directory (files are written there first, by relative path) and returns
-// its exit code and output.
-func execWorkflow(t *testing.T, workflow string, files map[string]string) (int, string) {
+// its exit code and output. args come before the workflow's path.
+func execWorkflow(t *testing.T, workflow string, files map[string]string, args ...string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for p, body := range files {
@@ -29,7 +31,7 @@ func execWorkflow(t *testing.T, workflow string, files map[string]string) (int, 
 	if err := os.WriteFile(wf, []byte(workflow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binPath, "exec", wf)
+	cmd := exec.Command(binPath, append(append([]string{"exec"}, args...), wf)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
@@ -177,5 +179,54 @@ jobs:
 `, nil)
 	if code != 0 || !strings.Contains(out, "remote greets exec") {
 		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+}
+
+// TestE2EExecJavaScriptAndDockerActions: forgeload exec runs a local
+// JavaScript action (with the runner.node of the config it is given: main,
+// its output, and its post when the job ends) and a docker:// step on the
+// local Docker Engine, as the daemon does, so a workflow that uses them
+// can be tried without a forge.
+func TestE2EExecJavaScriptAndDockerActions(t *testing.T) {
+	parallel(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	img := containertest.Image(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("runner:\n  node: "+node+"\ncontainer:\n  pull_policy: never\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := execWorkflow(t, `on: push
+jobs:
+  build:
+    runs-on: x
+    steps:
+      - uses: actions/checkout@v4
+      - id: js
+        uses: ./.gitea/actions/js
+        with:
+          who: exec
+      - run: echo "js said ${{ steps.js.outputs.said }}"
+      - uses: docker://`+img+`
+        with:
+          entrypoint: /bin/sh
+          args: -c "echo from-the-image-$((6*7))"
+`, map[string]string{
+		".gitea/actions/js/action.yml": "inputs:\n  who: {}\noutputs:\n  said: {}\nruns:\n  using: node20\n  main: main.js\n  post: post.js\n",
+		".gitea/actions/js/main.js":    "require('fs').appendFileSync(process.env.GITHUB_OUTPUT, 'said=hi-' + process.env.INPUT_WHO + '\\n');\nconsole.log('main for ' + process.env.INPUT_WHO);\n",
+		".gitea/actions/js/post.js":    "console.log('post ran');\n",
+	}, "-c", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, out)
+	}
+	for _, want := range []string{"main for exec", "js said hi-exec", "from-the-image-42", "post ran", "■ job build: success"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "post ran") < strings.Index(out, "from-the-image-42") {
+		t.Errorf("the post ran before the job's last step:\n%s", out)
 	}
 }

@@ -166,6 +166,11 @@ func usesSupport(uses string) (why, instead string) {
 	return "", "" // a remote action: fetched and checked when the job starts
 }
 
+// IsNative reports whether uses names an action this runner runs itself
+// (actions/checkout, forgeload/load): one that needs no fetch, no
+// Node.js and no Docker Engine.
+func IsNative(uses string) bool { return isNative(uses) }
+
 // isNative reports whether uses names an action this runner runs itself.
 func isNative(uses string) bool {
 	action, _ := workflow.UsesRef(uses)
