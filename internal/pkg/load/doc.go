@@ -2,9 +2,12 @@
 // (uniform or Poisson arrivals over a timeline of ramp, step and spike
 // stages), the closed model (virtual users with a ramp and think time), the
 // pull-based workers that call a [Requester], the retry and failure-logging
-// decorators, the HDR-histogram measurement (overall, per endpoint and per
-// second, mergeable across hosts) and the text, JSON and Markdown summaries
-// (package outcome computes a run's [Summary] once and judges the run).
+// decorators and the HDR-histogram measurement (overall, per endpoint and
+// per second, mergeable across hosts), which [Result] holds: measurements
+// only. What is shown of a run (its summary, the reports, where it came
+// from, the verdict) is package outcome's and its summary package's; the
+// engine formats only its live progress lines ([FormatProgress]) and
+// numbers in the units the summaries share ([FormatMS] and its kin).
 // It knows nothing of the forge, Redis or Prometheus: protocol drivers such as
 // httpload plug in through [Requester], and the multi-host coordinator
 // through [Options.Owns], [Options.ScaleVUs], [Options.StartAt],
