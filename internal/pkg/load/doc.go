@@ -35,14 +35,19 @@
 // follow [Options.VUStages] and [Options.ScaleVUs], set by a controller
 // every 100 ms). The engine owns the rest: plan time, the recorders, the
 // collector and the graceful stop, which takes two steps whatever the
-// model. First no new iteration or arrival starts (a channel the workers
-// check between requests); then, after the grace period
-// ([Options.Grace]; [MaxInterruptGrace] once ctx is done; never past
-// [Options.Deadline]), the context of the requests in flight is cancelled
-// and the workers are waited for, at most [MaxCancelWait]. An open plan
-// that reaches its end takes the first step by itself: it has no arrival
-// past its end, and the ones already due are still sent during the grace
-// period.
+// model, each a context (as k6's executors stop). First the "no new work"
+// context ends: no new iteration or arrival starts (the workers check its
+// Done channel between requests, a receive on a channel they hold). It is
+// derived from the run's ctx, so a cancel of ctx takes this step at once;
+// otherwise the engine takes it when the run ends ([Options.Duration],
+// [Options.Total], [Options.Deadline], a panic). Then, after the grace period ([Options.Grace];
+// [MaxInterruptGrace] once ctx is done; never past [Options.Deadline]),
+// the requests' context, which carries ctx's values but not its cancel,
+// is cancelled, and the workers are waited for, at most [MaxCancelWait].
+// So a cancel of ctx ends both: new work at once, the requests in flight
+// within MaxInterruptGrace. An open plan that reaches its end takes the
+// first step by itself: it has no arrival past its end, and the ones
+// already due are still sent during the grace period.
 //
 // # Hot path
 //

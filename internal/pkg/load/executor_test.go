@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,5 +73,35 @@ func TestStoppingTwoSteps(t *testing.T) {
 	e.do(w, time.Now(), onTime)
 	if n, d := req.n.Load(), e.droppedBy[DropCanceled].Load(); n != 1 || d != 1 {
 		t.Fatalf("a request after the cancel: %d sent, %d dropped as canceled; want 1, 1", n, d)
+	}
+}
+
+// TestStopFollowsTheRunContext checks that the first step of the stop is a
+// context derived from the run's: a cancel of the run's context stops new
+// work at once (before, only the engine's own loop took the step, once it
+// saw the cancel), while the requests in flight keep a live context, to
+// end within the interrupt grace.
+func TestStopFollowsTheRunContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	e := newEngine(&Options{Requester: noop{}})
+	defer e.begin(ctx)()
+	select {
+	case <-e.stop:
+		t.Fatal("new work stopped before the run's context was cancelled")
+	default:
+	}
+	before := time.Now()
+	cancel()
+	select {
+	case <-e.stop:
+	default:
+		t.Fatal("new work not stopped once the run's context was cancelled")
+	}
+	if err := e.reqCtx.Err(); err != nil {
+		t.Fatalf("request context after a cancel of the run's: %v, want live until the interrupt grace is over", err)
+	}
+	if at := e.stoppedAt(); at.Before(before) || at.After(time.Now()) {
+		t.Errorf("stoppedAt = %v, want the instant the stop was first seen, after %v", at, before)
 	}
 }

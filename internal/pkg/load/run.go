@@ -158,7 +158,7 @@ type engine struct {
 
 	// x is the run's scheduling model; see executor.
 	x executor
-	// stopping is the run's two-step graceful stop; see stop.go.
+	// stopping is the run's graceful stop, two contexts; see stop.go.
 	stopping
 	// finalAt is the plan time at which the run is deemed to end; the
 	// final progress window runs to it. Written before collDone closes.

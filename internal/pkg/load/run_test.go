@@ -618,7 +618,7 @@ func TestSleepUntilIsPrecise(t *testing.T) {
 	t.Parallel()
 	e := newEngine(&Options{Requester: noop{}, Rate: 1})
 	e.precise = time.Millisecond
-	e.stop = make(chan struct{})
+	defer e.begin(t.Context())()
 	w := e.newWorker(0)
 	for _, d := range []time.Duration{0, 300 * time.Microsecond, time.Millisecond, 1700 * time.Microsecond, 5 * time.Millisecond} {
 		intended := time.Now().Add(d)
