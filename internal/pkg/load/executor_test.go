@@ -105,3 +105,25 @@ func TestStopFollowsTheRunContext(t *testing.T) {
 		t.Errorf("stoppedAt = %v, want the instant the stop was first seen, after %v", at, before)
 	}
 }
+
+// TestCancelledRunIsInterrupted: where the engine finds every worker
+// returned while the run's context is done, the run is interrupted. The
+// stop context is derived from the run's, so a cancel may make the
+// workers return before the engine sees it; which of the two it then sees
+// first is the select's choice, and without interruptedBy about half of
+// such runs read as complete.
+func TestCancelledRunIsInterrupted(t *testing.T) {
+	t.Parallel()
+	e := newEngine(&Options{Requester: noop{}, Duration: time.Hour})
+	e.base = time.Now()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	allDone := make(chan struct{})
+	close(allDone)
+	for i := range 50 {
+		res := &Result{}
+		if e.awaitEnd(ctx, res, allDone, time.Hour, true) || !res.Interrupted {
+			t.Fatalf("try %d: the workers gone and ctx done: interrupted %v, want true", i, res.Interrupted)
+		}
+	}
+}
