@@ -15,6 +15,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/httpload"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 func main() {
@@ -143,5 +144,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	return load.WriteJSON(out, res, nil)
+	s := summary.Of(res, nil)
+	return s.WriteJSON(out)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // writeResult writes the JSON result of a 10 s run at 100 requests per
@@ -36,7 +37,8 @@ func writeResult(t *testing.T, dir, name string, base time.Duration) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := load.WriteJSON(f, r, nil); err != nil {
+	sum := summary.Of(r, nil)
+	if err := sum.WriteJSON(f); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -89,7 +89,7 @@ anything.`,
 	fl.StringVarP(&f.file, "file", "f", "", "load config file (YAML or JSON, Crankfire-compatible)")
 	fl.StringVar(&f.target, "target", "", "target URL (config key target)")
 	fl.StringVarP(&f.rate, "rate", "r", "", "arrival rate in requests per second; 0 runs a closed loop (config key rate)")
-	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "without --rate, the looping users; with --rate, the least the pool may grow to (it grows as the load needs, up to --max-concurrency) (config key concurrency)")
+	fl.StringVarP(&f.concurrency, "concurrency", "c", "", "workers to start with; with --rate the pool grows up to --max-concurrency (config key concurrency)")
 	fl.StringVar(&f.maxConcurrency, "max-concurrency", "", "with --rate, the most workers (requests in flight) the pool may grow to; default min(1000, rate × timeout) (config key max_concurrency)")
 	fl.StringVar(&f.validity, "validity", "", "fail (default) or warn: what a run that did not deliver the load asked for does (config key validity)")
 	fl.StringVarP(&f.vus, "vus", "u", "", "virtual users that loop, as k6's --vus: the closed model (config key vus)")

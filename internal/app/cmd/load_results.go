@@ -10,6 +10,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
@@ -18,8 +19,8 @@ import (
 
 // localRunInfo describes a `forgeload load` run for its reports: the config
 // it came from, with credentials masked, and this binary's version.
-func localRunInfo(cfg *spec.Config) *load.RunInfo {
-	return &load.RunInfo{
+func localRunInfo(cfg *spec.Config) *summary.RunInfo {
+	return &summary.RunInfo{
 		Step:     cfg.Source(),
 		Version:  ver.Version(),
 		Protocol: string(cfg.Protocol),

@@ -9,6 +9,7 @@ import (
 	"github.com/forgeload/forgeload/internal/app/poll"
 	"github.com/forgeload/forgeload/internal/app/run"
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
@@ -125,7 +126,7 @@ type jobView struct {
 	unlist func()
 }
 
-func (v *jobView) start(info *load.RunInfo, mask func(string) string) {
+func (v *jobView) start(info *summary.RunInfo, mask func(string) string) {
 	if v.jobs != nil && info != nil {
 		v.dash, v.unlist = v.jobs.Start(info, mask)
 	}
@@ -163,7 +164,7 @@ func newRunObserver(jobs *resultview.Jobs) func() loadrun.Observer {
 	return func() loadrun.Observer { return &runObserver{view: jobView{jobs: jobs}} }
 }
 
-func (o *runObserver) LoadStarted(_ string, _ float64, info *load.RunInfo, mask func(string) string) {
+func (o *runObserver) LoadStarted(_ string, _ float64, info *summary.RunInfo, mask func(string) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.view.start(info, mask)
@@ -187,7 +188,7 @@ func newLoadObserver(m *metrics.Metrics, jobs *resultview.Jobs) func() loadrun.O
 	return func() loadrun.Observer { return &loadObserver{m: m, view: jobView{jobs: jobs}} }
 }
 
-func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *load.RunInfo, mask func(string) string) {
+func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *summary.RunInfo, mask func(string) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.view.start(info, mask)

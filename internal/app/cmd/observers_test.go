@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/metrics"
 )
 
@@ -110,7 +111,7 @@ func TestLoadObserverLabels(t *testing.T) {
 	m := metrics.New(reg, "test", "r")
 	mask := func(s string) string { return strings.ReplaceAll(s, "s3cret", "***") }
 	obs := newLoadObserver(m, nil)()
-	obs.LoadStarted(metrics.ProtocolHTTP, 50, &load.RunInfo{Job: "perf", Step: "soak s3cret"}, mask)
+	obs.LoadStarted(metrics.ProtocolHTTP, 50, &summary.RunInfo{Job: "perf", Step: "soak s3cret"}, mask)
 	home := load.Stats{Requests: 4, Status: map[int]int64{200: 3, 500: 1}, Latency: load.NewHistogram()}
 	for range 4 {
 		home.Latency.Record(3 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/loadrun"
@@ -289,7 +290,7 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 		j.Logf("::warning::the run was degraded: a lost worker's share found no new owner, so less than the planned load was sent")
 	}
 	if sum := &o.Summary; sum.GeneratorBound {
-		j.Logf("::warning::a load generator fell behind: %s; see the per-worker rows; add workers or lower the rate", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
+		j.Logf("::warning::a load generator fell behind: %s; see the per-worker rows; add workers or lower the rate", strings.TrimPrefix(summary.GeneratorVerdict(sum), "YES: "))
 	}
 	return j.verdict(o), outputs
 }
@@ -361,12 +362,12 @@ func (j *stepJob) publishLoad(st workflow.Step, reps []runReport, decision strin
 
 // warnBound warns when the generator fell behind or every worker was busy,
 // saying which and what to change.
-func (j *stepJob) warnBound(sum *load.Summary) {
+func (j *stepJob) warnBound(sum *summary.Summary) {
 	if sum.GeneratorBound {
-		j.Logf("::warning::generator-bound: %s", strings.TrimPrefix(load.GeneratorVerdict(sum), "YES: "))
+		j.Logf("::warning::generator-bound: %s", strings.TrimPrefix(summary.GeneratorVerdict(sum), "YES: "))
 	}
 	if sum.WorkerBound {
-		j.Logf("::warning::worker-bound: %s", strings.TrimPrefix(load.WorkerVerdict(sum), "YES: "))
+		j.Logf("::warning::worker-bound: %s", strings.TrimPrefix(summary.WorkerVerdict(sum), "YES: "))
 	}
 }
 
@@ -396,7 +397,7 @@ func (j *stepJob) verdict(o *outcome.Outcome) runnerv1.Result {
 }
 
 // loadOutputs are the step outputs every load step sets.
-func loadOutputs(s load.Summary) map[string]string {
+func loadOutputs(s summary.Summary) map[string]string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	return map[string]string{

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/client"
-	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
@@ -25,8 +25,8 @@ import (
 // ref, commit, workflow, job and run, this runner and version, and the
 // load config with credentials masked, then its keys and values (an
 // endpoint's name is in its key) masked again with the job's secrets.
-func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *load.RunInfo {
-	info := &load.RunInfo{
+func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *summary.RunInfo {
+	info := &summary.RunInfo{
 		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
 		Workflow: j.ctxString("workflow"), Job: j.wf.JobID, RunID: j.ctxString("run_id"),
 		Runner: j.deps.Name, Version: j.deps.Version, Step: cmp.Or(st.ID, st.DisplayName()),

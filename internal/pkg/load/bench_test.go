@@ -64,6 +64,9 @@ func BenchmarkRecord(b *testing.B) {
 
 // BenchmarkRunOpen drives the whole engine (schedule, workers, recording,
 // collector) at a rate far above what it can reach, with a no-op requester.
+// Its pool starts at its cap (Concurrency is the starting pool and, without
+// MaxConcurrency, the cap), so it measures the path of a pool that cannot
+// grow: the growth checks cost one load of the started count per arrival.
 func BenchmarkRunOpen(b *testing.B) {
 	b.ReportAllocs()
 	res, err := Run(b.Context(), Options{Requester: noop{}, Concurrency: 4, Rate: 1e9, Total: uint64(b.N), MaxLateness: -1})

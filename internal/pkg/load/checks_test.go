@@ -20,11 +20,4 @@ func TestResultMergeAddsChecksByName(t *testing.T) {
 	if p, f := r.CheckTotals(); p != 5 || f != 7 {
 		t.Errorf("CheckTotals = %d, %d; want 5, 7", p, f)
 	}
-	s := Summarize(r, nil)
-	if s.Checks == nil || s.Checks.Passed != 5 || s.Checks.Failed != 7 || s.Checks.Rate != 5.0/12 {
-		t.Errorf("summary checks = %+v, want 5 passed, 7 failed, rate 5/12", s.Checks)
-	}
-	if Summarize(&Result{}, nil).Checks != nil {
-		t.Error("a result without checks has a checks summary")
-	}
 }

@@ -2,9 +2,12 @@
 // (uniform or Poisson arrivals over a timeline of ramp, step and spike
 // stages), the closed model (virtual users with a ramp and think time), the
 // pull-based workers that call a [Requester], the retry and failure-logging
-// decorators, the HDR-histogram measurement (overall, per endpoint and per
-// second, mergeable across hosts) and the text, JSON and Markdown summaries
-// (package outcome computes a run's [Summary] once and judges the run).
+// decorators and the HDR-histogram measurement (overall, per endpoint and
+// per second, mergeable across hosts), which [Result] holds: measurements
+// only. What is shown of a run (its summary, the reports, where it came
+// from, the verdict) is package outcome's and its summary package's; the
+// engine formats only its live progress lines ([FormatProgress]) and
+// numbers in the units the summaries share ([FormatMS] and its kin).
 // It knows nothing of the forge, Redis or Prometheus: protocol drivers such as
 // httpload plug in through [Requester], and the multi-host coordinator
 // through [Options.Owns], [Options.ScaleVUs], [Options.StartAt],
@@ -22,23 +25,34 @@
 //
 // # Executors
 //
-// A run's scheduling model is an executor, one small type per model behind
-// the engine's executor interface (size and start the workers; say when the plan
-// ends and what that end means; settle the books at the stop): the open
-// model (arrivals at a planned rate from the shared [Schedule], taken by a
-// pool of workers that grows up to [Options.MaxConcurrency]), the closed
-// model (a fixed number of virtual users, each sending its next request
-// when its last one ends) and the ramping closed model (the users active
-// follow [Options.VUStages] and [Options.ScaleVUs], set by a controller
-// every 100 ms). The engine owns the rest: plan time, the recorders, the
-// collector and the graceful stop, which takes two steps whatever the
-// model. First no new iteration or arrival starts (a channel the workers
-// check between requests); then, after the grace period
+// A run's scheduling model is an executor, one small type per model
+// behind the engine's executor interface (size and start the workers; say
+// when the plan ends and what that end means; settle the books at the
+// stop): the open model (arrivals at a planned rate from the shared
+// [Schedule], taken by a pool of workers that starts with
+// [Options.Concurrency] and grows up to [Options.MaxConcurrency]), the
+// closed model (a fixed number of virtual users, each sending its next
+// request when its last one ends) and the ramping closed model (the users
+// active follow [Options.VUStages] and [Options.ScaleVUs], set by a
+// controller every 100 ms). The engine owns the rest: plan time, the
+// recorders, the collector and the graceful stop.
+//
+// # Stop
+//
+// The stop takes two steps whatever the model, each a context (as k6's
+// executors stop). First the "no new work" context ends: no new iteration
+// or arrival starts (the workers check its Done channel between requests,
+// a receive on a channel they hold). It is derived from the run's ctx, so
+// a cancel of ctx takes this step at once; otherwise the engine takes it
+// when the run ends ([Options.Duration], [Options.Total],
+// [Options.Deadline]; a panic cancels ctx). Then, after the grace period
 // ([Options.Grace]; [MaxInterruptGrace] once ctx is done; never past
-// [Options.Deadline]), the context of the requests in flight is cancelled
-// and the workers are waited for, at most [MaxCancelWait]. An open plan
-// that reaches its end takes the first step by itself: it has no arrival
-// past its end, and the ones already due are still sent during the grace
+// [Options.Deadline]), the requests' context, which carries ctx's values
+// but not its cancel, is cancelled, and the workers are waited for, at
+// most [MaxCancelWait]. So a cancel of ctx ends both: new work at once,
+// the requests in flight within MaxInterruptGrace. An open plan that
+// reaches its end takes the first step by itself: it has no arrival past
+// its end, and the ones already due are still sent during the grace
 // period.
 //
 // # Hot path

@@ -3,7 +3,6 @@ package load_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
@@ -41,10 +40,4 @@ func ExampleNewSchedule() {
 	// t_1 = 447ms
 	// t_2 = 632ms
 	// t_3 = 775ms
-}
-
-// Summaries are written from one result model; thresholds come in as Checks.
-func ExampleWriteText() {
-	r := &load.Result{Elapsed: time.Second}
-	_ = load.WriteText(os.Stdout, r, []load.Check{{Name: "http_req_failed:rate < 1%", Actual: "0.00%", Passed: true}})
 }

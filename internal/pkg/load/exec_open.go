@@ -8,26 +8,31 @@ import (
 // openExecutor is the open model: arrivals at the planned rate (Rate,
 // Stages) of the shared schedule, each taken by a free worker and sent at
 // its intended time whatever the target's latency. The pool of workers
-// starts with one and grows, one worker at a time, up to e.n
-// (MaxConcurrency), so a huge cap costs only what the load needs. It grows
-// only when every other started worker is in a request (the recorder
-// shards' in-flight counts, summed on this rare path only) and either the
-// arrival a worker takes is already due (it waited for a worker) or the
-// worker is about to send the latest arrival taken (no worker is waiting
-// for the next one). A worker that is free but late to run (the
-// generator's CPU is behind) is not in a request; and the pool does not
-// grow while the thread running workers wanted a CPU for most of the last
-// millisecond, nor, past a worker's first arrival, while the generator has
-// been late this second (see held), so a generator that falls behind does
-// not answer with more workers. No counter shared by every worker changes
-// per request.
+// starts with Concurrency (at most e.n) and grows, one worker at a time,
+// up to e.n (MaxConcurrency), so a huge cap costs only what the load
+// needs. It grows only when every other started worker is in a request
+// (the recorder shards' in-flight counts, summed on this rare path only)
+// and either the arrival a worker takes is already due (it waited for a
+// worker) or the worker is about to send the latest arrival taken (no
+// worker is waiting for the next one). A worker that is free but late to
+// run (the generator's CPU is behind) is not in a request; and the pool
+// does not grow while the thread running workers wanted a CPU for most of
+// the last millisecond, nor, past a worker's first arrival, while the
+// generator has been late this second (see held), so a generator that
+// falls behind does not answer with more workers. No counter shared by
+// every worker changes per request.
 type openExecutor struct {
 	e *engine
 }
 
 func (x *openExecutor) maxWorkers() int { return x.e.o.maxConcurrency() }
 
-func (x *openExecutor) start(*sync.WaitGroup) { x.spawn() }
+// start starts the starting pool: Concurrency workers, or e.n if fewer.
+func (x *openExecutor) start(*sync.WaitGroup) {
+	for range min(x.e.o.concurrency(), x.e.n) {
+		x.spawn()
+	}
+}
 
 func (x *openExecutor) planEnd() (time.Duration, bool) { return x.e.sched.End() }
 

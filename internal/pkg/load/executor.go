@@ -7,8 +7,8 @@ import (
 
 // executor is one scheduling model: how a run's work starts and what its
 // plan's end means. The engine owns the rest (the clock, the recorders,
-// the collector and the two-step stop of stop.go), so that a model is a
-// small type in a file of its own:
+// the collector and the stop in two contexts of stop.go), so that a model
+// is a small type in a file of its own:
 //
 //   - openExecutor (exec_open.go): arrivals at a planned rate, taken by a
 //     pool of workers that grows up to MaxConcurrency;
@@ -24,8 +24,9 @@ type executor interface {
 	// engine caps it at Total).
 	maxWorkers() int
 	// start starts the model's workers in e.workerWG, and any goroutine of
-	// its own in wg; each returns once e.stop is closed, or earlier when
-	// the model's work is done (Total, the schedule's last arrival).
+	// its own in wg; each returns once the stop context is done (e.stop,
+	// its Done channel), or earlier when the model's work is done (Total,
+	// the schedule's last arrival).
 	start(wg *sync.WaitGroup)
 	// planEnd returns the plan time at which the plan ends, if it has one.
 	planEnd() (time.Duration, bool)

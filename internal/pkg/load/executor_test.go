@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,5 +73,57 @@ func TestStoppingTwoSteps(t *testing.T) {
 	e.do(w, time.Now(), onTime)
 	if n, d := req.n.Load(), e.droppedBy[DropCanceled].Load(); n != 1 || d != 1 {
 		t.Fatalf("a request after the cancel: %d sent, %d dropped as canceled; want 1, 1", n, d)
+	}
+}
+
+// TestStopFollowsTheRunContext checks that the first step of the stop is a
+// context derived from the run's: a cancel of the run's context stops new
+// work at once (before, only the engine's own loop took the step, once it
+// saw the cancel), while the requests in flight keep a live context, to
+// end within the interrupt grace.
+func TestStopFollowsTheRunContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	e := newEngine(&Options{Requester: noop{}})
+	defer e.begin(ctx)()
+	select {
+	case <-e.stop:
+		t.Fatal("new work stopped before the run's context was cancelled")
+	default:
+	}
+	before := time.Now()
+	cancel()
+	select {
+	case <-e.stop:
+	default:
+		t.Fatal("new work not stopped once the run's context was cancelled")
+	}
+	if err := e.reqCtx.Err(); err != nil {
+		t.Fatalf("request context after a cancel of the run's: %v, want live until the interrupt grace is over", err)
+	}
+	if at := e.stoppedAt(); at.Before(before) || at.After(time.Now()) {
+		t.Errorf("stoppedAt = %v, want the instant the stop was first seen, after %v", at, before)
+	}
+}
+
+// TestCancelledRunIsInterrupted: where the engine finds every worker
+// returned while the run's context is done, the run is interrupted. The
+// stop context is derived from the run's, so a cancel may make the
+// workers return before the engine sees it; which of the two it then sees
+// first is the select's choice, and without interruptedBy about half of
+// such runs read as complete.
+func TestCancelledRunIsInterrupted(t *testing.T) {
+	t.Parallel()
+	e := newEngine(&Options{Requester: noop{}, Duration: time.Hour})
+	e.base = time.Now()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	allDone := make(chan struct{})
+	close(allDone)
+	for i := range 50 {
+		res := &Result{}
+		if e.awaitEnd(ctx, res, allDone, time.Hour, true) || !res.Interrupted {
+			t.Fatalf("try %d: the workers gone and ctx done: interrupted %v, want true", i, res.Interrupted)
+		}
 	}
 }

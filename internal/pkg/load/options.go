@@ -74,10 +74,8 @@ type Options struct {
 	Requester Requester
 
 	// Concurrency is the number of workers. In the open model it is the
-	// least the pool may grow to (the pool starts with one worker and
-	// grows as the load needs, see openExecutor), and the maximum number
-	// of requests in flight unless MaxConcurrency is larger; in the closed
-	// model without VUs it is the
+	// starting pool, and the maximum number of requests in flight unless
+	// MaxConcurrency is larger; in the closed model without VUs it is the
 	// number of looping users. Default DefaultConcurrency.
 	Concurrency int
 	// MaxConcurrency is, in the open model, the most workers (requests in

@@ -1,12 +1,6 @@
 package load
 
-import (
-	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
-	"time"
-)
+import "time"
 
 // Phase is a named window of plan time: one named load pattern of a
 // config, from its Start to its End (plan time 0 is the run's start).
@@ -127,68 +121,4 @@ func (r *Result) Phase(name string) (stats *PhaseStats, covered time.Duration, o
 		covered += max(0, min(p.End, r.Elapsed)-p.Start)
 	}
 	return out, covered, ok
-}
-
-// PhaseSummary is one phase's row of a [Summary].
-type PhaseSummary struct {
-	Name      string  `json:"name"`
-	StartS    float64 `json:"start_s"`
-	EndS      float64 `json:"end_s"`
-	Requests  int64   `json:"requests"`
-	Errors    int64   `json:"errors"`
-	ErrorRate float64 `json:"error_rate"`
-	RPS       float64 `json:"rps"`
-	Latency   Latency `json:"latency"`
-}
-
-// summarizePhases is the summary row of each of r's phase windows.
-func summarizePhases(r *Result) []PhaseSummary {
-	var out []PhaseSummary
-	for i := range r.Phases {
-		p := &r.Phases[i]
-		ps := PhaseSummary{Name: p.Name, StartS: p.Start.Seconds(), EndS: p.End.Seconds(), Requests: p.Requests, Errors: p.Errors,
-			ErrorRate: p.ErrorRate(), Latency: latencyOf(&p.Stats)}
-		if covered := min(p.End, r.Elapsed) - p.Start; covered > 0 {
-			ps.RPS = float64(p.Requests) / covered.Seconds()
-		}
-		out = append(out, ps)
-	}
-	return out
-}
-
-var phaseHeader = []string{"Phase", "From", "To", "Requests", "Errors", "RPS", "p50", "p95", "p99"}
-
-func phaseCells(p *PhaseSummary) []string {
-	return []string{p.Name, fmtSeconds(p.StartS), fmtSeconds(p.EndS), fmt.Sprint(p.Requests), fmtPct(p.ErrorRate),
-		fmt.Sprintf("%.1f", p.RPS), fmtMS(p.Latency.P50), fmtMS(p.Latency.P95), fmtMS(p.Latency.P99)}
-}
-
-func fmtSeconds(s float64) string { return (time.Duration(s * float64(time.Second))).String() }
-
-// writePhasesText writes the phases table of a text summary.
-func writePhasesText(w io.Writer, phases []PhaseSummary) {
-	if len(phases) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nPhases")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(phaseHeader, "\t")+"\t")
-	for i := range phases {
-		fmt.Fprintln(tw, strings.Join(phaseCells(&phases[i]), "\t")+"\t")
-	}
-	_ = tw.Flush()
-}
-
-// writePhasesMarkdown writes the phases table of a Markdown summary.
-func writePhasesMarkdown(w io.Writer, phases []PhaseSummary) {
-	if len(phases) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\n| "+strings.Join(phaseHeader, " | ")+" |")
-	fmt.Fprintln(w, "|"+strings.Repeat("---|", len(phaseHeader)))
-	for i := range phases {
-		cells := phaseCells(&phases[i])
-		cells[0] = mdEscape(cells[0])
-		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
-	}
 }

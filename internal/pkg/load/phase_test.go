@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -67,16 +66,5 @@ func TestPhaseNameOverTwoWindows(t *testing.T) {
 	ps, covered, ok := r.Phase("hold")
 	if !ok || ps.Requests != 30 || covered != 3*time.Second {
 		t.Errorf("Phase(hold) = %d requests over %v, want 30 over 3s", ps.Requests, covered)
-	}
-	s := Summarize(r, nil)
-	if len(s.Phases) != 3 || s.Phases[2].Name != "hold" || s.Phases[2].RPS != 10 {
-		t.Errorf("summary phases = %+v", s.Phases)
-	}
-	var md bytes.Buffer
-	if err := s.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| Phase | From | To | Requests |") || !strings.Contains(md.String(), "| spike | 1s | 2s | 10 |") {
-		t.Errorf("markdown summary lacks the phases table:\n%s", md.String())
 	}
 }

@@ -1,7 +1,9 @@
 package load
 
 import (
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -53,4 +55,33 @@ func TestNewProgressWindowDefault(t *testing.T) {
 			t.Errorf("NewProgressWindow(%s) lines every %d s, want %d", d, got, want)
 		}
 	}
+}
+func TestFormatProgress(t *testing.T) {
+	t.Parallel()
+	got := FormatProgress(Progress{Elapsed: 10 * time.Second, Requests: 200, Errors: 2, RPS: 998, TargetRPS: 1000,
+		P50: 1200 * time.Microsecond, P95: 3400 * time.Microsecond, P99: 1500 * time.Millisecond, InFlight: 3, Dropped: 1})
+	want := "[  10s] 998.0/1000.0 req/s  p50 1.20ms  p95 3.40ms  p99 1.50s  errors 2 (1.00%)  in-flight 3  dropped 1"
+	if got != want {
+		t.Errorf("FormatProgress = %q, want %q", got, want)
+	}
+	got = FormatProgress(Progress{Elapsed: time.Second, RPS: 5, P50: 300 * time.Microsecond})
+	if !strings.Contains(got, "5.0 req/s  p50 300µs") {
+		t.Errorf("closed-model progress = %q, want no target and µs precision", got)
+	}
+}
+
+func TestRunDeliversProgress(t *testing.T) {
+	t.Parallel()
+	// On the fake clock: the 2.5 s run was this package's longest wait.
+	synctest.Test(t, func(t *testing.T) {
+		var got []Progress
+		res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 2, Rate: 100, Duration: 2500 * time.Millisecond,
+			ProgressInterval: time.Second, Progress: func(p Progress) { got = append(got, p) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 2 || got[len(got)-1].Requests != res.Requests || got[0].TargetRPS != 100 {
+			t.Errorf("progress = %+v, want one per second ending at %d requests", got, res.Requests)
+		}
+	})
 }

@@ -2,7 +2,6 @@ package load
 
 import (
 	"maps"
-	"slices"
 	"sync"
 	"time"
 )
@@ -111,38 +110,4 @@ func (r *ProtocolRecorder) Stats() *ProtocolStats {
 		out.Timings[k] = h.Clone()
 	}
 	return out
-}
-
-// ProtocolSummary is the reported view of [ProtocolStats].
-type ProtocolSummary struct {
-	Protocol string             `json:"protocol"`
-	Counters map[string]int64   `json:"counters,omitempty"`
-	Timings  map[string]Latency `json:"timings,omitempty"`
-}
-
-func summarizeProtocol(p *ProtocolStats) *ProtocolSummary {
-	if p == nil {
-		return nil
-	}
-	out := &ProtocolSummary{Protocol: p.Protocol, Counters: p.Counters}
-	if len(p.Timings) > 0 {
-		out.Timings = make(map[string]Latency, len(p.Timings))
-		for k, h := range p.Timings {
-			out.Timings[k] = latencyOf(&Stats{Latency: h})
-		}
-	}
-	return out
-}
-
-// protocolRows returns the summary rows of a protocol section.
-func protocolRows(p *ProtocolSummary) [][2]string {
-	var rows [][2]string
-	for _, k := range slices.Sorted(maps.Keys(p.Timings)) {
-		l := p.Timings[k]
-		rows = append(rows, [2]string{k + " p50 / p99 / max", fmtMS(l.P50) + " / " + fmtMS(l.P99) + " / " + fmtMS(l.Max)})
-	}
-	if len(p.Counters) > 0 {
-		rows = append(rows, [2]string{"Counters", fmtCounts(p.Counters)})
-	}
-	return rows
 }

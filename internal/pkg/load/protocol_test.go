@@ -1,9 +1,6 @@
 package load
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 )
@@ -21,31 +18,6 @@ func TestProtocolStatsMergeAndReport(t *testing.T) {
 	p := r1.Protocol
 	if p.Counters["messages_sent"] != 5 || p.Counters["close_4001"] != 1 || p.Timings["connect"].Count() != 2 {
 		t.Fatalf("merged = %+v", p)
-	}
-	var txt, js, md bytes.Buffer
-	if err := WriteText(&txt, r1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(txt.String(), "\nwebsocket\n") || !strings.Contains(txt.String(), "close_4001: 1, messages_sent: 5") ||
-		!strings.Contains(txt.String(), "connect p50 / p99 / max") {
-		t.Errorf("text summary lacks the protocol section:\n%s", txt.String())
-	}
-	if err := WriteMarkdown(&md, r1, nil); err != nil || !strings.Contains(md.String(), "| websocket Counters |") {
-		t.Errorf("markdown summary lacks the protocol rows (err %v):\n%s", err, md.String())
-	}
-	if err := WriteJSON(&js, r1, nil); err != nil {
-		t.Fatal(err)
-	}
-	var s struct {
-		Protocol struct {
-			Counters map[string]int64 `json:"counters"`
-			Timings  map[string]struct {
-				Max float64 `json:"max_ms"`
-			} `json:"timings"`
-		} `json:"protocol"`
-	}
-	if err := json.Unmarshal(js.Bytes(), &s); err != nil || s.Protocol.Counters["messages_sent"] != 5 || s.Protocol.Timings["connect"].Max < 4.9 {
-		t.Errorf("json protocol = %+v (err %v)", s.Protocol, err)
 	}
 }
 

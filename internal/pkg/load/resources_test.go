@@ -1,9 +1,7 @@
 package load
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -45,22 +43,6 @@ func TestResources(t *testing.T) {
 		t.Errorf("Worst = %+v, %v", w, ok)
 	}
 
-	res := &Result{Elapsed: 4 * time.Second, SUT: sums[:1]}
-	var text, js bytes.Buffer
-	if err := WriteText(&text, res, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := "SUT " + sums[0].Target + " CPU peak / mean"
-	if !strings.Contains(text.String(), want) || !strings.Contains(text.String(), "4 readings covering 3.6 s of the run's 4.0 s") || !strings.Contains(text.String(), "0.75 / 0.38 cores (75.00% / 37.50% of 1.00)") || !strings.Contains(text.String(), "4.0 MiB / 2.5 MiB (limit 64.0 MiB)") {
-		t.Errorf("text summary lacks the SUT rows:\n%s", text.String())
-	}
-	if err := WriteJSON(&js, res, nil); err != nil {
-		t.Fatal(err)
-	}
-	var back Summary
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.SUT) != 1 || back.SUT[0].CPUCoresMax != 0.75 {
-		t.Errorf("JSON summary SUT = %+v, %v", back.SUT, err)
-	}
 	line := FormatProgress(Progress{Elapsed: time.Second, SUT: r.Latest()[:1]})
 	if !strings.HasSuffix(line, "  sut "+sums[0].Target+" cpu 0.75 cores (75.00%) mem 4.0 MiB") {
 		t.Errorf("FormatProgress = %q, want the SUT at its end", line)

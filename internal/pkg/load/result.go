@@ -41,8 +41,8 @@ type Stats struct {
 	Latency *Histogram `json:"latency,omitempty"`
 	// Messages counts failed requests by error message, bounded (see
 	// [ErrorMessages]). The engine fills it per endpoint only: a run's or
-	// a second's totals leave it empty, and [Summary] reads the
-	// endpoints'.
+	// a second's totals leave it empty, and the summary (package
+	// outcome/summary) reads the endpoints'.
 	Messages ErrorMessages `json:"messages,omitzero"`
 }
 

@@ -32,9 +32,10 @@ type Progress struct {
 // Run executes the plan in o and returns its result. It blocks until the plan
 // ends (Duration, Total, the last stage, Deadline) or ctx is done. Stopping
 // is two-phase: first no new arrivals or iterations start, then in-flight
-// requests get the grace period, then their context is cancelled. Once ctx
-// is done, whether before or after the plan's end, in-flight requests are
-// cancelled within MaxInterruptGrace, and Run waits at most MaxCancelWait
+// requests get the grace period, then their context is cancelled (see the
+// package's Stop section). Once ctx is done, whether before or after the
+// plan's end, no new work starts and in-flight requests are cancelled
+// within MaxInterruptGrace, and Run waits at most MaxCancelWait
 // more for them, so it returns within about 1.5 s of a cancel whatever the
 // grace period and the requester's own timeouts. A run stopped by ctx
 // returns its partial result with Interrupted set and a nil error; the
@@ -165,7 +166,7 @@ type engine struct {
 
 	// x is the run's scheduling model; see executor.
 	x executor
-	// stopping is the run's two-step graceful stop; see stop.go.
+	// stopping is the run's graceful stop, two contexts; see stop.go.
 	stopping
 	// finalAt is the plan time at which the run is deemed to end; the
 	// final progress window runs to it. Written before collDone closes.

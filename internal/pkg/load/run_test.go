@@ -575,9 +575,11 @@ func TestRunLeaseStopsEverySend(t *testing.T) {
 }
 
 // TestRunStartsWorkersLazily runs 10 requests with a concurrency of ten
-// million: the open model starts workers as the load needs them and the
-// closed model no more than Total, so the run costs what 10 requests cost
-// (it took 30 s and 4.5 GB).
+// million, and a longer open run with a max concurrency of ten million:
+// the open model starts no more workers than Total, and past its starting
+// pool starts them as the load needs them; the closed model starts no
+// more than Total; so the run costs what its requests cost (it took 30 s
+// and 4.5 GB).
 func TestRunStartsWorkersLazily(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -586,7 +588,7 @@ func TestRunStartsWorkersLazily(t *testing.T) {
 		max  int64
 	}{
 		{"open", Options{Concurrency: 10_000_000, Rate: 1000, Total: 10}, 10},
-		{"open long", Options{Concurrency: 10_000_000, Rate: 1000, Duration: 2 * time.Second}, 3},
+		{"open long", Options{MaxConcurrency: 10_000_000, Rate: 1000, Duration: 2 * time.Second}, 3},
 		{"closed", Options{Concurrency: 10_000_000, Total: 10}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -610,6 +612,23 @@ func TestRunStartsWorkersLazily(t *testing.T) {
 	}
 }
 
+// TestOpenPoolStartsWithConcurrency: under a rate, concurrency is the
+// starting pool (issue 31): a run with concurrency 8 starts 8 workers,
+// though a no-op target never keeps one busy enough for the pool to grow
+// (before, the pool started with one and stayed there).
+func TestOpenPoolStartsWithConcurrency(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 8, MaxConcurrency: 20, Rate: 100, Duration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Workers < 8 || res.MaxWorkers != 20 || res.Requests != 100 {
+			t.Errorf("workers %d of %d, %d requests; want at least 8 of 20, 100", res.Workers, res.MaxWorkers, res.Requests)
+		}
+	})
+}
+
 // TestSleepUntilIsPrecise checks, on the real clock, that a worker waiting
 // for an arrival never sends it early, however the wait is split between
 // its timer and the kernel sleep. (How late it wakes depends on the
@@ -618,7 +637,7 @@ func TestSleepUntilIsPrecise(t *testing.T) {
 	t.Parallel()
 	e := newEngine(&Options{Requester: noop{}, Rate: 1})
 	e.precise = time.Millisecond
-	e.stop = make(chan struct{})
+	defer e.begin(t.Context())()
 	w := e.newWorker(0)
 	for _, d := range []time.Duration{0, 300 * time.Microsecond, time.Millisecond, 1700 * time.Microsecond, 5 * time.Millisecond} {
 		intended := time.Now().Add(d)

@@ -296,7 +296,21 @@ func FuzzDecodeHistogram(f *testing.F) {
 
 func TestResultJSONRoundTrip(t *testing.T) {
 	t.Parallel()
-	r := goldenResult()
+	// Three seconds of two endpoints, each with its histogram.
+	r := &Result{Open: true, TargetRPS: 10, Elapsed: 3 * time.Second}
+	for sec := range 3 {
+		s := &Snapshot{Second: sec, TargetRPS: 10}
+		for j, name := range []string{"a", "b"} {
+			e := EndpointStats{Name: name, Stats: Stats{Requests: 5, Latency: NewHistogram()}}
+			for i := range 5 {
+				e.Latency.Record(time.Duration(i+j+1) * time.Millisecond)
+			}
+			s.Endpoints = append(s.Endpoints, e)
+			s.Stats.Merge(&e.Stats)
+		}
+		r.AddSnapshot(s)
+	}
+	r.Finish()
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,6 @@
 package load
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestStallIsTheGenerators: arrivals skipped after a stall of the
 // generator are dropped, but blamed on the generator, not on the target
@@ -19,10 +16,6 @@ func TestStallIsTheGenerators(t *testing.T) {
 	}
 	if !r.GeneratorBound || r.WorkerBound {
 		t.Errorf("generator-bound %v, worker-bound %v; want true, false: a stall is the generator's", r.GeneratorBound, r.WorkerBound)
-	}
-	s := Summarize(&r, nil)
-	if v := GeneratorVerdict(&s); !strings.Contains(v, "the generator stalled") || !strings.Contains(v, "30 overdue arrivals") {
-		t.Errorf("generator verdict %q does not name the stall and its 30 skipped arrivals", v)
 	}
 	// One more drop that is not a stall (a late one) is the target's again.
 	r.Dropped++

@@ -2,28 +2,33 @@ package load
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// stopping is a run's graceful stop, in two steps:
+// stopping is a run's graceful stop, as two contexts:
 //
-//  1. stop is closed: no new iteration or arrival starts. The workers check
-//     it between requests (a receive on a channel they already hold, so
-//     the request path pays no call for it), and return.
-//  2. reqCtx, the context of every request, is cancelled: requests still in
-//     flight end. It is cancelled once the grace period after the first
-//     step is over, MaxInterruptGrace after ctx is done (whichever is
-//     first), and never later than Options.Deadline.
-//
-// reqCtx carries ctx's values but not its cancel, so that an interrupt
-// takes the first step at once and the second only after
-// MaxInterruptGrace.
+//  1. stopCtx, "no new work": once it is done, no new iteration or arrival
+//     starts. It is derived from the run's ctx, so a cancel of ctx takes
+//     this step at once, and the engine cancels it itself at the plan's
+//     end, the Deadline, Total or a stop of the run. The workers check its
+//     Done channel (stop, fetched once at begin) between requests: a
+//     receive on a channel they already hold, so the request path pays no
+//     call for it, and return.
+//  2. reqCtx, the context of every request: once it is cancelled,
+//     requests still in flight end. The engine cancels it once the grace
+//     period after the first step is over, MaxInterruptGrace after ctx is
+//     done (whichever is first), and never later than Options.Deadline.
+//     It carries ctx's values but not its cancel, so that an interrupt
+//     leaves the requests in flight up to MaxInterruptGrace to end; and
+//     cancelling it takes the first step too, if it has not been taken.
 type stopping struct {
-	stop     chan struct{}
-	stopOnce sync.Once
-	stopAt   atomic.Int64 // unix nanos at which stop was closed
+	stopCtx context.Context
+	stopNew context.CancelFunc
+	// stop is stopCtx.Done(), held so that the workers' check is a
+	// receive on a field, as it was when it was a channel of its own.
+	stop   <-chan struct{}
+	stopAt atomic.Int64 // unix nanos of the first step; see stoppedAt
 
 	reqCtx    context.Context
 	cancelReq context.CancelFunc
@@ -34,23 +39,33 @@ type stopping struct {
 }
 
 // begin readies both steps for a run under ctx; the returned function
-// releases reqCtx's resources.
+// releases both contexts' resources.
 func (s *stopping) begin(ctx context.Context) context.CancelFunc {
-	s.stop = make(chan struct{})
 	s.reqCtx, s.cancelReq = context.WithCancel(context.WithoutCancel(ctx))
-	return s.cancelReq
+	s.stopCtx, s.stopNew = context.WithCancel(ctx)
+	s.stop = s.stopCtx.Done()
+	return func() {
+		s.stopNew()
+		s.cancelReq()
+	}
 }
 
-// closeStop takes the first step, once, and records its instant.
+// closeStop takes the first step, and records its instant if none is
+// recorded yet.
 func (s *stopping) closeStop() {
-	s.stopOnce.Do(func() {
-		s.stopAt.Store(time.Now().UnixNano())
-		close(s.stop)
-	})
+	s.stopAt.CompareAndSwap(0, time.Now().UnixNano())
+	s.stopNew()
 }
 
-// stoppedAt returns when stop was closed; call it only after.
-func (s *stopping) stoppedAt() time.Time { return time.Unix(0, s.stopAt.Load()) }
+// stoppedAt returns when the first step was taken; call it only after.
+// When a cancel of the run's ctx took it, no one recorded the instant as
+// stopCtx ended, and the first caller records now: the first step's
+// instant as its first observer saw it, as a worker waking at its timer
+// sees it (sleepUntil).
+func (s *stopping) stoppedAt() time.Time {
+	s.stopAt.CompareAndSwap(0, time.Now().UnixNano())
+	return time.Unix(0, s.stopAt.Load())
+}
 
 // cancelRequests takes the second step (after the first).
 func (s *stopping) cancelRequests() {
@@ -81,7 +96,7 @@ func (e *engine) awaitEnd(ctx context.Context, res *Result, allDone <-chan struc
 			// A timeline that ran out of arrivals by time still lasts
 			// until its planned end, so the achieved rate covers the
 			// whole plan.
-			if !hasEnd || !e.x.timeline() || e.sched.totalHit {
+			if interruptedBy(ctx, res) || !hasEnd || !e.x.timeline() || e.sched.totalHit {
 				return false
 			}
 			allDone = nil
@@ -111,6 +126,9 @@ func (e *engine) stopRun(ctx context.Context, res *Result, allDone <-chan struct
 	}
 	select {
 	case <-allDone: // nothing in flight
+		if drains {
+			interruptedBy(ctx, res) // they may have returned for ctx
+		}
 	default:
 		e.drain(ctx, res, allDone)
 		e.cancelRequests()
@@ -150,6 +168,7 @@ func (e *engine) drain(ctx context.Context, res *Result, allDone <-chan struct{}
 	for {
 		select {
 		case <-allDone:
+			interruptedBy(ctx, res)
 			return
 		case <-t.C:
 			return
@@ -176,6 +195,18 @@ func (e *engine) awaitCancelled(allDone <-chan struct{}) {
 	case <-allDone:
 	case <-t.C:
 	}
+}
+
+// interruptedBy marks res interrupted if ctx is done; it is called where
+// the workers are found all returned. stopCtx is derived from ctx, so a
+// cancel of ctx may have made them return before the engine saw ctx done,
+// and the run it cut short must read as interrupted all the same.
+func interruptedBy(ctx context.Context, res *Result) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	res.Interrupted = true
+	return true
 }
 
 func minTime(a, b time.Time) time.Time {

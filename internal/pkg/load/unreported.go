@@ -1,7 +1,5 @@
 package load
 
-import "strconv"
-
 // Unreported is what a multi-host run's merged result counts of its lost
 // hosts' traffic without their metrics, and the most those hosts may have
 // sent beyond it. The target may have received up to Requests + Bound.
@@ -15,13 +13,4 @@ type Unreported struct {
 	Bound int64 `json:"bound"`
 	// Detail says it per host, in one line.
 	Detail string `json:"detail"`
-}
-
-// unreportedRow is the summary row of u, or "" without one.
-func unreportedRow(u *Unreported) string {
-	if u == nil {
-		return ""
-	}
-	return strconv.FormatInt(u.Counted, 10) + " requests counted without metrics (no latency or status); the target may have got up to " +
-		strconv.FormatInt(u.Bound, 10) + " more: " + u.Detail
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
@@ -72,7 +73,7 @@ type Distributed struct {
 	// Outcome is the cluster's account: workers, reassignments, degraded.
 	Outcome *cluster.Outcome
 	// Hosts are the per-worker rows for the result's RunInfo.
-	Hosts []load.HostRow
+	Hosts []summary.HostRow
 	// Cancelled is set when ctx ended after the start: Result holds what
 	// the workers had shipped.
 	Cancelled bool
@@ -430,8 +431,8 @@ func writeWorkers(w io.Writer, out *cluster.Outcome, planned time.Duration, mark
 
 // workerRows are the per-worker rows of a distributed run; see
 // [WriteWorkers].
-func workerRows(out *cluster.Outcome, planned time.Duration, b rowBounds) []load.HostRow {
-	var rows []load.HostRow
+func workerRows(out *cluster.Outcome, planned time.Duration, b rowBounds) []summary.HostRow {
+	var rows []summary.HostRow
 	for _, r := range out.Workers {
 		segs := make([]string, len(r.Segments))
 		for k, s := range r.Segments {
@@ -452,7 +453,7 @@ func workerRows(out *cluster.Outcome, planned time.Duration, b rowBounds) []load
 		if planned > 0 {
 			rate = float64(reqs) / planned.Seconds()
 		}
-		rows = append(rows, load.HostRow{ID: r.ID, Host: r.Host, Segments: strings.Join(segs, ","), Requests: reqs, RPS: rate,
+		rows = append(rows, summary.HostRow{ID: r.ID, Host: r.Host, Segments: strings.Join(segs, ","), Requests: reqs, RPS: rate,
 			Dropped: r.Dropped, CPUPct: r.CPUPct, ClockOffset: r.ClockOffset.String(), Status: status})
 	}
 	return rows

@@ -12,6 +12,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/duet"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 )
@@ -25,7 +26,7 @@ type Observer interface {
 	// it is (secrets masked) and mask, which hides the job's secrets in any
 	// text shown of the run (its snapshots' endpoint names, …); info and
 	// mask are nil for a segment of a multi-host run.
-	LoadStarted(protocol string, targetRPS float64, info *load.RunInfo, mask func(string) string)
+	LoadStarted(protocol string, targetRPS float64, info *summary.RunInfo, mask func(string) string)
 	Second(s *load.Snapshot)
 	LoadDone()
 }

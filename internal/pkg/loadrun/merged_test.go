@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster"
-	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 	"github.com/forgeload/forgeload/internal/pkg/redistest"
 )
@@ -146,7 +146,7 @@ thresholds:
 	}
 	// Every failure's message crossed the wire from its host: the merged
 	// summary lists the check's, and listed and other add up to the errors.
-	sum := load.Summarize(res, nil)
+	sum := summary.Of(res, nil)
 	listed := sum.ErrorMessagesOther
 	for _, m := range sum.ErrorMessages {
 		listed += m.Count

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 )
 
@@ -78,13 +79,14 @@ thresholds:
 		}
 	}
 	var text, md, js2 bytes.Buffer
-	if err := load.WriteText(&text, res, verdict); err != nil {
+	ws := summary.Of(res, verdict)
+	if err := ws.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if err := load.WriteMarkdown(&md, res, verdict); err != nil {
+	if err := ws.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	if err := load.WriteJSON(&js2, res, verdict); err != nil {
+	if err := ws.WriteJSON(&js2); err != nil {
 		t.Fatal(err)
 	}
 	for _, out := range []string{text.String(), md.String()} {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/redact"
 )
@@ -35,11 +35,11 @@ func headerText(h map[string]string) string {
 // (Authorization, cookies, tokens, keys), and request bodies, which are
 // shown by size only. Callers that know more secrets (a job's) mask the
 // rows again.
-func Describe(cfg *spec.Config) []load.ConfigRow {
-	var rows []load.ConfigRow
+func Describe(cfg *spec.Config) []summary.ConfigRow {
+	var rows []summary.ConfigRow
 	add := func(k, v string) {
 		if v != "" && v != "0" {
-			rows = append(rows, load.ConfigRow{Key: k, Value: v})
+			rows = append(rows, summary.ConfigRow{Key: k, Value: v})
 		}
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // A service slow for its first second fails a p99 bound over the whole
@@ -66,7 +67,7 @@ thresholds:
 	if w, pl := res.Phases[0].Requests, res.Phases[1].Requests; w+pl != res.Requests {
 		t.Errorf("phase requests %d + %d != %d in all", w, pl, res.Requests)
 	}
-	s := load.Summarize(res, checks)
+	s := summary.Of(res, checks)
 	var text, js bytes.Buffer
 	if err := s.WriteText(&text); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
 	"github.com/forgeload/forgeload/internal/pkg/load/changepoint"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // TestChangePointsStep: over 40 seeded noisy runs whose latencies rose
@@ -70,7 +71,8 @@ func TestLoadHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := load.WriteJSON(f, r, nil); err != nil {
+		sum := summary.Of(r, nil)
+		if err := sum.WriteJSON(f); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()

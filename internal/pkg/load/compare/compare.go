@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
 
@@ -32,7 +33,7 @@ const (
 // Result is a JSON result read back, of any schema version. It is a
 // [threshold.Source], so it can serve as a baseline.
 type Result struct {
-	load.Summary
+	summary.Summary
 	// Path names where it was read from, for messages.
 	Path string
 	// Hist is the overall latency histogram; nil for schema 1 results
@@ -45,7 +46,7 @@ type Result struct {
 
 // Read decodes a JSON result written by `forgeload load --json-output` (or
 // a job's load step) of any schema version up to
-// [load.SummarySchemaVersion]. name is used in errors.
+// [summary.SchemaVersion]. name is used in errors.
 func Read(r io.Reader, name string) (*Result, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 256<<20))
 	if err != nil {
@@ -65,8 +66,8 @@ func Read(r io.Reader, name string) (*Result, error) {
 	switch v := res.SchemaVersion; {
 	case v == 0:
 		res.SchemaVersion = 1 // written before the field existed
-	case v > load.SummarySchemaVersion:
-		return nil, fmt.Errorf("read result %s: schema version %d is newer than this forgeload understands (%d): upgrade forgeload", name, v, load.SummarySchemaVersion)
+	case v > summary.SchemaVersion:
+		return nil, fmt.Errorf("read result %s: schema version %d is newer than this forgeload understands (%d): upgrade forgeload", name, v, summary.SchemaVersion)
 	}
 	if len(res.LatencyHist) > 0 {
 		h, err := load.DecodeHistogram(res.LatencyHist)
@@ -200,13 +201,13 @@ func Compare(base, new *Result, limits Limits) []Delta {
 var percentiles = []struct {
 	name string
 	q    float64
-	get  func(load.Latency) float64
+	get  func(summary.Latency) float64
 }{
-	{"p50", 0.50, func(l load.Latency) float64 { return l.P50 }},
-	{"p90", 0.90, func(l load.Latency) float64 { return l.P90 }},
-	{"p95", 0.95, func(l load.Latency) float64 { return l.P95 }},
-	{"p99", 0.99, func(l load.Latency) float64 { return l.P99 }},
-	{"p99.9", 0.999, func(l load.Latency) float64 { return l.P999 }},
+	{"p50", 0.50, func(l summary.Latency) float64 { return l.P50 }},
+	{"p90", 0.90, func(l summary.Latency) float64 { return l.P90 }},
+	{"p95", 0.95, func(l summary.Latency) float64 { return l.P95 }},
+	{"p99", 0.99, func(l summary.Latency) float64 { return l.P99 }},
+	{"p99.9", 0.999, func(l summary.Latency) float64 { return l.P999 }},
 }
 
 // applyLimit sets d's change and, when limits has one for its metric,
@@ -284,7 +285,7 @@ func rateNoise(d *Delta, runs []*Result, new *Result) {
 	d.Noise = fmt.Sprintf("±%.1f req/s (95%%, per-second rates)", z95*se)
 }
 
-func meanSE(secs []load.SecondSummary) (mean, se float64, n int) {
+func meanSE(secs []summary.SecondSummary) (mean, se float64, n int) {
 	if len(secs) <= 2 {
 		return 0, 0, 0
 	}
@@ -387,7 +388,7 @@ func (r *Result) Endpoint(name string) (threshold.Metrics, bool) {
 type metrics struct {
 	requests, failures int64
 	elapsed            float64
-	lat                load.Latency
+	lat                summary.Latency
 	hist               *load.Histogram
 }
 
@@ -424,12 +425,12 @@ func (m metrics) LatencyPercentile(p float64) time.Duration {
 // FromResult is the read-back view of a run in memory, as if its JSON
 // result had been written and read.
 func FromResult(r *load.Result, name string) *Result {
-	s := load.Summarize(r, nil)
+	s := summary.Of(r, nil)
 	return FromSummary(r, &s, name)
 }
 
 // FromSummary is [FromResult] from r's summary s, already computed.
-func FromSummary(r *load.Result, s *load.Summary, name string) *Result {
+func FromSummary(r *load.Result, s *summary.Summary, name string) *Result {
 	res := &Result{Summary: *s, Path: name}
 	if r.Latency != nil && r.Latency.Count() > 0 {
 		res.Hist = r.Latency

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
 
@@ -34,7 +35,8 @@ func run(t *testing.T, secs, rps int, base time.Duration, errs int) *Result {
 	r.Elapsed = time.Duration(secs) * time.Second
 	r.Finish()
 	var b bytes.Buffer
-	if err := load.WriteJSON(&b, r, nil); err != nil {
+	sum := summary.Of(r, nil)
+	if err := sum.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Read(&b, "run.json")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
 
@@ -94,7 +95,7 @@ func History(runs []*Result) *Result {
 	}
 	h := &Result{Path: fmt.Sprintf("median of %d runs (%s)", len(runs), strings.Join(names, ", ")), Runs: slices.Clone(runs)}
 	s := &h.Summary
-	s.SchemaVersion = load.SummarySchemaVersion
+	s.SchemaVersion = summary.SchemaVersion
 	of := func(get func(*Result) float64) float64 {
 		vs := make([]float64, len(runs))
 		for i, r := range runs {
@@ -107,7 +108,7 @@ func History(runs []*Result) *Result {
 	s.Errors = int64(math.Round(of(func(r *Result) float64 { return float64(r.Errors) })))
 	s.ErrorRate = of(func(r *Result) float64 { return r.ErrorRate })
 	s.RPS = of(func(r *Result) float64 { return r.RPS })
-	s.Latency = load.Latency{
+	s.Latency = summary.Latency{
 		P50: of(func(r *Result) float64 { return r.Latency.P50 }), P90: of(func(r *Result) float64 { return r.Latency.P90 }),
 		P95: of(func(r *Result) float64 { return r.Latency.P95 }), P99: of(func(r *Result) float64 { return r.Latency.P99 }),
 		P999: of(func(r *Result) float64 { return r.Latency.P999 }), Max: of(func(r *Result) float64 { return r.Latency.Max }),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
 
@@ -35,7 +36,7 @@ func noisyRun(t testing.TB, rng *rand.Rand, name string, slow float64) *Result {
 	machine := math.Exp(machineNoise * rng.NormFloat64())
 	res := &Result{Path: name, Hist: load.NewHistogram()}
 	s := &res.Summary
-	s.SchemaVersion, s.ElapsedSeconds = load.SummarySchemaVersion, noisySeconds
+	s.SchemaVersion, s.ElapsedSeconds = summary.SchemaVersion, noisySeconds
 	for sec := range noisySeconds {
 		n := noisyRPS + int(math.Round(3*rng.NormFloat64()))
 		for range n {
@@ -46,12 +47,12 @@ func noisyRun(t testing.TB, rng *rand.Rand, name string, slow float64) *Result {
 			}
 		}
 		s.Requests += int64(n)
-		s.Seconds = append(s.Seconds, load.SecondSummary{Second: sec, Requests: int64(n)})
+		s.Seconds = append(s.Seconds, summary.SecondSummary{Second: sec, Requests: int64(n)})
 	}
 	s.RPS = float64(s.Requests) / noisySeconds
 	s.ErrorRate = float64(s.Errors) / float64(s.Requests)
 	q := func(p float64) float64 { return ms(res.Hist.Quantile(p)) }
-	s.Latency = load.Latency{P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), P999: q(0.999), Min: ms(res.Hist.Min()), Max: ms(res.Hist.Max()), Mean: ms(res.Hist.Mean())}
+	s.Latency = summary.Latency{P50: q(0.5), P90: q(0.9), P95: q(0.95), P99: q(0.99), P999: q(0.999), Min: ms(res.Hist.Min()), Max: ms(res.Hist.Max()), Mean: ms(res.Hist.Mean())}
 	return res
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/duet"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
@@ -32,7 +33,7 @@ type Input struct {
 	// are evaluated.
 	SUT []load.ResourceSummary
 	// Info says where the run came from, for the reports.
-	Info *load.RunInfo
+	Info *summary.RunInfo
 	// Stopped is why the run stopped before its end on its own (a target
 	// refused at dial time, feeder rows ran out, …); nil if it did not.
 	Stopped error
@@ -61,14 +62,14 @@ type Outcome struct {
 	Result *load.Result
 	// Summary is the reported view of Result, computed once; its
 	// Thresholds are Checks and its Run is Info.
-	Summary load.Summary
+	Summary summary.Summary
 	// Checks are the thresholds, evaluated once (baseline and SUT
 	// included).
 	Checks []load.Check
 	// Baseline is the earlier run compared with, or nil.
 	Baseline *compare.Result
 	// Info says where the run came from; may be nil.
-	Info *load.RunInfo
+	Info *summary.RunInfo
 	// Duet is the paired A/B verdict, or nil.
 	Duet *duet.Verdict
 	// Verdict is whether the run passed and, if not, why.
@@ -79,9 +80,9 @@ type Outcome struct {
 	Regression bool
 }
 
-// summarize is load.Summarize; a variable so that a test can count the
+// summarize is summary.Of; a variable so that a test can count the
 // calls.
-var summarize = load.Summarize
+var summarize = summary.Of
 
 // New evaluates in's thresholds on its result once, summarises it once
 // and gives the verdict.

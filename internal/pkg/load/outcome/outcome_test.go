@@ -13,6 +13,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/build"
 	"github.com/forgeload/forgeload/internal/pkg/load/compare"
 	"github.com/forgeload/forgeload/internal/pkg/load/duet"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
 )
@@ -131,12 +132,12 @@ func TestBaselineThresholds(t *testing.T) {
 // writers write it.
 func TestSummarizeOnce(t *testing.T) {
 	calls := 0
-	defer func(f func(*load.Result, []load.Check) load.Summary) { summarize = f }(summarize)
+	defer func(f func(*load.Result, []load.Check) summary.Summary) { summarize = f }(summarize)
 	orig := summarize
-	summarize = func(r *load.Result, c []load.Check) load.Summary { calls++; return orig(r, c) }
+	summarize = func(r *load.Result, c []load.Check) summary.Summary { calls++; return orig(r, c) }
 
 	o := New(Input{Result: result(100, 0), Thresholds: thresholds(t, "http_req_duration:p99 < 1s"),
-		Baseline: baselineOf(100, 10*time.Millisecond), Info: &load.RunInfo{Step: "smoke"}})
+		Baseline: baselineOf(100, 10*time.Millisecond), Info: &summary.RunInfo{Step: "smoke"}})
 	for _, w := range []Writer{Text, Markdown, JSON, HTML} {
 		var b bytes.Buffer
 		if err := w(o, &b); err != nil || b.Len() == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // baselinePage is what a report shows of its baseline, read in the browser.
@@ -57,7 +58,7 @@ func TestBrowserBaseline(t *testing.T) {
 	t.Parallel()
 	xss := `main <script>window.__xss=1</script><img src=x onerror="window.__xss=2">`
 	r := sampleResult(t, 30, "home")
-	sum := load.Summarize(r, nil)
+	sum := summary.Of(r, nil)
 	// The baseline: the run's p50 as it was, its p99 0.8 of the run's.
 	b := &Baseline{Name: xss, Rows: []BaselineRow{
 		{Metric: "rps", Old: "100.0/s", New: fmt.Sprintf("%.1f/s", sum.RPS), Change: "+0.2/s (+0.2%)", Verdict: "~ noise", Noise: "±0.9 req/s (95%, per-second rates)"},

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // screenshots, when set, is the directory the browser tests save their
@@ -223,8 +224,8 @@ func TestBrowserReport(t *testing.T) {
 	t.Parallel()
 	xss := `<script>window.__xss=1</script><img src=x onerror="window.__xss=2">`
 	r := sampleResult(t, 90, "home", xss)
-	info := &load.RunInfo{Repository: "acme/shop", Ref: "refs/heads/main", Commit: "3f2c1e9", Workflow: "perf.yml", Job: "perf", RunID: "42", Runner: "forgeload-1", Step: "api", Version: "v1.4.0",
-		Config: []load.ConfigRow{{Key: "target", Value: "http://127.0.0.1:8080/"}, {Key: "rate", Value: "100"}, {Key: "headers", Value: "Authorization: ***"}}}
+	info := &summary.RunInfo{Repository: "acme/shop", Ref: "refs/heads/main", Commit: "3f2c1e9", Workflow: "perf.yml", Job: "perf", RunID: "42", Runner: "forgeload-1", Step: "api", Version: "v1.4.0",
+		Config: []summary.ConfigRow{{Key: "target", Value: "http://127.0.0.1:8080/"}, {Key: "rate", Value: "100"}, {Key: "headers", Value: "Authorization: ***"}}}
 	checks := []load.Check{
 		{Name: "http_req_duration:p99 < 300ms", Actual: "4.2ms", Passed: true},
 		{Name: "http_req_failed:rate < 0.5%", Actual: "0.86%", Passed: false},
@@ -232,7 +233,7 @@ func TestBrowserReport(t *testing.T) {
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var html, js bytes.Buffer
-	s := load.Summarize(r, checks)
+	s := summary.Of(r, checks)
 	s.Run = info
 	if err := BuildSummary(r, &s).Render(&html); err != nil {
 		t.Fatal(err)
@@ -240,7 +241,8 @@ func TestBrowserReport(t *testing.T) {
 	if err := os.WriteFile(page, html.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := load.WriteJSON(&js, r, checks); err != nil {
+	plain := summary.Of(r, checks)
+	if err := plain.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	var want map[string]any

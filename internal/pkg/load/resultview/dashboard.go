@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // Dashboard is the live page of a running test: the report's page, built
@@ -25,7 +26,7 @@ import (
 type Dashboard struct {
 	mu      sync.Mutex
 	live    load.Result
-	info    *load.RunInfo
+	info    *summary.RunInfo
 	checks  []load.Check
 	running bool
 	page    []byte // the rendered <main> fragment of the latest state
@@ -52,11 +53,11 @@ func (d *Dashboard) SetPlannedDuration(t time.Duration) {
 
 // NewDashboard returns an empty, running dashboard for a run described by
 // info (which may be nil).
-func NewDashboard(info *load.RunInfo) *Dashboard { return newDashboard(info, nil) }
+func NewDashboard(info *summary.RunInfo) *Dashboard { return newDashboard(info, nil) }
 
 // newDashboard is NewDashboard whose every page and update goes through
 // mask (nil: none) before it is served.
-func newDashboard(info *load.RunInfo, mask func(string) string) *Dashboard {
+func newDashboard(info *summary.RunInfo, mask func(string) string) *Dashboard {
 	if mask == nil {
 		mask = func(s string) string { return s }
 	}
@@ -103,7 +104,7 @@ func (d *Dashboard) Finish(r *load.Result, checks []load.Check) {
 }
 
 func (d *Dashboard) view() *View {
-	s := load.Summarize(&d.live, d.checks)
+	s := summary.Of(&d.live, d.checks)
 	s.Run = d.info
 	v := buildFrom(&d.live, &s, d.points)
 	v.Live, v.Running = true, d.running

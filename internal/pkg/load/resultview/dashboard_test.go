@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // waitFor polls the page until js evaluates to want, for up to a minute
@@ -50,7 +51,7 @@ const requestsCard = `(document.querySelector('#summary [data-k=requests]') || {
 
 func TestBrowserDashboardAdvances(t *testing.T) {
 	t.Parallel()
-	d := NewDashboard(&load.RunInfo{Step: "live demo", Version: "v1.4.0"})
+	d := NewDashboard(&summary.RunInfo{Step: "live demo", Version: "v1.4.0"})
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
 

@@ -1,10 +1,10 @@
 // Package resultview turns a load test's result into the page people look
-// at: one self-contained HTML file ([WriteHTML], a [load.SummaryWriter])
-// with the asked and achieved rate, latency percentiles and errors over
-// time (and, for several endpoints, each endpoint's rate, p50 and p99),
-// the HDR percentile spectrum, per-endpoint and per-protocol tables, the
-// most frequent error messages, thresholds, generator health, per-host
-// rows and the run's metadata; and
+// at: one self-contained HTML file ([WriteHTML], or [BuildSummary] from a
+// [summary.Summary] already computed) with the asked and achieved rate,
+// latency percentiles and errors over time (and, for several endpoints,
+// each endpoint's rate, p50 and p99), the HDR percentile spectrum,
+// per-endpoint and per-protocol tables, the most frequent error messages,
+// thresholds, generator health, per-host rows and the run's metadata; and
 // the same page served live while a test runs ([Dashboard], updated through
 // Server-Sent Events), alone or, on a daemon, under the list of its running
 // load steps ([Jobs]).
@@ -22,7 +22,7 @@
 // binary does not keep every exported method (html.go says why). On the daemon's jobs page every row, page and update of
 // a job's step also goes through that job's mask as the last step before it
 // is written, so no string of the job (an endpoint name, a config key, a
-// URL, an error) shows a secret the job's log would hide. Numbers come from [load.Summarize], the same view the
+// URL, an error) shows a secret the job's log would hide. Numbers come from [summary.Of], the same view the
 // JSON result is written from, so the page and the JSON agree.
 //
 // # Size

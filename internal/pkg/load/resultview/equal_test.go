@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // The reference: the page as html/template rendered it before the page
@@ -61,22 +62,22 @@ const hostile = "<script>alert(\"x\")</script>' onmouseover=alert(1) a+b &amp; \
 // hostileView is a view with s in every string the page shows, every
 // optional section present, and odd numbers.
 func hostileView(s string, live bool) *View {
-	lat := load.Latency{P50: 1.5, P90: 2, P95: 3, P99: 1e6, P999: 0.000123, Max: 7}
-	run := &load.RunInfo{Repository: s, Ref: s, Commit: s, Workflow: s, Job: s, RunID: s, Runner: s, Step: s, Version: s,
-		Config: []load.ConfigRow{{Key: s, Value: s}, {Key: "k", Value: "v"}},
-		Hosts:  []load.HostRow{{ID: s, Host: s, Segments: s, Requests: 3, RPS: 1.25, Dropped: 2, CPUPct: 99.5, ClockOffset: s, Status: s}, {Status: "ok"}}}
+	lat := summary.Latency{P50: 1.5, P90: 2, P95: 3, P99: 1e6, P999: 0.000123, Max: 7}
+	run := &summary.RunInfo{Repository: s, Ref: s, Commit: s, Workflow: s, Job: s, RunID: s, Runner: s, Step: s, Version: s,
+		Config: []summary.ConfigRow{{Key: s, Value: s}, {Key: "k", Value: "v"}},
+		Hosts:  []summary.HostRow{{ID: s, Host: s, Segments: s, Requests: 3, RPS: 1.25, Dropped: 2, CPUPct: 99.5, ClockOffset: s, Status: s}, {Status: "ok"}}}
 	v := &View{Title: s, Started: s, Run: run, Live: live, Running: live, Updated: s,
 		Cards:      []Card{{Key: s, Label: s, Value: s, Raw: s, Bad: true}, {Key: "k"}},
 		Protocols:  []ProtocolRow{{Protocol: s, Endpoints: 2, Requests: 5, RPS: 2.25, ErrorRate: 0.5, Latency: lat}},
 		Health:     []HealthRow{{Label: s, Value: s, Bad: true}, {Label: "l", Value: "v"}},
 		Thresholds: []load.Check{{Name: s, Actual: s, Passed: true}, {Name: s, Skipped: true}, {Name: s, Actual: s}},
 	}
-	v.Summary = load.Summary{Aborted: s, ErrorClasses: map[string]int64{s: 1, "b": 2}, Status: map[string]int64{s: 3},
-		ErrorMessages: []load.MessageCount{{Endpoint: s, Message: s, Count: 7}, {Endpoint: "e", Message: "m", Count: 1}}, ErrorMessagesOther: 3,
-		Endpoints: []load.EndpointSummary{{Name: s, Requests: 10, RPS: 3.33, ErrorRate: 0.1, Latency: lat, Status: map[string]int64{s: 1}}},
-		Phases:    []load.PhaseSummary{{Name: s, StartS: 0.5, EndS: 1e21, Requests: 4, RPS: 1, ErrorRate: 0, Latency: lat}},
-		Protocol:  &load.ProtocolSummary{Protocol: s, Counters: map[string]int64{s: 4}, Timings: map[string]load.Latency{s: lat, "a": lat}},
-		Checks:    &load.ChecksSummary{Rate: 0.75, Passed: 3, Failed: 1, Checks: []load.CheckStats{{Name: s, Passed: 3, Failed: 1}, {Name: "ok", Passed: 1}}},
+	v.Summary = summary.Summary{Aborted: s, ErrorClasses: map[string]int64{s: 1, "b": 2}, Status: map[string]int64{s: 3},
+		ErrorMessages: []summary.MessageCount{{Endpoint: s, Message: s, Count: 7}, {Endpoint: "e", Message: "m", Count: 1}}, ErrorMessagesOther: 3,
+		Endpoints: []summary.EndpointSummary{{Name: s, Requests: 10, RPS: 3.33, ErrorRate: 0.1, Latency: lat, Status: map[string]int64{s: 1}}},
+		Phases:    []summary.PhaseSummary{{Name: s, StartS: 0.5, EndS: 1e21, Requests: 4, RPS: 1, ErrorRate: 0, Latency: lat}},
+		Protocol:  &summary.ProtocolSummary{Protocol: s, Counters: map[string]int64{s: 4}, Timings: map[string]summary.Latency{s: lat, "a": lat}},
+		Checks:    &summary.ChecksSummary{Rate: 0.75, Passed: 3, Failed: 1, Checks: []load.CheckStats{{Name: s, Passed: 3, Failed: 1}, {Name: "ok", Passed: 1}}},
 		SUT: []load.ResourceSummary{{Target: s, Samples: 2, CPUCoresMax: 1.5, CPUCoresMean: 0.25, CPULimitCores: 2, CPUPctMax: 75, CPUPctMean: 12.5,
 			MemBytesMax: 1 << 20, MemBytesMean: 1000, MemLimitBytes: 1 << 30, NetRxBytes: 1 << 63, NetTxBytes: 5, BlockReadBytes: 6, BlockWriteBytes: 7}},
 	}
@@ -121,12 +122,12 @@ func TestPageMatchesHTMLTemplate(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 12, xssName, "ok")
 	r.Checks = []load.CheckStats{{Name: `checks[0] body does not contain "<error>"`, Passed: 7, Failed: 3}}
-	info := &load.RunInfo{Repository: `o/<b>r</b>`, Step: "s'+", Config: []load.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}},
-		Hosts: []load.HostRow{{ID: "w1", Host: "<h>", Status: "ok", CPUPct: 12.5}}}
+	info := &summary.RunInfo{Repository: `o/<b>r</b>`, Step: "s'+", Config: []summary.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}},
+		Hosts: []summary.HostRow{{ID: "w1", Host: "<h>", Status: "ok", CPUPct: 12.5}}}
 	long := sampleResult(t, MaxPoints+30)
 	views := map[string]*View{
 		"report":          Build(r, []load.Check{{Name: "p99 < 1s", Actual: "<i>1ms</i>", Passed: true}}),
-		"report of a run": BuildSummary(r, &load.Summary{Run: info}),
+		"report of a run": BuildSummary(r, &summary.Summary{Run: info}),
 		"bucketed report": Build(long, nil),
 		"phased report":   Build(phasedResult(t), nil),
 		"one endpoint":    Build(sampleResult(t, 4, "only"), nil),
@@ -134,7 +135,7 @@ func TestPageMatchesHTMLTemplate(t *testing.T) {
 		"hostile":         hostileView(hostile, false),
 		"hostile live":    hostileView(hostile, true),
 	}
-	s := load.Summarize(r, nil)
+	s := summary.Of(r, nil)
 	s.Run = info
 	views["summary with run"] = BuildSummary(r, &s)
 	for name, v := range views {
@@ -181,7 +182,7 @@ func TestJobsPageMatchesHTMLTemplate(t *testing.T) {
 			var j Jobs
 			runs := []jobRun{}
 			for i := range n {
-				info := &load.RunInfo{Repository: hostile, Workflow: hostile + "w", Job: "j" + hostile, Step: hostile}
+				info := &summary.RunInfo{Repository: hostile, Workflow: hostile + "w", Job: "j" + hostile, Step: hostile}
 				_, done := j.Start(info, nil)
 				defer done()
 				jr := *j.runs[i+1]

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // endpointCharts are the per-endpoint charts as drawn, read in the
@@ -169,7 +170,7 @@ func TestBrowserReportEndpointSeriesAndHover(t *testing.T) {
 func TestBrowserDashboardEndpointSeriesAndHover(t *testing.T) {
 	t.Parallel()
 	names := []string{"home", "api", "search"}
-	d := NewDashboard(&load.RunInfo{Step: "live endpoints"})
+	d := NewDashboard(&summary.RunInfo{Step: "live endpoints"})
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
 	ctx, pl := browser(t)

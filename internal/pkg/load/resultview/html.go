@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // The page is written by the Go code below, not by html/template: a
@@ -24,8 +25,6 @@ import (
 
 //go:embed page.css
 var pageCSS string
-
-var _ load.SummaryWriter = WriteHTML
 
 // WriteHTML writes the self-contained HTML report of r and its threshold
 // checks to w.
@@ -307,7 +306,7 @@ func (p *pageWriter) baseline(b *Baseline) {
 	p.s("</table>\n")
 }
 
-func (p *pageWriter) checks(s *load.ChecksSummary) {
+func (p *pageWriter) checks(s *summary.ChecksSummary) {
 	if s == nil {
 		return
 	}
@@ -361,7 +360,7 @@ func (p *pageWriter) n(shown string) {
 	p.s("</td>")
 }
 
-func (p *pageWriter) endpoints(eps []load.EndpointSummary) {
+func (p *pageWriter) endpoints(eps []summary.EndpointSummary) {
 	p.s("<h2>Endpoints</h2>\n<table id=\"endpoints\">\n" +
 		`<tr><th>Endpoint</th><th class="n">Requests</th><th class="n">req/s</th><th class="n">Errors</th><th class="n">p50</th><th class="n">p90</th><th class="n">p99</th><th class="n">p99.9</th><th class="n">max</th><th>Status</th></tr>` + "\n")
 	for _, e := range eps {
@@ -384,7 +383,7 @@ func (p *pageWriter) endpoints(eps []load.EndpointSummary) {
 	p.s("</table>\n")
 }
 
-func (p *pageWriter) phases(phases []load.PhaseSummary) {
+func (p *pageWriter) phases(phases []summary.PhaseSummary) {
 	if len(phases) == 0 {
 		return
 	}
@@ -450,7 +449,7 @@ func (p *pageWriter) protocols(v *View) {
 	p.s("\n</table>\n")
 }
 
-func (p *pageWriter) hosts(hosts []load.HostRow) {
+func (p *pageWriter) hosts(hosts []summary.HostRow) {
 	if len(hosts) == 0 {
 		return
 	}
@@ -509,7 +508,7 @@ func (p *pageWriter) sut(rows []load.ResourceSummary) {
 	p.s("</table>\n")
 }
 
-func (p *pageWriter) run(r *load.RunInfo) {
+func (p *pageWriter) run(r *summary.RunInfo) {
 	if r == nil {
 		return
 	}
@@ -680,7 +679,7 @@ func (p *pageWriter) chartLines(c *Chart) {
 }
 
 // messages writes the most frequent error messages, if the run failed.
-func (p *pageWriter) messages(s *load.Summary) {
+func (p *pageWriter) messages(s *summary.Summary) {
 	if len(s.ErrorMessages) == 0 {
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // JobsPath is where [Jobs] is served: mount it with
@@ -20,7 +20,7 @@ const JobsPath = "/jobs"
 // at JobsPath/<id>/events). A
 // step is listed from [Jobs.Start] until the function it returns is
 // called; then its page is gone (404). The page is read-only: it serves
-// GET only. Everything it shows of a step (its [load.RunInfo], endpoint
+// GET only. Everything it shows of a step (its [summary.RunInfo], endpoint
 // names, config keys and values, URLs, errors) leaves through the step's
 // mask, as written in HTML. The zero value is ready to use; its methods
 // are safe for concurrent use.
@@ -32,7 +32,7 @@ type Jobs struct {
 
 type jobRun struct {
 	ID      int
-	Info    load.RunInfo
+	Info    summary.RunInfo
 	Started time.Time
 	d       *Dashboard
 	mask    func(string) string
@@ -45,7 +45,7 @@ type jobRun struct {
 // report.Reporter.Mask): every byte of the step's list row, page and event
 // stream goes through it just before it is written. nil masks nothing
 // (the caller has masked info and will feed no secret).
-func (j *Jobs) Start(info *load.RunInfo, mask func(string) string) (*Dashboard, func()) {
+func (j *Jobs) Start(info *summary.RunInfo, mask func(string) string) (*Dashboard, func()) {
 	d := newDashboard(info, mask)
 	j.mu.Lock()
 	defer j.mu.Unlock()

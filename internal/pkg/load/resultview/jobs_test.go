@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // jobsServer serves j the way the daemon's metrics server does.
@@ -32,10 +33,10 @@ func TestBrowserJobsPage(t *testing.T) {
 	t.Parallel()
 	var j Jobs
 	srv := jobsServer(t, &j)
-	info := &load.RunInfo{Repository: "org/<script>window.__xss=1</script>shop", Workflow: "perf", Job: "load",
-		Step: "smoke", Config: []load.ConfigRow{{Key: "headers.Authorization", Value: "***"}}}
+	info := &summary.RunInfo{Repository: "org/<script>window.__xss=1</script>shop", Workflow: "perf", Job: "load",
+		Step: "smoke", Config: []summary.ConfigRow{{Key: "headers.Authorization", Value: "***"}}}
 	d, done := j.Start(info, nil)
-	_, doneOther := j.Start(&load.RunInfo{Repository: "org/other", Step: "other"}, nil)
+	_, doneOther := j.Start(&summary.RunInfo{Repository: "org/other", Step: "other"}, nil)
 	doneOther()
 
 	ctx, pl := browser(t)
@@ -73,7 +74,7 @@ func TestBrowserJobsPage(t *testing.T) {
 func TestJobsPageIsReadOnly(t *testing.T) {
 	t.Parallel()
 	var j Jobs
-	_, done := j.Start(&load.RunInfo{Step: "s"}, nil)
+	_, done := j.Start(&summary.RunInfo{Step: "s"}, nil)
 	defer done()
 	srv := jobsServer(t, &j)
 	for _, path := range []string{JobsPath, JobsPath + "/1/"} {

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // phasedResult is a 40 s run with a 10 s warm-up and a 30 s plateau.
@@ -92,7 +93,7 @@ func TestReportPhaseNames(t *testing.T) {
 // phases draws them as bands and lists them, as the seconds come in.
 func TestBrowserDashboardShowsPhases(t *testing.T) {
 	t.Parallel()
-	d := NewDashboard(&load.RunInfo{Step: "phased", Phases: []load.Phase{{Name: "warmup", End: 3 * time.Second}, {Name: "plateau", Start: 3 * time.Second, End: 8 * time.Second}}})
+	d := NewDashboard(&summary.RunInfo{Step: "phased", Phases: []load.Phase{{Name: "warmup", End: 3 * time.Second}, {Name: "plateau", Start: 3 * time.Second, End: 8 * time.Second}}})
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
 	ctx, pl := browser(t)
@@ -112,7 +113,7 @@ func TestBrowserDashboardShowsPhases(t *testing.T) {
 func TestReportSaysAborted(t *testing.T) {
 	t.Parallel()
 	r := phasedResult(t)
-	s := load.Summarize(r, nil)
+	s := summary.Of(r, nil)
 	s.Aborted = "aborted: http_req_failed:rate < 1% (0.01) at 2s (got 100.00%)"
 	var b strings.Builder
 	if err := BuildSummary(r, &s).Render(&b); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // MaxPoints is the most points a time series is drawn with; longer runs are
@@ -34,7 +35,7 @@ type ProtocolRow struct {
 	Requests  int64
 	RPS       float64
 	ErrorRate float64
-	Latency   load.Latency
+	Latency   summary.Latency
 }
 
 // HealthRow is one row of the generator-health table.
@@ -48,9 +49,9 @@ type HealthRow struct {
 type View struct {
 	Title   string
 	Started string
-	Summary load.Summary
+	Summary summary.Summary
 	// Run is the run's metadata (may be nil).
-	Run        *load.RunInfo
+	Run        *summary.RunInfo
 	Cards      []Card
 	Charts     []*Chart
 	Protocols  []ProtocolRow
@@ -74,16 +75,16 @@ func Build(r *load.Result, checks []load.Check) *View { return build(r, checks, 
 // BuildSummary computes the view of r from its summary s, already
 // computed (s.Run is the run's metadata, s.Thresholds its checks): the
 // summary is not computed again.
-func BuildSummary(r *load.Result, s *load.Summary) *View { return buildFrom(r, s, MaxPoints) }
+func BuildSummary(r *load.Result, s *summary.Summary) *View { return buildFrom(r, s, MaxPoints) }
 
 // build is Build with at most points per series.
 func build(r *load.Result, checks []load.Check, points int) *View {
-	s := load.Summarize(r, checks)
+	s := summary.Of(r, checks)
 	return buildFrom(r, &s, points)
 }
 
 // buildFrom is BuildSummary with at most points per series.
-func buildFrom(r *load.Result, s *load.Summary, points int) *View {
+func buildFrom(r *load.Result, s *summary.Summary, points int) *View {
 	v := &View{Summary: *s, Run: s.Run, Thresholds: s.Thresholds, Title: "forgeload load test"}
 	if !r.Start.IsZero() {
 		v.Started = r.Start.UTC().Format(time.RFC3339)
@@ -165,9 +166,9 @@ func (v *View) health() {
 		dropped += ", " + k + ": " + strconv.FormatInt(s.DroppedBy[k], 10)
 	}
 	v.Health = []HealthRow{
-		{Label: "Validity", Value: load.ValidityVerdict(s), Bad: len(s.Invalid) > 0},
-		{Label: "Generator-bound", Value: load.GeneratorVerdict(s), Bad: s.GeneratorBound},
-		{Label: "Worker-bound", Value: load.WorkerVerdict(s), Bad: s.WorkerBound},
+		{Label: "Validity", Value: summary.ValidityVerdict(s), Bad: len(s.Invalid) > 0},
+		{Label: "Generator-bound", Value: summary.GeneratorVerdict(s), Bad: s.GeneratorBound},
+		{Label: "Worker-bound", Value: summary.WorkerVerdict(s), Bad: s.WorkerBound},
 		{Label: "Dropped arrivals", Value: dropped, Bad: s.Dropped > 0},
 		{Label: "Late arrivals (of which waited for a worker)", Value: strconv.FormatInt(s.Late, 10) + " (" + strconv.FormatInt(s.Queued, 10) + ")", Bad: s.Late*100 > s.Requests},
 		{Label: "Retries", Value: strconv.FormatInt(s.Retries, 10)},

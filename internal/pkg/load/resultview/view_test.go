@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 )
 
 // xssName is an endpoint name that would run script if the page did not
@@ -41,9 +42,9 @@ func render(t testing.TB, r *load.Result, checks []load.Check) string {
 }
 
 // renderRun is render for a run described by info.
-func renderRun(t testing.TB, r *load.Result, checks []load.Check, info *load.RunInfo) string {
+func renderRun(t testing.TB, r *load.Result, checks []load.Check, info *summary.RunInfo) string {
 	t.Helper()
-	s := load.Summarize(r, checks)
+	s := summary.Of(r, checks)
 	s.Run = info
 	var b bytes.Buffer
 	if err := BuildSummary(r, &s).Render(&b); err != nil {
@@ -55,7 +56,7 @@ func renderRun(t testing.TB, r *load.Result, checks []load.Check, info *load.Run
 func TestWriteHTMLEscapesRunStrings(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 5, xssName, "ok")
-	info := &load.RunInfo{Repository: `o/<b>r</b>`, Config: []load.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}}}
+	info := &summary.RunInfo{Repository: `o/<b>r</b>`, Config: []summary.ConfigRow{{Key: "headers.X", Value: `"><script>alert(2)</script>`}}}
 	r.Classes = map[string]int64{`<svg onload=alert(3)>`: 1}
 	page := renderRun(t, r, []load.Check{{Name: `http_req_duration{endpoint:<script>x</script>}:p99 < 1s`, Actual: "<i>1ms</i>", Passed: true}}, info)
 	for _, bad := range []string{"<script>document", "<img src=x", "<script>alert", "<svg onload", "<b>r</b>", "<script>x</script>", "<i>1ms"} {
@@ -106,7 +107,7 @@ func TestOneHourReportUnder1MB(t *testing.T) {
 		}
 	}
 	// The totals are the run's, never downsampled.
-	want := load.Summarize(r, nil).Latency.P99
+	want := summary.Of(r, nil).Latency.P99
 	for _, c := range v.Cards {
 		if c.Key == "p99_ms" && c.Raw != raw(want) {
 			t.Errorf("p99 card = %s, want %v from the full histogram", c.Raw, want)
@@ -252,7 +253,7 @@ func sampleSnapshot(sec int, names []string) *load.Snapshot {
 func TestHostsOfAMultiHostRun(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 3)
-	info := &load.RunInfo{Hosts: []load.HostRow{
+	info := &summary.RunInfo{Hosts: []summary.HostRow{
 		{ID: "w1", Host: "gen-a", Segments: "0,2", Requests: 3000, RPS: 1000, CPUPct: 80, ClockOffset: "1ms", Status: "ok"},
 		{ID: "w2", Host: "<gen-b>", Segments: "1", Requests: 1200, RPS: 400, Dropped: 3, ClockOffset: "-2ms", Status: "lost: lease expired"},
 	}}

@@ -1,4 +1,6 @@
-package load
+package summary
+
+import "github.com/forgeload/forgeload/internal/pkg/load"
 
 // RunInfo says where a run came from, for the HTML report and the JSON
 // result. Every field is optional; empty fields are left out of reports.
@@ -27,7 +29,7 @@ type RunInfo struct {
 	Hosts []HostRow `json:"hosts,omitempty"`
 	// Phases are the config's named phases, for a live dashboard's bands
 	// (the result has its own).
-	Phases []Phase `json:"-"`
+	Phases []load.Phase `json:"-"`
 }
 
 // ConfigRow is one key of a load config, as shown in reports.

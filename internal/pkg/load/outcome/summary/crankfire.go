@@ -1,4 +1,4 @@
-package load
+package summary
 
 // CrankfireFields are the top-level fields of Crankfire's JSON output,
 // embedded in [Summary] so that scripts written for Crankfire (`jq

@@ -1,37 +1,15 @@
-package load
+package summary
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-// Check is the outcome of one threshold, as shown in a summary: the
-// threshold's text (for example "http_req_duration:p99 < 300ms"), the value
-// it was compared with, formatted, and whether it passed.
-type Check struct {
-	Name   string `json:"name"`
-	Actual string `json:"actual"`
-	Passed bool   `json:"passed"`
-	// Skipped marks a baseline threshold checked without a baseline; it
-	// counts as passed.
-	Skipped bool `json:"skipped,omitempty"`
-}
-
-// SummaryWriter writes a summary of r and its threshold checks to w.
-// WriteText, WriteJSON and WriteMarkdown are SummaryWriters over the same
-// [Summary].
-type SummaryWriter func(w io.Writer, r *Result, checks []Check) error
-
-var (
-	_ SummaryWriter = WriteText
-	_ SummaryWriter = WriteJSON
-	_ SummaryWriter = WriteMarkdown
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
 // Latency is a latency summary in milliseconds.
@@ -46,7 +24,7 @@ type Latency struct {
 	Mean float64 `json:"mean_ms"`
 }
 
-func latencyOf(s *Stats) Latency {
+func latencyOf(s *load.Stats) Latency {
 	if s.Latency == nil || s.Latency.Count() == 0 {
 		return Latency{}
 	}
@@ -57,8 +35,6 @@ func latencyOf(s *Stats) Latency {
 		Max: ms(h.Max()), Min: ms(h.Min()), Mean: ms(h.Mean()),
 	}
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // EndpointSummary is one endpoint's row of a [Summary].
 type EndpointSummary struct {
@@ -94,12 +70,12 @@ type SecondSummary struct {
 	ErrorClasses       map[string]int64 `json:"error_classes,omitempty"`
 }
 
-// SummarySchemaVersion is the version of the [Summary] JSON layout, written
+// SchemaVersion is the version of the [Summary] JSON layout, written
 // as schema_version. Version 1 (no schema_version field) had no per-second
 // p99.9, late, status or error classes, no latency_hist and no run info.
-const SummarySchemaVersion = 2
+const SchemaVersion = 2
 
-// Summary is the reported view of a [Result]: what the text, JSON and
+// Summary is the reported view of a [load.Result]: what the text, JSON and
 // Markdown summaries show, and what the forge step outputs are read from.
 type Summary struct {
 	SchemaVersion  int              `json:"schema_version"`
@@ -126,24 +102,24 @@ type Summary struct {
 	Workers    int `json:"workers,omitempty"`
 	MaxWorkers int `json:"max_workers,omitempty"`
 	// GeneratorLate, GeneratorLateMaxMS and GeneratorBehindSeconds are the
-	// evidence of the generator falling behind ([GeneratorBehind]).
+	// evidence of the generator falling behind ([load.GeneratorBehind]).
 	GeneratorLate          int64   `json:"generator_late,omitempty"`
 	GeneratorLateMaxMS     float64 `json:"generator_late_max_ms,omitempty"`
 	GeneratorBehindSeconds []int   `json:"generator_behind_seconds,omitempty"`
 	GeneratorBound         bool    `json:"generator_bound"`
 	WorkerBound            bool    `json:"worker_bound"`
 	// Valid is false when the run did not deliver the load it was asked
-	// for; Invalid says why (see [Result.Validity]).
-	Valid       bool         `json:"valid"`
-	Invalid     []Invalidity `json:"invalid,omitempty"`
-	Stalled     int64        `json:"stalled,omitempty"`
-	Interrupted bool         `json:"interrupted"`
+	// for; Invalid says why (see [load.Result.Validity]).
+	Valid       bool              `json:"valid"`
+	Invalid     []load.Invalidity `json:"invalid,omitempty"`
+	Stalled     int64             `json:"stalled,omitempty"`
+	Interrupted bool              `json:"interrupted"`
 	// Unreported is a multi-host run's lost hosts' traffic counted
-	// without metrics, with its bound; see [Unreported].
-	Unreported       *Unreported       `json:"unreported,omitempty"`
+	// without metrics, with its bound; see [load.Unreported].
+	Unreported       *load.Unreported  `json:"unreported,omitempty"`
 	Endpoints        []EndpointSummary `json:"endpoints"`
 	Seconds          []SecondSummary   `json:"seconds"`
-	Thresholds       []Check           `json:"thresholds,omitempty"`
+	Thresholds       []load.Check      `json:"thresholds,omitempty"`
 	ThresholdsPassed bool              `json:"thresholds_passed"`
 	Protocol         *ProtocolSummary  `json:"protocol,omitempty"`
 	// Checks are the response checks (the config's checks:), each with
@@ -159,7 +135,7 @@ type Summary struct {
 	Run *RunInfo `json:"run,omitempty"`
 	// SUT is the resource use of each system under test (the job's
 	// service containers) during the run; absent when none was measured.
-	SUT []ResourceSummary `json:"sut,omitempty"`
+	SUT []load.ResourceSummary `json:"sut,omitempty"`
 	// Phases are the named phases' rows; absent without phases.
 	Phases []PhaseSummary `json:"phases,omitempty"`
 	// Aborted says which abort_on_fail threshold stopped the run, and
@@ -174,10 +150,10 @@ type Summary struct {
 	ErrorMessagesOther int64          `json:"error_messages_other,omitempty"`
 }
 
-// Summarize builds the reported view of r and checks.
-func Summarize(r *Result, checks []Check) Summary {
+// Of builds the reported view of r and its threshold checks.
+func Of(r *load.Result, checks []load.Check) Summary {
 	s := Summary{
-		SchemaVersion:  SummarySchemaVersion,
+		SchemaVersion:  SchemaVersion,
 		ElapsedSeconds: r.Elapsed.Seconds(),
 		Model:          "closed",
 		Requests:       r.Requests,
@@ -214,7 +190,7 @@ func Summarize(r *Result, checks []Check) Summary {
 	}
 	s.AchievedRatio, _ = r.AchievedRatio()
 	s.Workers, s.MaxWorkers = r.Workers, r.MaxWorkers
-	b := GeneratorBehind(r)
+	b := load.GeneratorBehind(r)
 	s.GeneratorLate, s.GeneratorLateMaxMS, s.GeneratorBehindSeconds = b.Late, ms(b.Max), b.Seconds
 	s.Invalid = r.Invalid
 	s.Valid = len(s.Invalid) == 0
@@ -258,12 +234,6 @@ func statusNames(m map[int]int64) map[string]int64 {
 	return out
 }
 
-// WriteJSON writes the [Summary] of r as indented JSON.
-func WriteJSON(w io.Writer, r *Result, checks []Check) error {
-	s := Summarize(r, checks)
-	return s.WriteJSON(w)
-}
-
 // WriteJSON writes s as indented JSON.
 func (s *Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -272,60 +242,6 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write json summary: %w", err)
 	}
 	return nil
-}
-
-// fmtMS formats milliseconds for a summary.
-func fmtMS(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v < 1:
-		return strconv.FormatFloat(v*1000, 'f', 0, 64) + "µs"
-	case v < 1000:
-		return strconv.FormatFloat(v, 'f', 2, 64) + "ms"
-	}
-	return strconv.FormatFloat(v/1000, 'f', 2, 64) + "s"
-}
-
-// fmtDur formats a duration with the same rules as fmtMS.
-func fmtDur(d time.Duration) string { return fmtMS(ms(d)) }
-
-func fmtBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	v, i := float64(n), -1
-	for v >= unit && i < 3 {
-		v /= unit
-		i++
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + "KMGT"[i:i+1] + "iB"
-}
-
-func fmtPct(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) + "%" }
-
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func fmtCounts(m map[string]int64) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var b strings.Builder
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s: %d", k, m[k])
-	}
-	return b.String()
 }
 
 // summaryRows returns the label/value rows shared by the text and Markdown
@@ -397,12 +313,12 @@ func summaryRows(s *Summary) [][2]string {
 // GeneratorVerdict says whether the generator itself fell behind, and what
 // to do about it: "no", or a sentence starting with "YES".
 func GeneratorVerdict(s *Summary) string {
-	b := Behind{Late: s.GeneratorLate, Max: time.Duration(s.GeneratorLateMaxMS * float64(time.Millisecond)), Seconds: s.GeneratorBehindSeconds}
+	b := load.Behind{Late: s.GeneratorLate, Max: time.Duration(s.GeneratorLateMaxMS * float64(time.Millisecond)), Seconds: s.GeneratorBehindSeconds}
 	if !s.GeneratorBound {
 		if b.Late == 0 {
 			return "no"
 		}
-		return "no (" + b.String() + "; it takes " + strconv.Itoa(GeneratorBehindSeconds) + " such seconds)"
+		return "no (" + b.String() + "; it takes " + strconv.Itoa(load.GeneratorBehindSeconds) + " such seconds)"
 	}
 	if s.Stalled > 0 {
 		return "YES: the generator stalled (a frozen process or host, not the target) and skipped " + strconv.FormatInt(s.Stalled, 10) +
@@ -441,8 +357,6 @@ func WorkerVerdict(s *Summary) string {
 		"(latencies are still measured from the intended send time). Raise max_concurrency if the target should take more requests in flight"
 }
 
-func fmtCores(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-
 func endpointCells(e *EndpointSummary) []string {
 	return []string{
 		e.Name, strconv.FormatInt(e.Requests, 10), strconv.FormatFloat(e.RPS, 'f', 1, 64),
@@ -453,7 +367,7 @@ func endpointCells(e *EndpointSummary) []string {
 var endpointHeader = []string{"Endpoint", "Requests", "RPS", "Errors", "p50", "p95", "p99", "Max"}
 
 // checkResult is PASS, FAIL or SKIP for one check.
-func checkResult(c Check) string {
+func checkResult(c load.Check) string {
 	if c.Skipped {
 		return "SKIP"
 	}
@@ -467,14 +381,8 @@ func passFail(ok bool) string {
 	return "FAIL"
 }
 
-// WriteText writes the summary of r as an aligned plain-text table, as
-// printed at the end of `forgeload load` and in the job log.
-func WriteText(w io.Writer, r *Result, checks []Check) error {
-	s := Summarize(r, checks)
-	return s.WriteText(w)
-}
-
-// WriteText writes s as an aligned plain-text table; see [WriteText].
+// WriteText writes s as an aligned plain-text table, as printed at the
+// end of `forgeload load` and in the job log.
 func (s *Summary) WriteText(w io.Writer) error {
 	checks := s.Thresholds
 	ew := &errWriter{w: w}
@@ -526,14 +434,8 @@ func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// WriteMarkdown writes the summary of r as GitHub-flavoured Markdown, for
+// WriteMarkdown writes s as GitHub-flavoured Markdown, for
 // GITHUB_STEP_SUMMARY and the forge's job summary.
-func WriteMarkdown(w io.Writer, r *Result, checks []Check) error {
-	s := Summarize(r, checks)
-	return s.WriteMarkdown(w)
-}
-
-// WriteMarkdown writes s as GitHub-flavoured Markdown; see [WriteMarkdown].
 func (s *Summary) WriteMarkdown(w io.Writer) error {
 	checks := s.Thresholds
 	ew := &errWriter{w: w}
@@ -602,29 +504,4 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	}
 	_, e.err = e.w.Write(p)
 	return len(p), nil
-}
-
-// FormatProgress returns the one-line live view of p, for example
-//
-//	[  10s] 998.0/1000.0 req/s  p50 1.20ms  p95 3.40ms  p99 5.60ms  errors 0 (0.00%)  in-flight 3  dropped 0
-//
-// followed, for each measured system under test, by its latest CPU and
-// memory, such as "  sut api cpu 0.42 cores (42.00%) mem 12.3 MiB".
-func FormatProgress(p Progress) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%4ds] ", int(p.Elapsed/time.Second))
-	b.WriteString(strconv.FormatFloat(p.RPS, 'f', 1, 64))
-	if p.TargetRPS > 0 {
-		b.WriteString("/" + strconv.FormatFloat(p.TargetRPS, 'f', 1, 64))
-	}
-	b.WriteString(" req/s  p50 " + fmtDur(p.P50) + "  p95 " + fmtDur(p.P95) + "  p99 " + fmtDur(p.P99))
-	rate := 0.0
-	if p.Requests > 0 {
-		rate = float64(p.Errors) / float64(p.Requests)
-	}
-	fmt.Fprintf(&b, "  errors %d (%s)  in-flight %d  dropped %d", p.Errors, fmtPct(rate), p.InFlight, p.Dropped)
-	for _, s := range p.SUT {
-		fmt.Fprintf(&b, "  sut %s cpu %s cores (%s) mem %s", s.Target, fmtCores(s.CPUCores), fmtPct(s.CPUShare()), fmtBytes(int64(s.MemBytes)))
-	}
-	return b.String()
 }

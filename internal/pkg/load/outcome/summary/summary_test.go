@@ -1,24 +1,26 @@
-package load
+package summary
 
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
+
+	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenResult builds a fixed two-endpoint result from snapshots, the way
 // the engine and the cluster coordinator do.
-func goldenResult() *Result {
-	r := &Result{Open: true, TargetRPS: 100, Elapsed: 10 * time.Second}
+func goldenResult() *load.Result {
+	r := &load.Result{Open: true, TargetRPS: 100, Elapsed: 10 * time.Second}
 	for sec := range 10 {
-		s := &Snapshot{Second: sec, TargetRPS: 100, Dropped: int64(sec % 2), InFlight: 2}
+		s := &load.Snapshot{Second: sec, TargetRPS: 100, Dropped: int64(sec % 2), InFlight: 2}
 		if s.Dropped > 0 {
 			s.DroppedBy = map[string]int64{"late": s.Dropped}
 		}
@@ -26,8 +28,8 @@ func goldenResult() *Result {
 			s.GeneratorLate, s.GeneratorLateMax = 15, time.Duration(sec)*10*time.Millisecond
 		}
 		for j, name := range []string{"GET /users", "POST /orders"} {
-			e := EndpointStats{Name: name}
-			e.Latency = NewHistogram()
+			e := load.EndpointStats{Name: name}
+			e.Latency = load.NewHistogram()
 			for i := range 50 {
 				d := time.Duration(1000+i*100*(j+1)) * time.Microsecond
 				e.Latency.Record(d)
@@ -55,7 +57,7 @@ func goldenResult() *Result {
 
 func TestSummaryGolden(t *testing.T) {
 	t.Parallel()
-	checks := []Check{
+	checks := []load.Check{
 		{Name: "http_req_duration:p99 < 300ms", Actual: "5.90ms", Passed: true},
 		{Name: "http_req_failed:rate < 0.1%", Actual: "0.30%", Passed: false},
 	}
@@ -66,16 +68,17 @@ func TestSummaryGolden(t *testing.T) {
 	r := goldenResult()
 	for _, tc := range []struct {
 		file string
-		fn   SummaryWriter
+		fn   func(*Summary, io.Writer) error
 	}{
-		{"summary.txt.golden", WriteText},
-		{"summary.json.golden", WriteJSON},
-		{"summary.md.golden", WriteMarkdown},
+		{"summary.txt.golden", (*Summary).WriteText},
+		{"summary.json.golden", (*Summary).WriteJSON},
+		{"summary.md.golden", (*Summary).WriteMarkdown},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			if err := tc.fn(&buf, r, checks); err != nil {
+			s := Of(r, checks)
+			if err := tc.fn(&s, &buf); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join("testdata", tc.file)
@@ -98,7 +101,7 @@ func TestSummaryGolden(t *testing.T) {
 // TestSummaryFlagsWhatBoundTheRun checks that arrivals that waited for a
 // free worker flag the run worker-bound (the target or the worker cap),
 // and that only sustained evidence of the generator's own lateness (at
-// least GeneratorBehindSeconds seconds with arrivals sent more than
+// least load.GeneratorBehindSeconds seconds with arrivals sent more than
 // GeneratorLateTolerance late while a worker was free) flags it
 // generator-bound: a timer a few milliseconds late, or a hiccup of a
 // second or two, never does.
@@ -120,9 +123,9 @@ func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
 		{name: "generator behind", late: 300, genLate: []int64{0, 30, 30, 30, 0}, gen: true},
 		{name: "both", late: 300, queued: 150, genLate: []int64{30, 30, 30, 30, 30}, gen: true, worker: true},
 	} {
-		r := &Result{Open: true, Elapsed: 5 * time.Second}
+		r := &load.Result{Open: true, Elapsed: 5 * time.Second}
 		for sec := range 5 {
-			snap := &Snapshot{Second: sec, Stats: Stats{Requests: 200, Late: tc.late / 5, Queued: tc.queued / 5}}
+			snap := &load.Snapshot{Second: sec, Stats: load.Stats{Requests: 200, Late: tc.late / 5, Queued: tc.queued / 5}}
 			if sec < len(tc.genLate) && tc.genLate[sec] > 0 {
 				snap.GeneratorLate, snap.GeneratorLateMax = 2*tc.genLate[sec], 40*time.Millisecond
 			}
@@ -139,7 +142,8 @@ func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
 			t.Errorf("%s: generator-bound %v, worker-bound %v; want %v, %v", tc.name, r.GeneratorBound, r.WorkerBound, tc.gen, tc.worker)
 		}
 		var buf bytes.Buffer
-		if err := WriteText(&buf, r, nil); err != nil {
+		s := Of(r, nil)
+		if err := s.WriteText(&buf); err != nil {
 			t.Fatal(err)
 		}
 		out := buf.String()
@@ -156,34 +160,4 @@ func TestSummaryFlagsWhatBoundTheRun(t *testing.T) {
 			t.Error("text summary has a thresholds section without checks")
 		}
 	}
-}
-
-func TestFormatProgress(t *testing.T) {
-	t.Parallel()
-	got := FormatProgress(Progress{Elapsed: 10 * time.Second, Requests: 200, Errors: 2, RPS: 998, TargetRPS: 1000,
-		P50: 1200 * time.Microsecond, P95: 3400 * time.Microsecond, P99: 1500 * time.Millisecond, InFlight: 3, Dropped: 1})
-	want := "[  10s] 998.0/1000.0 req/s  p50 1.20ms  p95 3.40ms  p99 1.50s  errors 2 (1.00%)  in-flight 3  dropped 1"
-	if got != want {
-		t.Errorf("FormatProgress = %q, want %q", got, want)
-	}
-	got = FormatProgress(Progress{Elapsed: time.Second, RPS: 5, P50: 300 * time.Microsecond})
-	if !strings.Contains(got, "5.0 req/s  p50 300µs") {
-		t.Errorf("closed-model progress = %q, want no target and µs precision", got)
-	}
-}
-
-func TestRunDeliversProgress(t *testing.T) {
-	t.Parallel()
-	// On the fake clock: the 2.5 s run was this package's longest wait.
-	synctest.Test(t, func(t *testing.T) {
-		var got []Progress
-		res, err := Run(t.Context(), Options{Requester: noop{}, Concurrency: 2, Rate: 100, Duration: 2500 * time.Millisecond,
-			ProgressInterval: time.Second, Progress: func(p Progress) { got = append(got, p) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) < 2 || got[len(got)-1].Requests != res.Requests || got[0].TargetRPS != 100 {
-			t.Errorf("progress = %+v, want one per second ending at %d requests", got, res.Requests)
-		}
-	})
 }
