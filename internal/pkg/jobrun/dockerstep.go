@@ -17,8 +17,8 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
-// dockerPoll is how often a docker:// step's container is looked at
-// while it runs.
+// dockerPoll is how often a docker:// step's container, whose output
+// has ended, is looked at until the Engine reports it exited.
 const dockerPoll = 200 * time.Millisecond
 
 // dockerStep is a uses: docker://image step: the image run once, to its
@@ -230,40 +230,29 @@ func (j *job) containerEnv(env map[string]string, f stepFiles) []string {
 	return out
 }
 
-// runContainer starts spec, waits for it to exit (bounded by ctx), copies
-// its output to the step's log (workflow commands apply) and returns its
-// exit code.
+// runContainer starts spec, streams its output to the step's log while it
+// runs (masked, and workflow commands apply), waits for it to exit
+// (bounded by ctx) and returns its exit code.
 func (j *stepJob) runContainer(ctx context.Context, eng Containers, spec container.Spec) (int, error) {
 	cid, err := eng.Start(ctx, spec)
 	if err != nil {
 		return 0, err
 	}
-	t := time.NewTicker(dockerPoll)
-	defer t.Stop()
-	var st container.State
-	for {
-		if st, err = eng.Inspect(ctx, cid); err != nil {
-			return 0, err
-		}
-		if !st.Running {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
-		case <-t.C:
-		}
-	}
 	sink := &stepOutput{j: j.job, outputs: map[string]string{}}
 	cmds := newCommands(sink, debugFlag(j.task) != "")
 	w := newLineWriter(j.Writer(), cmds)
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerCleanupTimeout)
-	defer cancel()
-	err = eng.Logs(lctx, cid, 0, w)
+	err = eng.FollowLogs(ctx, cid, w)
 	_ = w.Flush()
+	if ctx.Err() != nil {
+		return 0, context.Cause(ctx)
+	}
 	if merr := cmds.MaskErr(); merr != nil {
 		return 0, errors.Join(err, fmt.Errorf("a value it asked to mask with ::add-mask:: is not masked (%w)", merr))
 	}
+	if err != nil {
+		return 0, err
+	}
+	st, err := waitExited(ctx, eng, cid)
 	if err != nil {
 		return 0, err
 	}
@@ -271,4 +260,22 @@ func (j *stepJob) runContainer(ctx context.Context, eng Containers, spec contain
 		j.Logf("the container was killed for using more memory than its limit")
 	}
 	return st.ExitCode, nil
+}
+
+// waitExited waits for the container, whose output has ended, to be
+// seen as exited, and returns its state.
+func waitExited(ctx context.Context, eng Containers, cid string) (container.State, error) {
+	t := time.NewTicker(dockerPoll)
+	defer t.Stop()
+	for {
+		st, err := eng.Inspect(ctx, cid)
+		if err != nil || !st.Running {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
 }

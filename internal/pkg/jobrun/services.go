@@ -30,6 +30,7 @@ type Containers interface {
 	Inspect(ctx context.Context, id string) (container.State, error)
 	WaitHealthy(ctx context.Context, id string, interval time.Duration) error
 	Logs(ctx context.Context, id string, tail int, w io.Writer) error
+	FollowLogs(ctx context.Context, id string, w io.Writer) error
 	Stats(ctx context.Context, id string, fn func(container.Sample)) error
 	Exec(ctx context.Context, id string, cmd, env []string, dir, user string, stdout, stderr io.Writer) (int, error)
 	Reap(ctx context.Context, job string) (int, error)
