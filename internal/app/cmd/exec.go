@@ -361,6 +361,7 @@ func (l *localRun) runnerOptions() run.Options {
 			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+			BuildNetwork:     cfg.Container.AllowBuildNetwork,
 		},
 		ReportInterval: cfg.Runner.ReportInterval,
 	}

@@ -280,6 +280,10 @@ type Container struct {
 	// container.GatedOptions (--sysctl, --ulimit, --group-add) a job's
 	// options: may use. Default empty: none.
 	AllowedOptions []string `yaml:"allowed_options"`
+	// AllowBuildNetwork gives the RUN instructions of a Docker action's
+	// Dockerfile (runs.image: Dockerfile), built on the Engine, the
+	// Engine's default network. Default false: they run with no network.
+	AllowBuildNetwork bool `yaml:"allow_build_network"`
 }
 
 // Cache configures the cache server that `actions/cache` in jobs talks to

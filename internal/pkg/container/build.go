@@ -113,17 +113,30 @@ func copyBuildOutput(r io.Reader, out io.Writer) error {
 	}
 }
 
-// ImageID returns the id (sha256:...) of the image ref on the Engine, or
-// an error wrapping [ErrImageNotFound] when it has none of that name.
-func (e *Engine) ImageID(ctx context.Context, ref string) (string, error) {
+// Image is what [Engine.Image] reports of an image.
+type Image struct {
+	// ID is the image's id, sha256:...
+	ID string
+	// OnBuild are its ONBUILD triggers, which a build FROM it runs.
+	OnBuild []string
+}
+
+// Image returns the id and ONBUILD triggers of the image ref on the
+// Engine, or an error wrapping [ErrImageNotFound] when it has none of
+// that name.
+func (e *Engine) Image(ctx context.Context, ref string) (Image, error) {
 	res, err := e.cli.ImageInspect(ctx, ref)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("image %s: %w on the Docker Engine", ref, ErrImageNotFound)
+			return Image{}, fmt.Errorf("image %s: %w on the Docker Engine", ref, ErrImageNotFound)
 		}
-		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+		return Image{}, fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	return res.ID, nil
+	img := Image{ID: res.ID}
+	if res.Config != nil {
+		img.OnBuild = res.Config.OnBuild
+	}
+	return img, nil
 }
 
 // FollowLogs copies the container's stdout and stderr to w as it writes

@@ -72,7 +72,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	case isNodeAction(a):
 		return j.newNodeStep(st, a, file, s.dir, s.inputs, s.env)
 	case a.Runs.Using == "docker":
-		return newDockerActionStep(ec, st, a, file, s.inputs, s.env)
+		return newDockerActionStep(ec, st, a, file, s.dir, s.inputs, s.env)
 	}
 	return s, nil
 }
@@ -113,11 +113,11 @@ func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file stri
 			return nil, "", err
 		}
 	case a.Runs.Using == "docker":
-		if err := j.checkDockerAction(a, file); err != nil {
+		if err := j.checkDockerAction(a, file, filepath.Join(base, rel)); err != nil {
 			return nil, "", err
 		}
 	case a.Runs.Using != "composite":
-		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite, docker with an image and, with runner.node, JavaScript ones)", file, a.Runs.Using)
+		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite, docker and, with runner.node, JavaScript ones)", file, a.Runs.Using)
 	}
 	return a, file, nil
 }

@@ -9,8 +9,10 @@
 // which also runs this daemon's cluster segments), a compositeStep (a
 // composite action, local `./path` or remote `owner/repo@ref`, whose steps
 // run as parts of it), a nodeStep (a JavaScript action, with the admin's
-// Node.js; its post: runs at the job's end), a dockerStep (`docker://`,
-// on the Docker Engine), or an unsupportedStep that fails saying what runs
+// Node.js; its post: runs at the job's end), a dockerStep (`docker://`, or a
+// Docker action, whose Dockerfile it builds first: dockerbuild.go holds
+// to the job's pull policy what the build may take, and dockerfile.go
+// reads the Dockerfile; on the Docker Engine, its output streamed), or an unsupportedStep that fails saying what runs
 // instead. Before any step runs, checkSteps reports every step the job
 // has that this runner cannot run, and fetches its remote actions (with
 // git, through the [ActionCache], by commit) into the task directory. A

@@ -135,6 +135,11 @@ type Config struct {
 	// beyond Docker's defaults (container.allowed_capabilities and
 	// container.allowed_options); the zero value allows nothing.
 	OptionsPolicy container.Policy
+	// BuildNetwork gives the image builds of Docker actions (runs.image:
+	// Dockerfile) the Engine's default network
+	// (container.allow_build_network). Default false: RUN instructions
+	// have no network.
+	BuildNetwork bool
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
