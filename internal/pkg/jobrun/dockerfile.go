@@ -41,7 +41,12 @@ type instruction struct {
 	args        string // the rest, continuations joined
 }
 
-var directiveRe = regexp.MustCompile(`^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$`)
+var (
+	directiveRe = regexp.MustCompile(`^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$`)
+	// autoPlatformRe matches --platform=$BUILDPLATFORM and
+	// $TARGETPLATFORM, which BuildKit defines.
+	autoPlatformRe = regexp.MustCompile(`^\$(\{(BUILD|TARGET)PLATFORM\}|(BUILD|TARGET)PLATFORM)$`)
+)
 
 // parseDockerfile reads a Dockerfile's instructions as Docker's parser
 // does: parser directives (escape=) first, comments, and lines continued
@@ -167,6 +172,12 @@ func (d *dockerfile) from(in instruction, args map[string]*string, stages map[st
 		k, v, _ := strings.Cut(f, "=")
 		if k != "--platform" {
 			return fmt.Errorf("%s: %s is not a flag of FROM (only --platform is)", at, k)
+		}
+		if autoPlatformRe.MatchString(v) {
+			// BuildKit's own ARGs, which the classic builder lacks: the
+			// build and target platform are the Engine's, whose variant
+			// of the image the pull policy made present.
+			continue
 		}
 		p, err := expandArgs(v, args)
 		if err != nil {

@@ -22,6 +22,7 @@ func TestParseDockerfileImages(t *testing.T) {
 		{"multi-stage", "FROM golang:1 AS build\nRUN go build\nFROM debian:12\nCOPY --from=build /x /x\nCOPY --from=0 /y /y\n", []string{"golang:1", "debian:12"}},
 		{"stage used as base", "FROM alpine:3 AS base\nFROM base\nFROM BASE AS two\n", []string{"alpine:3"}},
 		{"platform", "FROM --platform=linux/amd64 alpine:3\n", []string{"alpine:3"}},
+		{"BuildKit's platform args", "FROM --platform=$BUILDPLATFORM golang:1 AS b\nFROM --platform=${TARGETPLATFORM} debian:12\n", []string{"golang:1", "debian:12"}},
 		{"arg default", "ARG BASE=alpine:3\nARG TAG=\"12\"\nFROM $BASE\nFROM debian:${TAG}\nFROM busybox:${NONE:-1}\n", []string{"alpine:3", "debian:12", "busybox:1"}},
 		{"arg default ignored when set", "ARG V=2\nFROM busybox:${V:-1}${V:+-x}\n", []string{"busybox:2-x"}},
 		{"continuation", "FROM \\\n  alpine:3 \\\n  AS b\nRUN a \\\n\n  # comment\n  b\n", []string{"alpine:3"}},
@@ -55,7 +56,7 @@ func TestParseDockerfileRefused(t *testing.T) {
 		{"arg without default", "ARG BASE\nFROM ${BASE}\n", "Dockerfile:2: FROM ${BASE}: ARG BASE has no default, and this runner passes no --build-arg"},
 		{"arg of arg", "ARG A=x\nARG B=$A\nFROM $B\n", "Dockerfile:3: FROM $B: the value of $B uses another variable"},
 		{"other substitution", "ARG A=x\nFROM ${A%x}\n", "is not a substitution this runner resolves"},
-		{"platform arg", "FROM --platform=$BUILDPLATFORM alpine:3\n", "Dockerfile:1: FROM --platform: $BUILDPLATFORM is not an ARG declared"},
+		{"platform arg", "FROM --platform=$HOSTPLATFORM alpine:3\n", "Dockerfile:1: FROM --platform: $HOSTPLATFORM is not an ARG declared"},
 		{"bad flag", "FROM --pull alpine:3\n", "Dockerfile:1: FROM: --pull is not a flag of FROM"},
 		{"bad shape", "FROM a b\n", "Dockerfile:1: FROM a b: want FROM [--platform=...] image [AS name]"},
 		{"empty image", "ARG A=\"\"\nFROM $A\n", "Dockerfile:2: FROM $A: names no image"},
@@ -77,13 +78,13 @@ func TestParseDockerfileRefused(t *testing.T) {
 // keeps every other line where it was.
 func TestDockerfileRewrite(t *testing.T) {
 	t.Parallel()
-	doc := "ARG B=alpine:3\nFROM --platform=linux/amd64 \\\n  $B AS build\nRUN echo \\\n  hi\nFROM scratch\nCOPY --from=busybox:1 --chown=1 /bin/busybox /bb\nCOPY --from=build /x /x\n"
+	doc := "ARG B=alpine:3\nFROM --platform=linux/amd64 \\\n  $B AS build\nRUN echo \\\n  hi\nFROM scratch\nCOPY --from=busybox:1 --chown=1 /bin/busybox /bb\nCOPY --from=build /x /x\nFROM --platform=$BUILDPLATFORM alpine:3\n"
 	d, err := parseDockerfile("Dockerfile", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := string(d.rewrite(map[string]string{"alpine:3": "sha256:aaa", "busybox:1": "sha256:bbb"}))
-	want := "ARG B=alpine:3\nFROM --platform=linux/amd64 sha256:aaa AS build\n\nRUN echo \\\n  hi\nFROM scratch\nCOPY --from=sha256:bbb --chown=1 /bin/busybox /bb\nCOPY --from=build /x /x\n"
+	want := "ARG B=alpine:3\nFROM --platform=linux/amd64 sha256:aaa AS build\n\nRUN echo \\\n  hi\nFROM scratch\nCOPY --from=sha256:bbb --chown=1 /bin/busybox /bb\nCOPY --from=build /x /x\nFROM sha256:aaa\n"
 	if got != want {
 		t.Errorf("rewrite:\n%s\nwant:\n%s", got, want)
 	}
