@@ -224,3 +224,37 @@ func TestDockerfileActionRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileActionLocalWithNetwork: a local Docker action (uses:
+// ./act, written to the workspace by an earlier step) is built from the
+// workspace when its step starts, and where the admin allows the build
+// network (container.allow_build_network) its RUN instructions have one
+// (an interface besides lo). The image then runs its own CMD.
+func TestDockerfileActionLocalWithNetwork(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	opts.BuildNetwork = true
+	v := h.run(`on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: |
+          mkdir -p act
+          printf 'runs:\n  using: docker\n  image: Dockerfile\n' > act/action.yml
+          printf 'FROM `+img+`\nCOPY nonce /\nRUN echo "build network:" $(ls /sys/class/net)\nCMD ["/bin/sh", "-c", "echo local-action-ran"]\n' > act/Dockerfile
+          echo `+nonce(t)+` > act/nonce
+      - uses: ./act
+`, opts)
+	log := logText(v)
+	removeBuiltImages(t, log, imageID(t, img))
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "network: the Engine's default")
+	wantContains(t, "log", log, "local-action-ran")
+	if m := regexp.MustCompile(`(?m)^build network: (.*)$`).FindStringSubmatch(log); m == nil || !strings.Contains(m[1], "eth0") {
+		t.Fatalf("the build had no network interface besides lo: %q; log:\n%s", m, log)
+	}
+}
