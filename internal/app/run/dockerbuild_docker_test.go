@@ -6,12 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/forgeload/forgeload/internal/pkg/container"
@@ -46,7 +49,9 @@ func removeBuiltImages(t *testing.T, log, base string) {
 		defer cancel()
 		for i, ref := range refs {
 			_, err := cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{PruneChildren: true})
-			if err != nil && i == 0 {
+			// A build that failed tagged nothing; step images go with
+			// the image built on them.
+			if err != nil && i == 0 && !cerrdefs.IsNotFound(err) {
 				t.Errorf("remove %s: %v", ref, err)
 			}
 		}
@@ -191,7 +196,7 @@ func TestDockerfileActionRefused(t *testing.T) {
 	for _, tt := range []struct{ name, dockerfile, want string }{
 		{"onbuild", "FROM " + onbuild + "\n", "action.yml: runs.image: Dockerfile:1: FROM " + onbuild + ": its ONBUILD ADD http://169.254.169.254/latest /x cannot run in a build here"},
 		{"outside", "", `action.yml: runs.image: "../Dockerfile" is not a file inside the action`},
-		{"missing", "", "action.yml: runs.image: Dockerfile: no such file"},
+		{"missing", "", "action.yml: runs.image: Dockerfile: no such file in the action's directory"},
 		{"arg", "ARG BASE\nFROM $BASE\n", "action.yml: runs.image: Dockerfile:2: FROM $BASE: ARG BASE has no default, and this runner passes no --build-arg"},
 		{"add-url", "FROM scratch\nADD http://169.254.169.254/latest /x\n", "action.yml: runs.image: Dockerfile:2: ADD http://169.254.169.254/latest: a URL would be fetched by the Docker Engine itself"},
 		{"absent", "FROM scratch AS a\nFROM forgeload-test-absent:" + nonce(t) + "\n", "action.yml: runs.image: Dockerfile:2: FROM forgeload-test-absent:"},
@@ -256,5 +261,39 @@ jobs:
 	wantContains(t, "log", log, "local-action-ran")
 	if m := regexp.MustCompile(`(?m)^build network: (.*)$`).FindStringSubmatch(log); m == nil || !strings.Contains(m[1], "eth0") {
 		t.Fatalf("the build had no network interface besides lo: %q; log:\n%s", m, log)
+	}
+}
+
+// TestDockerfileActionContextConfined: the build context is the action's
+// directory as it is: a symlink in it that leads to a file of the host is
+// sent as a symlink, so the host file's content never reaches the image
+// (the build fails to COPY it), and a FIFO in it fails the step, naming
+// it, before anything is built.
+func TestDockerfileActionContextConfined(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	secret := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(secret, []byte("host-secret-"+nonce(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := `      - run: |
+          mkdir -p act
+          printf 'runs:\n  using: docker\n  image: Dockerfile\n' > act/action.yml
+          printf 'FROM ` + img + `\nCOPY leak /leak\nCMD ["/bin/cat", "/leak"]\n' > act/Dockerfile
+`
+	for _, tt := range []struct{ name, setup, want string }{
+		{"symlink", "          ln -s " + secret + " act/leak\n", "Dockerfile: build image forgeload-action:"},
+		{"fifo", "          mkfifo act/leak\n", "action.yml: the build context: leak is not a regular file, directory or symlink"},
+	} {
+		v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n"+write+tt.setup+"      - uses: ./act\n", opts)
+		log := logText(v)
+		removeBuiltImages(t, log, imageID(t, img))
+		if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, tt.want) {
+			t.Errorf("%s: result %v, want FAILURE with %q; log:\n%s", tt.name, v.Result, tt.want, log)
+		}
+		if strings.Contains(log, "host-secret-") {
+			t.Errorf("%s: the host file reached the build:\n%s", tt.name, log)
+		}
 	}
 }

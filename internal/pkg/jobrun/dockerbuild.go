@@ -68,6 +68,9 @@ func (j *job) readActionDockerfile(b *actionBuild) (*dockerfile, string, error) 
 	}
 	defer root.Close()
 	data, err := jobfile.ReadIn(root, rel, rel, maxDockerfileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("%s: runs.image: %s: no such file in the action's directory; give the Dockerfile's path relative to action.yml, or an image (docker://name:tag)", b.file, rel)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: runs.image: %w", b.file, err)
 	}
