@@ -297,3 +297,43 @@ func TestDockerfileActionContextConfined(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileActionBounds: a build that runs past
+// container.build_timeout is stopped and fails its step saying so, and an
+// action's directory of more than 64 MiB is refused before anything is
+// sent to the Engine.
+func TestDockerfileActionBounds(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	opts.BuildTimeout = 2 * time.Second
+	write := `      - run: |
+          mkdir -p act
+          printf 'runs:\n  using: docker\n  image: Dockerfile\n' > act/action.yml
+          printf 'FROM ` + img + `\nCOPY nonce /\nRUN echo build-started && sleep 120\n' > act/Dockerfile
+          echo ` + nonce(t) + ` > act/nonce
+`
+	for _, tt := range []struct{ name, setup, want string }{
+		{"timeout", "", "act/action.yml: runs.image: Dockerfile: build image forgeload-action:"},
+		{"size", "          head -c 67108865 /dev/zero > act/big\n", "act/action.yml: the build context: the action's directory holds more than 64 MiB"},
+	} {
+		start := time.Now()
+		v := h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n"+write+tt.setup+"      - uses: ./act\n", opts)
+		log := logText(v)
+		removeBuiltImages(t, log, imageID(t, img))
+		if v.Result != runnerv1.Result_RESULT_FAILURE || !strings.Contains(log, tt.want) {
+			t.Errorf("%s: result %v, want FAILURE with %q; log:\n%s", tt.name, v.Result, tt.want, log)
+		}
+		if tt.name == "timeout" {
+			if !strings.Contains(log, "build-started") || !strings.Contains(log, "the build took more than 2s (container.build_timeout)") {
+				t.Errorf("timeout: the log does not say the build started and was stopped by container.build_timeout:\n%s", log)
+			}
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("timeout: the job took %v; the build was not stopped", d)
+			}
+		}
+		if tt.name == "size" && strings.Contains(log, "building forgeload-action:") {
+			t.Errorf("size: a build started:\n%s", log)
+		}
+	}
+}

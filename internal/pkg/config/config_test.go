@@ -695,8 +695,9 @@ func TestContainerAllowLists(t *testing.T) {
 }
 
 // container.allow_build_network is off unless the file or the
-// environment turns it on; a value that is not a bool names the key.
-func TestAllowBuildNetwork(t *testing.T) {
+// environment turns it on, and container.build_timeout is 10m unless set;
+// a value of the wrong kind names the key.
+func TestDockerActionBuildSettings(t *testing.T) {
 	t.Parallel()
 	if Default().Container.AllowBuildNetwork {
 		t.Fatal("Default() allows the build network")
@@ -713,6 +714,15 @@ func TestAllowBuildNetwork(t *testing.T) {
 	}
 	if _, err := Parse("f.yaml", []byte("container:\n  allow_build_network: sometimes\n"), nil); err == nil || !strings.Contains(err.Error(), "container.allow_build_network") {
 		t.Fatalf("Parse error = %v, want one naming container.allow_build_network", err)
+	}
+	if d := Default().Container.BuildTimeout; d != 10*time.Minute {
+		t.Fatalf("Default().Container.BuildTimeout = %v, want 10m", d)
+	}
+	if c, err = Parse("f.yaml", []byte("container:\n  build_timeout: 90s\n"), nil); err != nil || c.Container.BuildTimeout != 90*time.Second {
+		t.Fatalf("Parse build_timeout: 90s = %v, %v", c.Container.BuildTimeout, err)
+	}
+	if _, err := Parse("f.yaml", []byte("container:\n  build_timeout: 0s\n"), nil); err == nil || !strings.Contains(err.Error(), "container.build_timeout") {
+		t.Fatalf("Parse error = %v, want one naming container.build_timeout", err)
 	}
 }
 

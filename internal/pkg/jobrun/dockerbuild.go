@@ -27,9 +27,9 @@ const (
 	MaxActionContextBytes = 64 << 20
 	// maxActionContextFiles bounds how many entries it has.
 	maxActionContextFiles = 10000
-	// ActionBuildTimeout bounds one build (within the step's and the job's
-	// own timeouts).
-	ActionBuildTimeout = 10 * time.Minute
+	// DefaultBuildTimeout bounds one build (within the step's and the
+	// job's own timeouts) unless Config.BuildTimeout says otherwise.
+	DefaultBuildTimeout = 10 * time.Minute
 	// actionImageRepo is the repository of the images built for actions,
 	// tagged by what went into them.
 	actionImageRepo = "forgeload-action"
@@ -90,7 +90,7 @@ func (j *job) readActionDockerfile(b *actionBuild) (*dockerfile, string, error) 
 // the hash of that context (Dockerfile included), so a second use of the
 // same action, in this job or a later one, reuses it. The build runs
 // without network unless the admin allows it (container.allow_build_network),
-// for at most ActionBuildTimeout, its output in the step's log.
+// for at most Config.BuildTimeout, its output in the step's log.
 func (j *stepJob) buildActionImage(ctx context.Context, eng Containers, b *actionBuild) (string, error) {
 	df, rel, err := j.readActionDockerfile(b)
 	if err != nil {
@@ -133,7 +133,7 @@ func (j *stepJob) buildActionImage(ctx context.Context, eng Containers, b *actio
 		network = "the Engine's default"
 	}
 	j.Logf("[docker] %s: building %s from %s (%s of context; network: %s)", b.uses, tag, rel, jobfile.Size(int64(len(tarball))), network)
-	bctx, cancel := context.WithTimeoutCause(ctx, ActionBuildTimeout, fmt.Errorf("the build took more than %v", ActionBuildTimeout))
+	bctx, cancel := context.WithTimeoutCause(ctx, j.deps.BuildTimeout, fmt.Errorf("the build took more than %v (container.build_timeout)", j.deps.BuildTimeout))
 	defer cancel()
 	err = eng.Build(bctx, container.Build{
 		Context: bytes.NewReader(tarball), Dockerfile: rel, Tag: tag, Network: j.deps.BuildNetwork,

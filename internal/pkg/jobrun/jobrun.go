@@ -140,6 +140,9 @@ type Config struct {
 	// (container.allow_build_network). Default false: RUN instructions
 	// have no network.
 	BuildNetwork bool
+	// BuildTimeout bounds one such build (container.build_timeout), within
+	// the step's and the job's timeouts. Default 10m.
+	BuildTimeout time.Duration
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
@@ -183,6 +186,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ServiceTimeout <= 0 {
 		c.ServiceTimeout = DefaultServiceTimeout
+	}
+	if c.BuildTimeout <= 0 {
+		c.BuildTimeout = DefaultBuildTimeout
 	}
 	if c.PullPolicy == "" {
 		c.PullPolicy = container.PullMissing
