@@ -427,6 +427,8 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+			BuildNetwork:     cfg.Container.AllowBuildNetwork,
+			BuildTimeout:     cfg.Container.BuildTimeout,
 		},
 		ReportInterval: cfg.Runner.ReportInterval,
 		CloseTimeout:   cfg.Runner.FinalReportTimeout,

@@ -362,6 +362,8 @@ func (l *localRun) runnerOptions() run.Options {
 			Node:             cfg.Runner.Node,
 			ValidVolumes:     cfg.Container.ValidVolumes,
 			OptionsPolicy:    container.Policy{Capabilities: cfg.Container.AllowedCapabilities, Options: cfg.Container.AllowedOptions},
+			BuildNetwork:     cfg.Container.AllowBuildNetwork,
+			BuildTimeout:     cfg.Container.BuildTimeout,
 		},
 		ReportInterval: cfg.Runner.ReportInterval,
 	}

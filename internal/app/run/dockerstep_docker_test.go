@@ -2,7 +2,11 @@ package run
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
+	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
@@ -80,4 +84,59 @@ runs:
 		t.Fatalf("result %v; log:\n%s", v.Result, log)
 	}
 	wantContains(t, "log", log, "docker action for you env=hi-you input=you")
+}
+
+// TestDockerStepOutputIsLive: a docker:// step's output reaches the forge
+// while the container runs: the test sees its first line, and only then
+// lets it end (through a file in the workspace). Before, the output was
+// copied when the container exited, so the line never came while it ran.
+func TestDockerStepOutputIsLive(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	opts.ReportInterval = 100 * time.Millisecond
+	task := h.fetch(forgetest.Job{Payload: []byte(`on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: docker://` + img + `
+        with:
+          entrypoint: /bin/sh
+          args: -c 'echo "live-line in $GITHUB_WORKSPACE"; while ! test -e "$GITHUB_WORKSPACE/release"; do sleep 0.05; done; echo after-release'
+`)})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.runner(opts).Run(ctx, task) }()
+	lineRe := regexp.MustCompile(`live-line in (/\S+)`)
+	var ws string
+	for deadline := time.Now().Add(30 * time.Second); ws == "" && time.Now().Before(deadline); {
+		if m := lineRe.FindStringSubmatch(logText(h.forge.Task(task.GetId()))); m != nil {
+			ws = m[1]
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the job ended (%v) before the test let the container end; log:\n%s", err, logText(h.forge.Task(task.GetId())))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if ws == "" {
+		cancel()
+		<-done
+		t.Fatalf("the container's first line did not reach the forge while it ran; log:\n%s", logText(h.forge.Task(task.GetId())))
+	}
+	if err := os.WriteFile(filepath.Join(ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	v := h.forge.Task(task.GetId())
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("result %v; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "after-release")
 }

@@ -284,6 +284,13 @@ type Container struct {
 	// container.GatedOptions (--sysctl, --ulimit, --group-add) a job's
 	// options: may use. Default empty: none.
 	AllowedOptions []string `yaml:"allowed_options"`
+	// AllowBuildNetwork gives the RUN instructions of a Docker action's
+	// Dockerfile (runs.image: Dockerfile), built on the Engine, the
+	// Engine's default network. Default false: they run with no network.
+	AllowBuildNetwork bool `yaml:"allow_build_network"`
+	// BuildTimeout bounds the build of one Docker action's image (within
+	// the step's and the job's timeouts). Default 10m; must be above 0.
+	BuildTimeout time.Duration `yaml:"build_timeout"`
 }
 
 // Cache configures the cache server that `actions/cache` in jobs talks to
@@ -344,6 +351,7 @@ const (
 	DefaultClusterMaxSegment   = 1
 	DefaultPullPolicy          = "missing"
 	DefaultServiceTimeout      = 5 * time.Minute
+	DefaultBuildTimeout        = 10 * time.Minute
 
 	// MaxRequestTimeout bounds every forge request, and so runner.fetch_timeout.
 	MaxRequestTimeout = 60 * time.Second
@@ -424,7 +432,7 @@ func Default() *Config {
 			CoordinatorLostAfter: DefaultClusterCoordinatorLostAfter,
 		},
 		Cache:     Cache{MaxMB: DefaultCacheMaxMB},
-		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, ValidVolumes: []string{}, AllowedCapabilities: []string{}, AllowedOptions: []string{}},
+		Container: Container{PullPolicy: DefaultPullPolicy, ServiceTimeout: DefaultServiceTimeout, BuildTimeout: DefaultBuildTimeout, ValidVolumes: []string{}, AllowedCapabilities: []string{}, AllowedOptions: []string{}},
 	}
 }
 

@@ -697,6 +697,38 @@ func TestContainerAllowLists(t *testing.T) {
 	}
 }
 
+// container.allow_build_network is off unless the file or the
+// environment turns it on, and container.build_timeout is 10m unless set;
+// a value of the wrong kind names the key.
+func TestDockerActionBuildSettings(t *testing.T) {
+	t.Parallel()
+	if Default().Container.AllowBuildNetwork {
+		t.Fatal("Default() allows the build network")
+	}
+	c, err := Parse("f.yaml", []byte("container:\n  allow_build_network: true\n"), nil)
+	if err != nil || !c.Container.AllowBuildNetwork {
+		t.Fatalf("Parse = %+v, %v; want allow_build_network on", c, err)
+	}
+	c, err = Parse("f.yaml", []byte("container: {}\n"), func(k string) string {
+		return map[string]string{"FORGELOAD_CONTAINER_ALLOW_BUILD_NETWORK": "true"}[k]
+	})
+	if err != nil || !c.Container.AllowBuildNetwork {
+		t.Fatalf("Parse with FORGELOAD_CONTAINER_ALLOW_BUILD_NETWORK = %+v, %v; want it on", c, err)
+	}
+	if _, err := Parse("f.yaml", []byte("container:\n  allow_build_network: sometimes\n"), nil); err == nil || !strings.Contains(err.Error(), "container.allow_build_network") {
+		t.Fatalf("Parse error = %v, want one naming container.allow_build_network", err)
+	}
+	if d := Default().Container.BuildTimeout; d != 10*time.Minute {
+		t.Fatalf("Default().Container.BuildTimeout = %v, want 10m", d)
+	}
+	if c, err = Parse("f.yaml", []byte("container:\n  build_timeout: 90s\n"), nil); err != nil || c.Container.BuildTimeout != 90*time.Second {
+		t.Fatalf("Parse build_timeout: 90s = %v, %v", c.Container.BuildTimeout, err)
+	}
+	if _, err := Parse("f.yaml", []byte("container:\n  build_timeout: 0s\n"), nil); err == nil || !strings.Contains(err.Error(), "container.build_timeout") {
+		t.Fatalf("Parse error = %v, want one naming container.build_timeout", err)
+	}
+}
+
 // FuzzLoadRegistration: any .runner content is loaded or refused, never a
 // panic, and what loads has every required field, with no character that
 // could break the HTTP headers it is sent in.

@@ -65,6 +65,7 @@ func defaultDurations() map[string]time.Duration {
 		"metrics.readiness_grace":     DefaultReadinessGrace,
 		"metrics.load_retention":      DefaultLoadRetention,
 		"container.service_timeout":   DefaultServiceTimeout,
+		"container.build_timeout":     DefaultBuildTimeout,
 	}
 }
 
@@ -259,6 +260,7 @@ func (p *parser) containerSection(ct *Container) {
 		p.bad("container.pull_policy", "%q is not a pull policy (want never, missing or always)", ct.PullPolicy)
 	}
 	p.positive("container.service_timeout", ct.ServiceTimeout)
+	p.positive("container.build_timeout", ct.BuildTimeout)
 	for i, g := range ct.ValidVolumes {
 		if _, err := path.Match(g, "/"); err != nil || g == "" || (!strings.HasPrefix(g, "/") && strings.Contains(g, "/")) {
 			p.bad(fmt.Sprintf("container.valid_volumes[%d]", i), "%q is neither an absolute path glob (such as /srv/fixtures/*) nor a volume name glob (such as cache-*)", g)

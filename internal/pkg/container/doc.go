@@ -5,8 +5,10 @@
 // (github.com/moby/moby/client) in one concrete type, [Engine], whose
 // methods are the few operations a job needs: pull an image under a
 // [PullPolicy], start a container from a [Spec], wait until it is healthy,
-// read its logs, stream its resource use as [Sample] values, run a command
-// in it, and remove it.
+// read its logs (or follow them while it runs), stream its resource use
+// as [Sample] values, run a command in it, and remove it; and build an
+// image from a context the caller gives ([Engine.Build], with the classic
+// builder, no network unless asked, and no pull of a missing base).
 //
 // # Ownership and cleanup
 //

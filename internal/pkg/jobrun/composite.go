@@ -32,6 +32,7 @@ type compositeStep struct {
 	name   string
 	uses   string
 	dir    string // the action's directory: GITHUB_ACTION_PATH
+	file   string // its action.yml, for messages
 	action *workflow.Action
 	inputs map[string]any
 	env    map[string]string // the uses: step's own env:, resolved
@@ -57,7 +58,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	if err != nil {
 		return nil, err
 	}
-	s := &compositeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), action: a}
+	s := &compositeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), file: file, action: a}
 	if s.inputs, s.notes, err = resolveInputs(ec, a, st.With, file); err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	case isNodeAction(a):
 		return j.newNodeStep(ec, st, a, file, base, rel, s.inputs, s.env)
 	case a.Runs.Using == "docker":
-		return newDockerActionStep(ec, st, a, file, s.inputs, s.env)
+		return newDockerActionStep(ec, st, a, file, s.dir, s.inputs, s.env)
 	}
 	return s, nil
 }
@@ -112,11 +113,11 @@ func (j *job) loadAction(base, rel, label string) (a *workflow.Action, file stri
 			return nil, "", err
 		}
 	case a.Runs.Using == "docker":
-		if err := j.checkDockerAction(a, file); err != nil {
+		if err := j.checkDockerAction(a, file, filepath.Join(base, rel)); err != nil {
 			return nil, "", err
 		}
 	case a.Runs.Using != "composite":
-		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite, docker with an image and, with runner.node, JavaScript ones)", file, a.Runs.Using)
+		return nil, "", fmt.Errorf("%s: runs.using: %s actions are not run by this runner yet (only composite, docker and, with runner.node, JavaScript ones)", file, a.Runs.Using)
 	}
 	return a, file, nil
 }
@@ -188,7 +189,7 @@ func (s *compositeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, m
 			}
 		}
 		if why != "" {
-			j.Logf("::error::%s: runs.steps[%d] uses %q: %s; %s", s.uses, k, st.Uses, why, instead)
+			j.Logf("::error::%s: %s: runs.steps[%d] uses %q: %s; %s", s.uses, s.file, k, st.Uses, why, instead)
 			return runnerv1.Result_RESULT_FAILURE, nil
 		}
 	}
@@ -231,7 +232,7 @@ func (c *compositeRun) runOne(ctx context.Context, k int, st workflow.Step) {
 	name := st.DisplayName()
 	ok, err := ec.EvalIf(st.If)
 	if err != nil {
-		c.j.Logf("::error::%s: runs.steps[%d] %q: if: %v", c.s.uses, k, name, err)
+		c.j.Logf("::error::%s: %s: runs.steps[%d] %q: if: %v", c.s.uses, c.s.file, k, name, err)
 		c.record(st, "failure", "failure", nil)
 		c.status = workflow.StatusFailure
 		return
@@ -273,7 +274,7 @@ func (c *compositeRun) resolve(ec *workflow.Context, st workflow.Step, name stri
 	}
 	sh, err := c.j.newShellStep(ec, st)
 	if err != nil {
-		return nil, fmt.Errorf("%s: step %q: %w", c.s.uses, name, err)
+		return nil, fmt.Errorf("%s: %s: runs.steps: step %q: %w", c.s.uses, c.s.file, name, err)
 	}
 	env := maps.Clone(c.s.env)
 	env["GITHUB_ACTION_PATH"] = c.s.dir
@@ -300,7 +301,7 @@ func (c *compositeRun) finish() (runnerv1.Result, map[string]string) {
 	for _, id := range c.s.action.OutputIDs {
 		v, err := ec.Interpolate(c.s.action.Outputs[id].Value)
 		if err != nil {
-			c.j.Logf("::warning::%s: outputs.%s.value: %v", c.s.uses, id, err)
+			c.j.Logf("::warning::%s: %s: outputs.%s.value: %v", c.s.uses, c.s.file, id, err)
 			continue
 		}
 		out[id] = v

@@ -154,7 +154,11 @@ func TestCompositeFailures(t *testing.T) {
 		{"itself", "runs:\n  using: composite\n  steps:\n    - uses: ./act\n",
 			[]string{"composite actions nest more than 10 deep"}, ""},
 		{"remote inside", "runs:\n  using: composite\n  steps:\n    - run: echo first-inner-ran\n      shell: sh\n    - uses: actions/cache@v4\n",
-			[]string{`./act: runs.steps[1] uses "actions/cache@v4": the task carries no default actions URL`}, "first-inner-ran"},
+			[]string{`./act: act/action.yml: runs.steps[1] uses "actions/cache@v4": the task carries no default actions URL`}, "first-inner-ran"},
+		{"bad if", "runs:\n  using: composite\n  steps:\n    - name: guarded\n      if: nosuchfn()\n      run: echo guarded-ran\n      shell: sh\n",
+			[]string{`::error::./act: act/action.yml: runs.steps[0] "guarded": if:`}, "guarded-ran"},
+		{"bad output", "outputs:\n  o:\n    value: ${{ nosuchfn() }}\nruns:\n  using: composite\n  steps:\n    - run: exit 1\n      shell: sh\n",
+			[]string{"::warning::./act: act/action.yml: outputs.o.value:"}, ""},
 		{"symlink out", "",
 			[]string{"a symlink leads outside the workspace"}, "leaked-outside"},
 	} {

@@ -12,7 +12,10 @@
 // run as parts of it), a nodeStep (a JavaScript action, with the admin's
 // Node.js, or the image's in the job container; its pre: runs when the
 // job starts, runPres, its post: at the job's end), a dockerStep (`docker://`,
-// on the Docker Engine), or an unsupportedStep that fails saying what runs
+// or a Docker action, whose Dockerfile it builds first: dockerbuild.go
+// holds to the job's pull policy what the build may take, and
+// dockerfile.go reads the Dockerfile; on the Docker Engine, its output
+// streamed), or an unsupportedStep that fails saying what runs
 // instead. Before any step runs, checkSteps reports every step the job
 // has that this runner cannot run, and fetches its remote actions (with
 // git, through the [ActionCache], by commit) into the task directory. A

@@ -17,8 +17,8 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
-// dockerPoll is how often a docker:// step's container is looked at
-// while it runs.
+// dockerPoll is how often a docker:// step's container, whose output
+// has ended, is looked at until the Engine reports it exited.
 const dockerPoll = 200 * time.Millisecond
 
 // dockerStep is a uses: docker://image step: the image run once, to its
@@ -33,6 +33,7 @@ type dockerStep struct {
 	args       []string
 	entrypoint string
 	env        map[string]string // the step's env: and INPUT_*
+	build      *actionBuild      // a Docker action's Dockerfile, built when the step starts; image is then its tag
 }
 
 func newDockerStep(ec *workflow.Context, st workflow.Step) (*dockerStep, error) {
@@ -61,30 +62,35 @@ func newDockerStep(ec *workflow.Context, st workflow.Step) (*dockerStep, error) 
 	return s, nil
 }
 
-// checkDockerAction checks that the Docker action a (its metadata file)
-// can run here: it names an image (docker://...), not a Dockerfile to
-// build, has no pre- or post-entrypoint, and the runner has an Engine.
-func (j *job) checkDockerAction(a *workflow.Action, file string) error {
+// checkDockerAction checks that the Docker action a (its metadata file,
+// in the directory dir) can run here: it names an image (docker://...)
+// or a Dockerfile that passes readActionDockerfile, has no pre- or
+// post-entrypoint, and the runner has an Engine.
+func (j *job) checkDockerAction(a *workflow.Action, file, dir string) error {
 	switch {
-	case !strings.HasPrefix(a.Runs.Image, "docker://"):
-		return fmt.Errorf("%s: runs.image: %q: building an action's Dockerfile is not supported by this runner yet; the action must name an image, image: docker://name:tag", file, a.Runs.Image)
-	case strings.TrimPrefix(a.Runs.Image, "docker://") == "":
-		return fmt.Errorf("%s: runs.image: docker:// names no image", file)
+	case isDockerImage(a.Runs.Image) && strings.TrimPrefix(a.Runs.Image, "docker://") == "":
+		return fmt.Errorf("%s: runs.image: docker:// names no image; write e.g. image: docker://alpine:3", file)
 	case a.Runs.PreEntrypoint != "" || a.Runs.PostEntrypoint != "":
 		return fmt.Errorf("%s: runs.pre-entrypoint and runs.post-entrypoint are not supported by this runner yet; use an action without them", file)
 	case j.deps.Containers == nil:
 		return fmt.Errorf("%s: runs.using: docker: Docker actions need a Docker Engine, and this runner has none; run the job on a runner with Docker", file)
+	case !isDockerImage(a.Runs.Image):
+		return j.checkActionDockerfile(a, file, dir)
 	}
 	return nil
 }
 
-// newDockerActionStep is the step of the Docker action a: its image run
+// newDockerActionStep is the step of the Docker action a (in the
+// directory dir): its image, or the one built from its Dockerfile, run
 // with runs.args and runs.env (expressions in them see the action's
 // inputs), runs.entrypoint, the inputs as INPUT_* and the uses: step's env.
-func newDockerActionStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file string, inputs map[string]any, env map[string]string) (*dockerStep, error) {
+func newDockerActionStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, dir string, inputs map[string]any, env map[string]string) (*dockerStep, error) {
 	ac := *ec
 	ac.Inputs = inputs
 	s := &dockerStep{name: st.DisplayName(), image: strings.TrimPrefix(a.Runs.Image, "docker://"), entrypoint: a.Runs.Entrypoint, env: map[string]string{}}
+	if !isDockerImage(a.Runs.Image) {
+		s.image, s.build = "", &actionBuild{uses: st.Uses, file: file, dir: dir, image: a.Runs.Image}
+	}
 	for k, v := range inputs {
 		s.env["INPUT_"+strings.ToUpper(strings.ReplaceAll(k, " ", "_"))] = fmt.Sprint(v)
 	}
@@ -168,11 +174,20 @@ func (s *dockerStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[
 		return fail("create env files: %v%s", err, leaveHint(err))
 	}
 	j.ensureCtrKey()
-	if err := j.pullImage(ctx, eng, "docker://"+s.image, s.image, nil); err != nil {
+	image := s.image
+	if s.build != nil {
+		if image, err = j.buildActionImage(ctx, eng, s.build); err != nil {
+			if ctx.Err() != nil {
+				j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
+				return runnerv1.Result_RESULT_CANCELLED, nil
+			}
+			return fail("%v", err)
+		}
+	} else if err := j.pullImage(ctx, eng, "docker://"+s.image, s.image, nil); err != nil {
 		return fail("%v", err)
 	}
 	spec := container.Spec{
-		Job: j.ctrKey, Name: j.ctrKey + "-step-" + j.fileID(), Image: s.image, Cmd: s.args,
+		Job: j.ctrKey, Name: j.ctrKey + "-step-" + j.fileID(), Image: image, Cmd: s.args,
 		Env: j.containerEnv(s.env, files), WorkingDir: j.ws, Network: j.ctrNetwork,
 		Binds: []string{j.dir + ":" + j.dir},
 		// As the daemon's user, so that what the step writes to the
@@ -182,7 +197,7 @@ func (s *dockerStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[
 	if s.entrypoint != "" {
 		spec.Entrypoint = []string{s.entrypoint}
 	}
-	j.Logf("[docker] %s %s", s.image, strings.Join(s.args, " "))
+	j.Logf("[docker] %s %s", image, strings.Join(s.args, " "))
 	code, err := j.runContainer(ctx, eng, spec)
 	outs, cerr := j.collect(files)
 	switch {
@@ -230,40 +245,29 @@ func (j *job) containerEnv(env map[string]string, f stepFiles) []string {
 	return out
 }
 
-// runContainer starts spec, waits for it to exit (bounded by ctx), copies
-// its output to the step's log (workflow commands apply) and returns its
-// exit code.
+// runContainer starts spec, streams its output to the step's log while it
+// runs (masked, and workflow commands apply), waits for it to exit
+// (bounded by ctx) and returns its exit code.
 func (j *stepJob) runContainer(ctx context.Context, eng Containers, spec container.Spec) (int, error) {
 	cid, err := eng.Start(ctx, spec)
 	if err != nil {
 		return 0, err
 	}
-	t := time.NewTicker(dockerPoll)
-	defer t.Stop()
-	var st container.State
-	for {
-		if st, err = eng.Inspect(ctx, cid); err != nil {
-			return 0, err
-		}
-		if !st.Running {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
-		case <-t.C:
-		}
-	}
 	sink := &stepOutput{j: j.job, outputs: map[string]string{}}
 	cmds := newCommands(sink, debugFlag(j.task) != "")
 	w := newLineWriter(j.Writer(), cmds)
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerCleanupTimeout)
-	defer cancel()
-	err = eng.Logs(lctx, cid, 0, w)
+	err = eng.FollowLogs(ctx, cid, w)
 	_ = w.Flush()
+	if ctx.Err() != nil {
+		return 0, context.Cause(ctx)
+	}
 	if merr := cmds.MaskErr(); merr != nil {
 		return 0, errors.Join(err, fmt.Errorf("a value it asked to mask with ::add-mask:: is not masked (%w)", merr))
 	}
+	if err != nil {
+		return 0, err
+	}
+	st, err := waitExited(ctx, eng, cid)
 	if err != nil {
 		return 0, err
 	}
@@ -271,4 +275,22 @@ func (j *stepJob) runContainer(ctx context.Context, eng Containers, spec contain
 		j.Logf("the container was killed for using more memory than its limit")
 	}
 	return st.ExitCode, nil
+}
+
+// waitExited waits for the container, whose output has ended, to be
+// seen as exited, and returns its state.
+func waitExited(ctx context.Context, eng Containers, cid string) (container.State, error) {
+	t := time.NewTicker(dockerPoll)
+	defer t.Stop()
+	for {
+		st, err := eng.Inspect(ctx, cid)
+		if err != nil || !st.Running {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
 }

@@ -135,6 +135,14 @@ type Config struct {
 	// beyond Docker's defaults (container.allowed_capabilities and
 	// container.allowed_options); the zero value allows nothing.
 	OptionsPolicy container.Policy
+	// BuildNetwork gives the image builds of Docker actions (runs.image:
+	// Dockerfile) the Engine's default network
+	// (container.allow_build_network). Default false: RUN instructions
+	// have no network.
+	BuildNetwork bool
+	// BuildTimeout bounds one such build (container.build_timeout), within
+	// the step's and the job's timeouts. Default 10m.
+	BuildTimeout time.Duration
 	// ServiceTimeout bounds the wait for the job's services to become
 	// healthy (container.service_timeout). Default 5m.
 	ServiceTimeout time.Duration
@@ -178,6 +186,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ServiceTimeout <= 0 {
 		c.ServiceTimeout = DefaultServiceTimeout
+	}
+	if c.BuildTimeout <= 0 {
+		c.BuildTimeout = DefaultBuildTimeout
 	}
 	if c.PullPolicy == "" {
 		c.PullPolicy = container.PullMissing

@@ -97,7 +97,7 @@ func TestNodeActionRefused(t *testing.T) {
 	for _, tt := range []struct{ name, node, yml, want string }{
 		{"no node", "", nodeActionYML, "act/action.yml: runs.using: node20: this runner runs JavaScript actions only with a Node.js its admin gives (runner.node"},
 		{"main outside", "node", "runs:\n  using: node20\n  main: ../../../x.js\n", `act/action.yml: runs.main: "../../../x.js" is not a file inside the workspace`},
-		{"no main", "node", "runs:\n  using: node20\n", "act/action.yml: runs.main: missing"},
+		{"no main", "node", "runs:\n  using: node20\n", "act/action.yml:2: runs.main: missing"},
 		{"pre outside", "node", "runs:\n  using: node20\n  main: m.js\n  pre: /etc/p.js\n", `act/action.yml: runs.pre: "/etc/p.js" is not a file inside the workspace`},
 	} {
 		res, rep := runNodePayload(t, tt.node, "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"+writeFilesStep(map[string]string{"act/action.yml": tt.yml})+"      - uses: ./act\n")

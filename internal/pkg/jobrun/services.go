@@ -30,6 +30,9 @@ type Containers interface {
 	Inspect(ctx context.Context, id string) (container.State, error)
 	WaitHealthy(ctx context.Context, id string, interval time.Duration) error
 	Logs(ctx context.Context, id string, tail int, w io.Writer) error
+	FollowLogs(ctx context.Context, id string, w io.Writer) error
+	Image(ctx context.Context, ref string) (container.Image, error)
+	Build(ctx context.Context, b container.Build, out io.Writer) error
 	Stats(ctx context.Context, id string, fn func(container.Sample)) error
 	Exec(ctx context.Context, id string, cmd, env []string, dir, user string, stdout, stderr io.Writer) (int, error)
 	Reap(ctx context.Context, job string) (int, error)

@@ -77,7 +77,8 @@ var (
 // (as "file:line: field: message", a [*ParseError]). Every key must belong
 // to GitHub's metadata schema; runs.using must be one of composite,
 // docker, node12, node16, node20 and node24; a composite action needs
-// runs.steps, each run: step with a shell:, as on GitHub.
+// runs.steps, each run: step with a shell:, a Docker action runs.image and
+// a JavaScript action runs.main, as on GitHub.
 func ParseAction(file string, data []byte) (*Action, error) {
 	a, err := parseAction(data)
 	var pe *ParseError
@@ -209,6 +210,11 @@ func parseActionRuns(n *yaml.Node) (ActionRuns, error) {
 		case "entrypoint":
 			r.Entrypoint, err = scalar(v, kp)
 		case "args":
+			if v.Kind == yaml.ScalarNode && !strictyaml.IsNull(v) {
+				// GitHub's schema wants a list: a string would be one
+				// argument, spaces and all, which is rarely what was meant.
+				return want(v, kp, "a list of strings, one argument each (args: [\"-c\", \"echo hi\"])")
+			}
 			r.Args, err = stringList(v, kp)
 		case "env":
 			r.Env, err = stringMap(v, kp)
@@ -222,15 +228,8 @@ func parseActionRuns(n *yaml.Node) (ActionRuns, error) {
 	if err != nil {
 		return r, err
 	}
-	switch {
-	case usingNode == nil:
-		return r, perr(n, "runs.using", "missing; write using: composite, docker or node20")
-	case !slices.Contains(actionUsing, r.Using):
-		return r, perr(usingNode, "runs.using", "%q is not one of %s", r.Using, strings.Join(actionUsing, ", "))
-	case r.Using == "composite" && steps == nil:
-		return r, perr(n, "runs.steps", "missing; a composite action needs steps:")
-	case r.Using != "composite" && steps != nil:
-		return r, perr(steps, "runs.steps", "only applies to using: composite; this action uses %s", r.Using)
+	if err := checkActionRuns(&r, n, usingNode, steps); err != nil {
+		return r, err
 	}
 	if steps != nil {
 		if r.Steps, err = parseCompositeSteps(steps); err != nil {
@@ -238,6 +237,26 @@ func parseActionRuns(n *yaml.Node) (ActionRuns, error) {
 		}
 	}
 	return r, nil
+}
+
+// checkActionRuns checks that runs: (the node n, its using: and steps:
+// nodes given) has what its kind of action needs, and nothing of another.
+func checkActionRuns(r *ActionRuns, n, usingNode, steps *yaml.Node) error {
+	switch {
+	case usingNode == nil:
+		return perr(n, "runs.using", "missing; write using: composite, docker or node20")
+	case !slices.Contains(actionUsing, r.Using):
+		return perr(usingNode, "runs.using", "%q is not one of %s", r.Using, strings.Join(actionUsing, ", "))
+	case r.Using == "composite" && steps == nil:
+		return perr(n, "runs.steps", "missing; a composite action needs steps:")
+	case r.Using != "composite" && steps != nil:
+		return perr(steps, "runs.steps", "only applies to using: composite; this action uses %s", r.Using)
+	case r.Using == "docker" && strings.TrimSpace(r.Image) == "":
+		return perr(n, "runs.image", "missing; a Docker action names its image (image: docker://name:tag) or its Dockerfile (image: Dockerfile)")
+	case strings.HasPrefix(r.Using, "node") && strings.TrimSpace(r.Main) == "":
+		return perr(n, "runs.main", "missing; a JavaScript action needs main: (the script to run, such as dist/index.js)")
+	}
+	return nil
 }
 
 // parseCompositeSteps parses runs.steps: workflow steps, each run: step
