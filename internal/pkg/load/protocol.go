@@ -3,6 +3,8 @@ package load
 import (
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,15 +21,24 @@ type ProtocolStats struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 	// Timings are named latency histograms.
 	Timings map[string]*Histogram `json:"timings,omitempty"`
+	// Endpoints are, in a mixed-protocol run (see [Result.Protocols]),
+	// the names of the endpoints sent with this protocol; empty
+	// otherwise.
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
-// Merge adds o to p.
+// Merge adds o to p. Endpoints become the union of both lists, in order.
 func (p *ProtocolStats) Merge(o *ProtocolStats) {
 	if o == nil {
 		return
 	}
 	if p.Protocol == "" {
 		p.Protocol = o.Protocol
+	}
+	for _, e := range o.Endpoints {
+		if !slices.Contains(p.Endpoints, e) {
+			p.Endpoints = append(p.Endpoints, e)
+		}
 	}
 	for k, v := range o.Counters {
 		if p.Counters == nil {
@@ -113,11 +124,34 @@ func (r *ProtocolRecorder) Stats() *ProtocolStats {
 	return out
 }
 
-// ProtocolSummary is the reported view of [ProtocolStats].
+// MergeProtocols adds the per-protocol list o to p (see
+// [Result.Protocols]), merging the entries of one protocol, and returns
+// it: entries of a protocol p has not yet are appended, as copies.
+func MergeProtocols(p, o []*ProtocolStats) []*ProtocolStats {
+	for _, x := range o {
+		i := slices.IndexFunc(p, func(y *ProtocolStats) bool { return y.Protocol == x.Protocol })
+		if i < 0 {
+			p = append(p, &ProtocolStats{Protocol: x.Protocol})
+			i = len(p) - 1
+		}
+		p[i].Merge(x)
+	}
+	return p
+}
+
+// ProtocolSummary is the reported view of [ProtocolStats]. In a
+// mixed-protocol run ([Summary.Protocols]) it also has the endpoints sent
+// with the protocol and their totals; those fields are absent otherwise.
 type ProtocolSummary struct {
-	Protocol string             `json:"protocol"`
-	Counters map[string]int64   `json:"counters,omitempty"`
-	Timings  map[string]Latency `json:"timings,omitempty"`
+	Protocol  string             `json:"protocol"`
+	Counters  map[string]int64   `json:"counters,omitempty"`
+	Timings   map[string]Latency `json:"timings,omitempty"`
+	Endpoints []string           `json:"endpoints,omitempty"`
+	Requests  int64              `json:"requests,omitempty"`
+	Errors    int64              `json:"errors,omitempty"`
+	// Latency is of the protocol's endpoints' requests together, from
+	// their merged histograms; nil outside a mixed-protocol run.
+	Latency *Latency `json:"latency,omitempty"`
 }
 
 func summarizeProtocol(p *ProtocolStats) *ProtocolSummary {
@@ -134,9 +168,52 @@ func summarizeProtocol(p *ProtocolStats) *ProtocolSummary {
 	return out
 }
 
+// summarizeProtocols summarises a mixed-protocol run's list, each entry
+// with the totals of its endpoints.
+func summarizeProtocols(r *Result) []*ProtocolSummary {
+	var out []*ProtocolSummary
+	for _, p := range r.Protocols {
+		ps := summarizeProtocol(p)
+		ps.Endpoints = p.Endpoints
+		var st Stats
+		for _, name := range p.Endpoints {
+			for i := range r.Endpoints {
+				if r.Endpoints[i].Name == name {
+					st.Merge(&r.Endpoints[i].Stats)
+				}
+			}
+		}
+		ps.Requests, ps.Errors = st.Requests, st.Errors
+		l := latencyOf(&st)
+		ps.Latency = &l
+		out = append(out, ps)
+	}
+	return out
+}
+
+// ProtocolSections returns the protocol sections of s: the one protocol's
+// ([Summary.Protocol]), or a mixed-protocol run's list, or none.
+func (s *Summary) ProtocolSections() []*ProtocolSummary {
+	if s.Protocol != nil {
+		return []*ProtocolSummary{s.Protocol}
+	}
+	return s.Protocols
+}
+
 // protocolRows returns the summary rows of a protocol section.
 func protocolRows(p *ProtocolSummary) [][2]string {
 	var rows [][2]string
+	if len(p.Endpoints) > 0 {
+		rows = append(rows, [2]string{"Endpoints", strings.Join(p.Endpoints, ", ")})
+		rate := "0%"
+		if p.Requests > 0 {
+			rate = FormatPercent(float64(p.Errors) / float64(p.Requests))
+		}
+		rows = append(rows, [2]string{"Requests / errors", strconv.FormatInt(p.Requests, 10) + " / " + strconv.FormatInt(p.Errors, 10) + " (" + rate + ")"})
+		if p.Latency != nil {
+			rows = append(rows, [2]string{"Latency p50 / p99 / max", fmtMS(p.Latency.P50) + " / " + fmtMS(p.Latency.P99) + " / " + fmtMS(p.Latency.Max)})
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.Timings)) {
 		l := p.Timings[k]
 		rows = append(rows, [2]string{k + " p50 / p99 / max", fmtMS(l.P50) + " / " + fmtMS(l.P99) + " / " + fmtMS(l.Max)})
