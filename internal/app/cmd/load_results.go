@@ -13,6 +13,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 )
 
@@ -22,7 +23,7 @@ func localRunInfo(cfg *spec.Config) *load.RunInfo {
 	return &load.RunInfo{
 		Step:     cfg.Source(),
 		Version:  ver.Version(),
-		Protocol: string(cfg.Protocol),
+		Protocol: loadrun.Protocol(cfg),
 		Config:   build.Describe(cfg),
 		Phases:   build.Phases(cfg),
 	}
