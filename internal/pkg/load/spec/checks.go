@@ -82,9 +82,15 @@ func (v *validator) checks() {
 	// The top-level checks run on every endpoint, so on each protocol
 	// the endpoints use.
 	protos := []Protocol{c.Protocol}
-	for _, ep := range c.Endpoints {
-		if p := c.EndpointProtocol(ep); !slices.Contains(protos, p) {
-			protos = append(protos, p)
+	if c.Mixed() {
+		protos = nil
+		if c.HARFile != "" {
+			protos = append(protos, ProtocolHTTP) // its requests are HTTP
+		}
+		for _, ep := range c.Endpoints {
+			if p := c.EndpointProtocol(ep); !slices.Contains(protos, p) {
+				protos = append(protos, p)
+			}
 		}
 	}
 	for _, p := range protos {

@@ -25,6 +25,7 @@ func TestValidateOK(t *testing.T) {
 		{"endpoints with urls only", "endpoints: [{url: https://a.example.com/x}, {url: http://b.example.com:8080/y, weight: 3}]\nrate: 1\ntotal: 5\n"},
 		{"endpoint defaults to target", base + "endpoints: [{name: root}]\n"},
 		{"endpoint protocol http (Crankfire's mixed sample)", base + "endpoints: [{name: root, protocol: HTTP}]\n"},
+		{"mixed without http: a top-level grpc status check", base + "checks: [{status: 0}]\nendpoints:\n  - {target: 'x.example.com:1', protocol: grpc, grpc: {proto_file: /p, service: a.S, method: M}}\n"},
 		{"mixed protocols", base + "websocket: {messages: [hi]}\nendpoints:\n  - {name: x, path: /a, checks: [{status: 200}]}\n  - {url: ws://x.example.com/c, protocol: websocket, checks: [{body_contains: hi}]}\n  - {path: /e, protocol: sse, sse: {max_events: 2}}\n  - {target: 'x.example.com:1', protocol: grpc, grpc: {proto_file: /p, service: a.S, method: M}, checks: [{status: 0}]}\nthresholds: ['http_req_failed{endpoint:x}:rate < 1%']\n"},
 		{"per-endpoint threshold", base + "endpoints: [{name: login, path: /login}]\nthresholds: ['http_req_duration{endpoint:login}:p99 < 1s']\n"},
 		{"crankfire's plain fraction and milliseconds", base + "thresholds: ['http_req_failed:rate < 0.01', 'http_req_duration:p95 < 500']\n"},
