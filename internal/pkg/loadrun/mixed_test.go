@@ -1,6 +1,7 @@
 package loadrun
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/forgeload/forgeload/internal/pkg/load/loadtarget"
@@ -60,5 +61,28 @@ distributed: {workers: 2, join_timeout: 20s}
 	}
 	if n := sse.Requests(); n < 1 || n > got["events"] {
 		t.Errorf("SSE server opened %d streams for %d merged sessions", n, got["events"])
+	}
+}
+
+// TestSpecRoundTripMixed: a mixed config's endpoint protocols and blocks
+// reach the workers; a config without endpoint blocks encodes none, so its
+// wire form is what members that predate them read.
+func TestSpecRoundTripMixed(t *testing.T) {
+	t.Parallel()
+	cfg := validated(t, "mixed.yaml", "target: http://127.0.0.1:9/\nrate: 1\nduration: 1s\nendpoints:\n  - {path: /a}\n  - {protocol: websocket, url: 'ws://127.0.0.1:9/c', websocket: {messages: [hi]}}\ndistributed: {workers: 2}\n", nil)
+	b, err := EncodeSpec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSpec(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Mixed() || got.Endpoints[1].WebSocket == nil || got.Endpoints[1].WebSocket.Messages[0] != "hi" {
+		t.Errorf("decoded endpoints %+v, want the websocket endpoint with its block", got.Endpoints)
+	}
+	plain := validated(t, "plain.yaml", "target: http://127.0.0.1:9/\nrate: 1\nduration: 1s\nendpoints: [{path: /a}]\ndistributed: {workers: 2}\n", nil)
+	if b, err = EncodeSpec(plain); err != nil || !strings.Contains(string(b), `"Checks":null,"Protocol":""}]`) {
+		t.Errorf("EncodeSpec(config without endpoint blocks) = %s (err %v), want no endpoint block fields", b, err)
 	}
 }

@@ -321,9 +321,11 @@ type Endpoint struct {
 	// WebSocket, SSE and GRPC configure the endpoint's protocol; nil
 	// means the config's block of the same name. Only the block of the
 	// endpoint's own protocol may be set. Keys: websocket, sse, grpc.
-	WebSocket *WebSocket
-	SSE       *SSE
-	GRPC      *GRPC
+	// (Left out of the distributed wire form when nil, so a spec without
+	// them reads the same on a member that predates them.)
+	WebSocket *WebSocket `json:",omitempty"`
+	SSE       *SSE       `json:",omitempty"`
+	GRPC      *GRPC      `json:",omitempty"`
 }
 
 // Extractor is one Crankfire response extractor.
