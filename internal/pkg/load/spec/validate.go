@@ -186,6 +186,7 @@ func (v *validator) endpointProtocols() {
 	if v.c.Protocol != ProtocolHTTP && v.c.Protocol != "" {
 		return // endpoints are refused by protocol()
 	}
+	checked := map[Protocol]bool{} // the config's blocks, checked once each
 	for i, ep := range v.c.Endpoints {
 		key := fmt.Sprintf("endpoints[%d]", i)
 		p := ep.Protocol
@@ -211,6 +212,10 @@ func (v *validator) endpointProtocols() {
 		prefix := key + "."
 		w, e, g := ep.WebSocket, ep.SSE, ep.GRPC
 		if w == nil && e == nil && g == nil && (p != ProtocolGRPC || v.c.GRPC != nil) {
+			if checked[p] {
+				continue
+			}
+			checked[p] = true
 			prefix, w, e, g = "", v.c.WebSocket, v.c.SSE, v.c.GRPC // the config's block
 		}
 		v.block(prefix, p, w, e, g)
@@ -226,7 +231,7 @@ func (v *validator) nonHTTPEndpoint(key string, p Protocol, ep Endpoint) {
 		set  bool
 	}{{"method", ep.Method != ""}, {"body", ep.Body != ""}, {"body_file", ep.BodyFile != ""}, {"extractors", len(ep.Extractors) > 0}} {
 		if k.set {
-			v.fail(key+"."+k.name, "a %s endpoint sends %s; %s is for HTTP endpoints: remove it", p, instead, k.name)
+			v.fail(key+"."+k.name, "%s endpoint sends %s; %s is for HTTP endpoints: remove it", aProtocol(p), instead, k.name)
 		}
 	}
 	if p == ProtocolGRPC && len(ep.Headers) > 0 {
@@ -238,9 +243,17 @@ func (v *validator) nonHTTPEndpoint(key string, p Protocol, ep Endpoint) {
 	case p == ProtocolSSE && v.c.Target != "":
 		// A path (or nothing) on the config's http(s) target, as HTTP.
 	default:
-		v.fail(key+".url", "a %s endpoint needs its own url (want e.g. %s)", p, map[Protocol]string{
+		v.fail(key+".url", "%s endpoint needs its own url (want e.g. %s)", aProtocol(p), map[Protocol]string{
 			ProtocolWebSocket: "ws://api.example.com/ws", ProtocolSSE: "https://api.example.com/events", ProtocolGRPC: "orders.example.com:50051"}[p])
 	}
+}
+
+// aProtocol is p with its article: "a websocket", "an sse".
+func aProtocol(p Protocol) string {
+	if p == ProtocolSSE {
+		return "an " + string(p)
+	}
+	return "a " + string(p)
 }
 
 // har reads har_file into the config's HAR requests (once).
