@@ -109,10 +109,8 @@ func describeProtocol(cfg *spec.Config) string {
 		return string(cfg.Protocol)
 	}
 	var ps []string
-	for _, ep := range cfg.Endpoints {
-		if p := string(cfg.EndpointProtocol(ep)); !slices.Contains(ps, p) {
-			ps = append(ps, p)
-		}
+	for _, p := range cfg.Protocols() {
+		ps = append(ps, string(p))
 	}
 	return "mixed (" + strings.Join(ps, ", ") + ")"
 }
