@@ -65,14 +65,19 @@ distributed: {workers: 2, join_timeout: 20s}
 }
 
 // TestSpecRoundTripMixed: a mixed config's endpoint protocols and blocks
-// reach the workers; a config without endpoint blocks encodes none, so its
-// wire form is what members that predate them read.
+// reach the workers, as spec version 3, which a member that predates mixed
+// runs refuses rather than send the endpoints as HTTP; a config of one
+// protocol is still version 2, without endpoint block fields, as such
+// members read it.
 func TestSpecRoundTripMixed(t *testing.T) {
 	t.Parallel()
 	cfg := validated(t, "mixed.yaml", "target: http://127.0.0.1:9/\nrate: 1\nduration: 1s\nendpoints:\n  - {path: /a}\n  - {protocol: websocket, url: 'ws://127.0.0.1:9/c', websocket: {messages: [hi]}}\ndistributed: {workers: 2}\n", nil)
 	b, err := EncodeSpec(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"v":3,`) {
+		t.Errorf("EncodeSpec(mixed config) = %.40s, want version 3, which members that predate mixed runs refuse", b)
 	}
 	got, err := DecodeSpec(b)
 	if err != nil {
@@ -82,7 +87,7 @@ func TestSpecRoundTripMixed(t *testing.T) {
 		t.Errorf("decoded endpoints %+v, want the websocket endpoint with its block", got.Endpoints)
 	}
 	plain := validated(t, "plain.yaml", "target: http://127.0.0.1:9/\nrate: 1\nduration: 1s\nendpoints: [{path: /a}]\ndistributed: {workers: 2}\n", nil)
-	if b, err = EncodeSpec(plain); err != nil || !strings.Contains(string(b), `"Checks":null,"Protocol":""}]`) {
+	if b, err = EncodeSpec(plain); err != nil || !strings.Contains(string(b), `"Checks":null,"Protocol":""}]`) || !strings.HasPrefix(string(b), `{"v":2,`) {
 		t.Errorf("EncodeSpec(config without endpoint blocks) = %s (err %v), want no endpoint block fields", b, err)
 	}
 }
