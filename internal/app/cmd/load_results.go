@@ -14,6 +14,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/resultview"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/ver"
 )
 
@@ -23,7 +24,7 @@ func localRunInfo(cfg *spec.Config) *summary.RunInfo {
 	return &summary.RunInfo{
 		Step:     cfg.Source(),
 		Version:  ver.Version(),
-		Protocol: string(cfg.Protocol),
+		Protocol: loadrun.Protocol(cfg),
 		Config:   build.Describe(cfg),
 		Phases:   build.Phases(cfg),
 	}

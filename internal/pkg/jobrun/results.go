@@ -18,6 +18,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
 	"github.com/forgeload/forgeload/internal/pkg/load/threshold"
+	"github.com/forgeload/forgeload/internal/pkg/loadrun"
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
@@ -30,7 +31,7 @@ func (j *job) runInfo(st workflow.Step, cfg *spec.Config) *summary.RunInfo {
 		Repository: j.ctxString("repository"), Ref: j.ctxString("ref"), Commit: j.ctxString("sha"),
 		Workflow: j.ctxString("workflow"), Job: j.wf.JobID, RunID: j.ctxString("run_id"),
 		Runner: j.deps.Name, Version: j.deps.Version, Step: cmp.Or(st.ID, st.DisplayName()),
-		Protocol: string(cfg.Protocol), Config: build.Describe(cfg), Phases: build.Phases(cfg),
+		Protocol: loadrun.Protocol(cfg), Config: build.Describe(cfg), Phases: build.Phases(cfg),
 	}
 	for k := range info.Config {
 		info.Config[k].Key = j.rep.Mask(info.Config[k].Key)

@@ -2,6 +2,7 @@ package load
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -18,15 +19,24 @@ type ProtocolStats struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 	// Timings are named latency histograms.
 	Timings map[string]*Histogram `json:"timings,omitempty"`
+	// Endpoints are, in a mixed-protocol run (see [Result.Protocols]),
+	// the names of the endpoints sent with this protocol; empty
+	// otherwise.
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
-// Merge adds o to p.
+// Merge adds o to p. Endpoints become the union of both lists, in order.
 func (p *ProtocolStats) Merge(o *ProtocolStats) {
 	if o == nil {
 		return
 	}
 	if p.Protocol == "" {
 		p.Protocol = o.Protocol
+	}
+	for _, e := range o.Endpoints {
+		if !slices.Contains(p.Endpoints, e) {
+			p.Endpoints = append(p.Endpoints, e)
+		}
 	}
 	for k, v := range o.Counters {
 		if p.Counters == nil {
@@ -110,4 +120,19 @@ func (r *ProtocolRecorder) Stats() *ProtocolStats {
 		out.Timings[k] = h.Clone()
 	}
 	return out
+}
+
+// MergeProtocols adds the per-protocol list o to p (see
+// [Result.Protocols]), merging the entries of one protocol, and returns
+// it: entries of a protocol p has not yet are appended, as copies.
+func MergeProtocols(p, o []*ProtocolStats) []*ProtocolStats {
+	for _, x := range o {
+		i := slices.IndexFunc(p, func(y *ProtocolStats) bool { return y.Protocol == x.Protocol })
+		if i < 0 {
+			p = append(p, &ProtocolStats{Protocol: x.Protocol})
+			i = len(p) - 1
+		}
+		p[i].Merge(x)
+	}
+	return p
 }

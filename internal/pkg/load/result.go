@@ -302,8 +302,15 @@ type Result struct {
 	// Seconds is the per-second series, in plan-second order.
 	Seconds []Second `json:"seconds"`
 	// Protocol holds a WebSocket, SSE or gRPC driver's own measurements;
-	// nil for HTTP.
+	// nil for HTTP and for a mixed-protocol run.
 	Protocol *ProtocolStats `json:"protocol,omitempty"`
+	// Protocols is, for a mixed-protocol run (endpoints of several
+	// protocols), one entry per protocol its endpoints use, in the order
+	// of their first endpoint: the measurements of every driver of that
+	// protocol merged, and the names of its endpoints (http has an entry
+	// with its endpoints and no measurements of its own). nil otherwise,
+	// so a single-protocol result keeps Protocol alone.
+	Protocols []*ProtocolStats `json:"protocols,omitempty"`
 	// Checks are the response checks' counts, in config order; nil
 	// without checks.
 	Checks []CheckStats `json:"checks,omitempty"`
@@ -435,6 +442,7 @@ func (r *Result) Merge(o *Result) {
 		}
 		r.Protocol.Merge(o.Protocol)
 	}
+	r.Protocols = MergeProtocols(r.Protocols, o.Protocols)
 	r.Checks = mergeChecks(r.Checks, o.Checks)
 }
 

@@ -10,8 +10,15 @@ import (
 
 // SpecVersion is the version of the wire form of a distributed load spec.
 // Version 1 shipped the config's text and inline keys for every worker to
-// parse again; version 2 ships the validated config itself.
-const SpecVersion = 2
+// parse again; version 2 ships the validated config itself; version 3 is
+// the same for a mixed-protocol config (spec.Config.Mixed), so that a
+// member that predates mixed runs refuses it, saying so, rather than send
+// its endpoints as HTTP. Other configs still travel as version 2, which
+// this runner reads too.
+const SpecVersion = 3
+
+// specVersionOneProtocol is the version of a config of one protocol.
+const specVersionOneProtocol = 2
 
 // MaxSpecBytes bounds the encoded spec [DecodeSpec] accepts.
 const MaxSpecBytes = 8 << 20
@@ -38,7 +45,11 @@ func EncodeSpec(cfg *spec.Config) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode distributed load spec %s: %w", cfg.Source(), err)
 	}
-	b, err := json.Marshal(wireSpec{Version: SpecVersion, Name: cfg.Source(), Config: body})
+	v := specVersionOneProtocol
+	if cfg.Mixed() {
+		v = SpecVersion
+	}
+	b, err := json.Marshal(wireSpec{Version: v, Name: cfg.Source(), Config: body})
 	if err != nil {
 		return nil, fmt.Errorf("encode distributed load spec %s: %w", cfg.Source(), err)
 	}
@@ -60,8 +71,8 @@ func DecodeSpec(b []byte) (*spec.Config, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("decode distributed load spec: %w: the coordinator and this runner may run different forgeload versions", err)
 	}
-	if head.Version != SpecVersion {
-		return nil, fmt.Errorf("decode distributed load spec: version %d, this runner understands %d: run the same forgeload version on every cluster member", head.Version, SpecVersion)
+	if head.Version != SpecVersion && head.Version != specVersionOneProtocol {
+		return nil, fmt.Errorf("decode distributed load spec: version %d, this runner understands %d and %d: run the same forgeload version on every cluster member", head.Version, specVersionOneProtocol, SpecVersion)
 	}
 	var w wireSpec
 	if err := strict(b, &w); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/outcome/summary"
 	"github.com/forgeload/forgeload/internal/pkg/load/spec"
+	"github.com/forgeload/forgeload/internal/pkg/metrics"
 	"github.com/forgeload/forgeload/internal/pkg/policy"
 )
 
@@ -22,7 +23,8 @@ import (
 // not keep the snapshot's histograms past the call.
 type Observer interface {
 	// LoadStarted is called before the run with its protocol (http,
-	// websocket, sse or grpc), planned rate and, for a job's load step, what
+	// websocket, sse, grpc, or mixed for a run whose endpoints use
+	// several), planned rate and, for a job's load step, what
 	// it is (secrets masked) and mask, which hides the job's secrets in any
 	// text shown of the run (its snapshots' endpoint names, …); info and
 	// mask are nil for a segment of a multi-host run.
@@ -31,8 +33,12 @@ type Observer interface {
 	LoadDone()
 }
 
-// Protocol returns cfg's protocol as the load metrics label it.
+// Protocol returns cfg's protocol as the load metrics label it: mixed
+// for a mixed-protocol run (spec.Config.Mixed).
 func Protocol(cfg *spec.Config) string {
+	if cfg.Mixed() {
+		return metrics.ProtocolMixed
+	}
 	if cfg.Protocol == "" {
 		return string(spec.ProtocolHTTP)
 	}

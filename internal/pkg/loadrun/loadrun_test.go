@@ -126,8 +126,8 @@ func TestDecodeSpecErrors(t *testing.T) {
 	with := func(from, to string) string { return strings.Replace(string(ok), from, to, 1) }
 	for _, tc := range []struct{ name, in, want string }{
 		{"not json", "{", "decode distributed load spec"},
-		{"version 1", `{"v":1,"name":"x.yaml","config":"dGFyZ2V0OiB4"}`, "version 1, this runner understands 2: run the same forgeload version on every cluster member"},
-		{"newer version", `{"v":3}`, "version 3"},
+		{"version 1", `{"v":1,"name":"x.yaml","config":"dGFyZ2V0OiB4"}`, "version 1, this runner understands 2 and 3: run the same forgeload version on every cluster member"},
+		{"newer version", `{"v":4}`, "version 4"},
 		{"unknown field", with(`"Target":`, `"Targets":1,"Target":`), `unknown field "Targets"`},
 		{"no config", `{"v":2,"name":"x.yaml"}`, "no config"},
 		{"body file", with(`"BodyFile":""`, `"BodyFile":"/etc/passwd"`), "body_file"},

@@ -44,6 +44,8 @@ const (
 	ProtocolWebSocket = "websocket"
 	ProtocolSSE       = "sse"
 	ProtocolGRPC      = "grpc"
+	// ProtocolMixed is a run whose endpoints use several protocols.
+	ProtocolMixed = "mixed"
 )
 
 // Values of the result label of load_requests_total: bounded classes, never

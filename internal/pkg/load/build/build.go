@@ -88,7 +88,8 @@ type Engine struct {
 	// Options are the engine options; callers may adjust them (for example
 	// the multi-host hooks) before Run.
 	Options load.Options
-	// Driver is the HTTP driver behind Options.Requester; nil for the other
+	// Driver is the HTTP driver behind Options.Requester (in a
+	// mixed-protocol run, the one of its HTTP endpoints); nil for the other
 	// protocols.
 	Driver *httpload.Driver
 	// Duet collects the two sides of a paired A/B run (baseline_target)
@@ -97,9 +98,12 @@ type Engine struct {
 	Duet     *duet.Collector
 	baseline *httpload.Driver
 	// closer releases the driver's connections; proto reports its
-	// protocol measurements (nil for HTTP).
+	// protocol measurements (nil for HTTP and a mixed-protocol run);
+	// mixed is a mixed-protocol run's requester, which reports its
+	// protocols' measurements.
 	closer func()
 	proto  load.ProtocolMeter
+	mixed  *mixed
 	// checks are the config's response checks, whose counts the result
 	// reports; nil without checks.
 	checks *check.Suite
@@ -307,6 +311,9 @@ func (p *Engine) Run(ctx context.Context) (*load.Result, error) {
 	if p.proto != nil {
 		res.Protocol = p.proto.ProtocolStats()
 	}
+	if p.mixed != nil {
+		res.Protocols = p.mixed.protocolStats()
+	}
 	res.Checks = p.checks.Stats()
 	return res, nil
 }
@@ -389,6 +396,11 @@ func (p *Engine) tracing(cfg *spec.Config, s Settings) error {
 	}
 	c := tracing.Config{URL: u, Protocol: t.Protocol, ServiceName: t.ServiceName,
 		DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect, LoadProtocol: string(cfg.Protocol)}
+	if cfg.Mixed() {
+		for _, ep := range cfg.Mix() {
+			c.EndpointProtocols = append(c.EndpointProtocols, string(ep.Protocol))
+		}
+	}
 	if s.Getenv != nil {
 		// forgeload load, as Crankfire: the backend's headers (an API key)
 		// and the service name from the standard OpenTelemetry variables.

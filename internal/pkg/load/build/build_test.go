@@ -210,6 +210,7 @@ func TestConfinedFilesStayInTheRoot(t *testing.T) {
 		{"target: http://127.0.0.1:9/\nfeeder: {path: /etc/passwd, type: csv}\n", "outside the workspace"},
 		{"target: http://127.0.0.1:9/\nbody_file: /dev/zero\n", "outside the workspace"},
 		{"target: http://127.0.0.1:9/\nprotocol: grpc\ngrpc: {proto_file: /etc/passwd, service: S, method: M}\n", "outside the workspace"},
+		{"target: http://127.0.0.1:9/\nendpoints: [{protocol: grpc, target: '127.0.0.1:9', grpc: {proto_file: /etc/passwd, service: S, method: M}}]\n", "outside the workspace"},
 		{"target: http://127.0.0.1:9/\nfeeder: {path: users.csv}\n", ""},
 	} {
 		cfg, err := spec.Parse("t.yaml", []byte(c.cfg))

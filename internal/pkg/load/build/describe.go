@@ -43,7 +43,7 @@ func Describe(cfg *spec.Config) []summary.ConfigRow {
 		}
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	add("protocol", string(cfg.Protocol))
+	add("protocol", describeProtocol(cfg))
 	add("target", redact.URLAs(cfg.Target, masked))
 	add("method", cfg.Method)
 	add("headers", headerText(cfg.Headers))
@@ -81,7 +81,11 @@ func Describe(cfg *spec.Config) []summary.ConfigRow {
 	}
 	add("vus", strconv.Itoa(cfg.VUs.Count))
 	for i, e := range cfg.Endpoints {
-		v := strings.TrimSpace(e.Method + " " + redact.URLAs(e.URL+e.Path, masked) + " weight " + strconv.Itoa(e.Weight))
+		how := e.Method
+		if p := cfg.EndpointProtocol(e); p != spec.ProtocolHTTP {
+			how = string(p) // a mixed-protocol run's other endpoints have no method
+		}
+		v := strings.TrimSpace(how + " " + redact.URLAs(e.URL+e.Path, masked) + " weight " + strconv.Itoa(e.Weight))
 		if h := headerText(e.Headers); h != "" {
 			v += "\n" + h
 		}
@@ -96,6 +100,19 @@ func Describe(cfg *spec.Config) []summary.ConfigRow {
 		add("distributed.workers", strconv.Itoa(d.Workers))
 	}
 	return rows
+}
+
+// describeProtocol is cfg's protocol, or for a mixed-protocol run "mixed"
+// with the protocols of its endpoints.
+func describeProtocol(cfg *spec.Config) string {
+	if !cfg.Mixed() {
+		return string(cfg.Protocol)
+	}
+	var ps []string
+	for _, p := range cfg.Protocols() {
+		ps = append(ps, string(p))
+	}
+	return "mixed (" + strings.Join(ps, ", ") + ")"
 }
 
 // describeThresholds is the thresholds, one a line, each abort_on_fail one

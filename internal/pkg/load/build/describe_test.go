@@ -38,3 +38,27 @@ func TestDescribeMasksCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeMixedProtocols: a mixed-protocol run is described as mixed,
+// with its protocols, and each endpoint by its protocol rather than an
+// HTTP method it does not send.
+func TestDescribeMixedProtocols(t *testing.T) {
+	t.Parallel()
+	cfg, err := spec.Parse("m.yaml", []byte("target: http://a.test\nrate: 1\nendpoints:\n  - {name: rest, path: /x}\n  - {name: chat, protocol: websocket, url: 'ws://b.test/c'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, r := range Describe(cfg) {
+		rows[r.Key] = r.Value
+	}
+	for key, want := range map[string]string{
+		"protocol":        "mixed (http, websocket)",
+		"endpoints[rest]": "/x weight 1",
+		"endpoints[chat]": "websocket ws://b.test/c weight 1",
+	} {
+		if got := rows[key]; got != want {
+			t.Errorf("row %s = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Package build turns a validated load config (package spec) into a runnable
 // load test, an [Engine]: engine options (package load), the protocol driver
-// and the parsed thresholds; [EvaluateBaseline] turns the thresholds, on a
+// (for a mixed-protocol run, a driver per endpoint protocol behind one
+// requester that picks each request's endpoint by weight) and the parsed
+// thresholds; [EvaluateBaseline] turns the thresholds, on a
 // result and a baseline, into the summary's checks (package outcome calls
 // it once per run; [Engine.Run] returns measurements only). It also
 // sets up the feeder (shared with the other hosts of a multi-host run

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/forgeload/forgeload/internal/pkg/load"
+	"github.com/forgeload/forgeload/internal/pkg/load/check"
 	"github.com/forgeload/forgeload/internal/pkg/load/duet"
 	"github.com/forgeload/forgeload/internal/pkg/load/extract"
 	"github.com/forgeload/forgeload/internal/pkg/load/grpcload"
@@ -14,68 +15,62 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load/wsload"
 )
 
-// driver builds the requester of cfg's protocol, sets p.Options.Endpoints,
-// and records how to close it and read its protocol measurements.
+// driver builds the requester of cfg's protocol (or, for a
+// mixed-protocol run, of each endpoint's), sets p.Options.Endpoints, and
+// records how to close it and read its protocol measurements.
 func (p *Engine) driver(cfg *spec.Config, s Settings, workers int) (load.Requester, error) {
 	conns := max(workers, 1)
-	target := cfg.Mix()[0].URL
 	suite, err := cfg.CheckSuite()
 	if err != nil {
 		return nil, err
 	}
 	p.checks = suite
-	switch cfg.Protocol {
-	case spec.ProtocolWebSocket:
-		return p.webSocketDriver(cfg, s, target, conns)
-	case spec.ProtocolSSE:
-		return p.sseDriver(cfg, s, target, conns)
-	case spec.ProtocolGRPC:
-		return p.grpcDriver(cfg, s, target, conns)
+	if cfg.Mixed() {
+		return p.mixedDriver(cfg, s, conns)
 	}
-	return p.httpDriver(cfg, s, conns)
+	if cfg.Protocol == spec.ProtocolHTTP || cfg.Protocol == "" {
+		return p.httpDriver(cfg, s, conns)
+	}
+	d, err := p.protocolDriver(cfg, s, cfg.Mix()[0], 0, conns)
+	if err != nil {
+		return nil, err
+	}
+	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
+	return d, nil
 }
 
-// webSocketDriver builds the WebSocket driver of cfg for target.
-func (p *Engine) webSocketDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
-	w := cfg.WebSocket
+// newWebSocket builds the WebSocket driver of endpoint ep (its URL,
+// headers and websocket block, resolved by spec.Config.Mix).
+func (p *Engine) newWebSocket(cfg *spec.Config, s Settings, ep spec.Endpoint, checks check.List, conns int) (*wsload.Driver, error) {
+	w := ep.WebSocket
 	if w == nil {
 		w = &spec.WebSocket{}
 	}
-	d, err := wsload.New(wsload.Options{
-		URL: target, Headers: cfg.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
+	return wsload.New(wsload.Options{
+		URL: ep.URL, Headers: ep.Headers, Messages: w.Messages, MessageInterval: w.MessageInterval,
 		ReceiveTimeout: w.ReceiveTimeout, ExpectReplies: w.ExpectReplies, HandshakeTimeout: w.HandshakeTimeout,
 		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, CheckRedirect: s.CheckRedirect,
-		Vars: p.vars, Checks: p.checks.Endpoint(0),
+		Vars: p.vars, Checks: checks,
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-	return d, nil
 }
 
-// sseDriver builds the server-sent events driver of cfg for target.
-func (p *Engine) sseDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
-	e := cfg.SSE
+// newSSE builds the server-sent events driver of endpoint ep.
+func (p *Engine) newSSE(cfg *spec.Config, s Settings, ep spec.Endpoint, checks check.List, conns int) (*sseload.Driver, error) {
+	e := ep.SSE
 	if e == nil {
 		e = &spec.SSE{}
 	}
-	d, err := sseload.New(sseload.Options{
-		URL: target, Headers: cfg.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
+	return sseload.New(sseload.Options{
+		URL: ep.URL, Headers: ep.Headers, MaxEvents: e.MaxEvents, ReadTimeout: e.ReadTimeout,
 		Timeout: cfg.Timeout, Connections: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
-		Checks: p.checks.Endpoint(0),
+		Checks: checks,
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-	return d, nil
 }
 
-// grpcDriver builds the gRPC driver of cfg for target, loading its method
-// from the job's proto file.
-func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns int) (load.Requester, error) {
-	g := cfg.GRPC
+// newGRPC builds the gRPC driver of endpoint ep, loading its method from
+// the job's proto file.
+func (p *Engine) newGRPC(cfg *spec.Config, s Settings, ep spec.Endpoint, checks check.List, conns int) (*grpcload.Driver, error) {
+	g := ep.GRPC
 	// Through the config, so a job's proto files stay inside its
 	// workspace and bounded.
 	read := func(path string) ([]byte, error) { return cfg.ReadFile("grpc.proto_file", path) }
@@ -87,16 +82,11 @@ func (p *Engine) grpcDriver(cfg *spec.Config, s Settings, target string, conns i
 	if timeout == 0 {
 		timeout = cfg.Timeout
 	}
-	d, err := grpcload.New(grpcload.Options{
-		Target: target, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
+	return grpcload.New(grpcload.Options{
+		Target: ep.URL, Method: md, Message: g.Message, Metadata: g.Metadata, Timeout: timeout,
 		TLS: g.TLS, Insecure: g.Insecure, Concurrency: conns, DialControl: s.DialControl, Resolver: s.Resolver, Vars: p.vars,
-		Checks: p.checks.Endpoint(0),
+		Checks: checks,
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.closer, p.proto, p.Options.Endpoints = d.Close, d, d.Names()
-	return d, nil
 }
 
 // httpDriver builds the HTTP driver of cfg's endpoint mix and, for a
@@ -126,10 +116,20 @@ func (p *Engine) httpDriver(cfg *spec.Config, s Settings, conns int) (load.Reque
 
 // newHTTP builds an HTTP driver of mix, reading each body file once.
 func (p *Engine) newHTTP(cfg *spec.Config, mix []spec.Endpoint, s Settings, conns int) (*httpload.Driver, error) {
+	return p.newHTTPAt(cfg, mix, nil, s, conns)
+}
+
+// newHTTPAt builds an HTTP driver of mix, whose endpoint j is the run's
+// endpoint at[j] (nil: j itself), reading each body file once.
+func (p *Engine) newHTTPAt(cfg *spec.Config, mix []spec.Endpoint, at []int, s Settings, conns int) (*httpload.Driver, error) {
 	suite := p.checks
 	var eps []httpload.Endpoint
 	bodies := map[string][]byte{} // one read per file, however many endpoints share it
-	for i, e := range mix {
+	for j, e := range mix {
+		i := j
+		if at != nil {
+			i = at[j]
+		}
 		body := []byte(e.Body)
 		if e.BodyFile != "" {
 			b, ok := bodies[e.BodyFile]

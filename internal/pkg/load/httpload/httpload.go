@@ -391,6 +391,14 @@ func (d *Driver) DoSample(ctx context.Context, s *load.Sample) error {
 			i++
 		}
 	}
+	return d.DoEndpoint(ctx, s, i)
+}
+
+// DoEndpoint sends one request to endpoint i (an index into [Driver.Names])
+// and reports it in s, as [Driver.DoSample] does; it is for a caller that
+// picks the endpoint itself (a mixed-protocol run, which picks among the
+// endpoints of every protocol). i must be in range.
+func (d *Driver) DoEndpoint(ctx context.Context, s *load.Sample, i int) error {
 	ep := &d.eps[i]
 	s.Endpoint = i
 	var u *vars.User

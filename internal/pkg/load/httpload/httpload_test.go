@@ -450,3 +450,32 @@ func TestRefusedRequestsSendNoBytes(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestDoEndpointSendsTheEndpointAsked: a caller that picks the endpoint
+// itself (a mixed-protocol run) gets that endpoint, whatever the weights,
+// on both the fast path and net/http.
+func TestDoEndpointSendsTheEndpointAsked(t *testing.T) {
+	t.Parallel()
+	paths := make(chan string, 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { paths <- r.URL.Path }))
+	defer srv.Close()
+	for _, netHTTP := range []bool{false, true} {
+		d, err := New(Options{Endpoints: []Endpoint{
+			{Name: "a", URL: srv.URL + "/a", Weight: 1000},
+			{Name: "b", URL: srv.URL + "/b", Weight: 1},
+		}, Connections: 2, NetHTTP: netHTTP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			var s load.Sample
+			if err := d.DoEndpoint(t.Context(), &s, 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-paths; got != "/b" || s.Endpoint != 1 || s.Status != 200 {
+				t.Fatalf("DoEndpoint(1) (net/http %v) sent %s, sample endpoint %d status %d; want /b, 1, 200", netHTTP, got, s.Endpoint, s.Status)
+			}
+		}
+		d.Close()
+	}
+}

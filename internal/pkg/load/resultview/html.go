@@ -423,11 +423,25 @@ func (p *pageWriter) protocols(v *View) {
 		p.s("</tr>\n")
 	}
 	p.s("</table>\n")
-	ps := v.Summary.Protocol
-	if ps == nil {
+	if ps := v.Summary.Protocol; ps != nil {
+		p.protocolDetail(ps, "protocol-detail")
 		return
 	}
-	p.s("\n<table id=\"protocol-detail\">\n<tr><th>")
+	// A mixed-protocol run: a table for each protocol with measurements of
+	// its own.
+	for _, ps := range v.Summary.Protocols {
+		if len(ps.Timings) > 0 || len(ps.Counters) > 0 {
+			p.protocolDetail(ps, "protocol-detail-"+ps.Protocol)
+		}
+	}
+}
+
+// protocolDetail writes a protocol's own measurements, in a table with
+// the given id.
+func (p *pageWriter) protocolDetail(ps *summary.ProtocolSummary, id string) {
+	p.s("\n<table id=\"")
+	p.text(id)
+	p.s("\">\n<tr><th>")
 	p.text(ps.Protocol)
 	p.s(` timing</th><th class="n">p50</th><th class="n">p90</th><th class="n">p99</th><th class="n">max</th></tr>` + "\n")
 	for _, k := range slices.Sorted(maps.Keys(ps.Timings)) {

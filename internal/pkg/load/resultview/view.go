@@ -177,10 +177,28 @@ func (v *View) health() {
 	}
 }
 
-// protocols groups the totals by protocol. A run speaks one protocol today,
-// so this is one row named after the run's protocol.
+// protocols groups the totals by protocol: one row named after the run's
+// protocol, or for a mixed-protocol run one row per protocol, with the
+// totals of its endpoints.
 func (v *View) protocols() {
 	s := &v.Summary
+	if len(s.Protocols) > 0 {
+		v.Protocols = nil
+		for _, ps := range s.Protocols {
+			r := ProtocolRow{Protocol: ps.Protocol, Endpoints: len(ps.Endpoints), Requests: ps.Requests}
+			if ps.Requests > 0 {
+				r.ErrorRate = float64(ps.Errors) / float64(ps.Requests)
+			}
+			if s.Requests > 0 {
+				r.RPS = s.RPS * float64(ps.Requests) / float64(s.Requests)
+			}
+			if ps.Latency != nil {
+				r.Latency = *ps.Latency
+			}
+			v.Protocols = append(v.Protocols, r)
+		}
+		return
+	}
 	p := "http"
 	switch {
 	case s.Protocol != nil && s.Protocol.Protocol != "":

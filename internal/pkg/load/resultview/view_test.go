@@ -195,6 +195,32 @@ func TestProtocolDetail(t *testing.T) {
 	}
 }
 
+// TestMixedProtocols: the report of a mixed-protocol run has one row per
+// protocol with its endpoints' totals, and a table of each protocol's own
+// measurements. Before, it had one row named http with every endpoint.
+func TestMixedProtocols(t *testing.T) {
+	t.Parallel()
+	r := sampleResult(t, 3, "home", "chat")
+	h := load.NewHistogram()
+	h.Record(3 * time.Millisecond)
+	r.Protocols = []*load.ProtocolStats{{Protocol: "http", Endpoints: []string{"home"}},
+		{Protocol: "websocket", Endpoints: []string{"chat"}, Counters: map[string]int64{"messages_sent": 7}, Timings: map[string]*load.Histogram{"connect": h}}}
+	v := Build(r, nil)
+	if len(v.Protocols) != 2 || v.Protocols[0].Protocol != "http" || v.Protocols[1].Protocol != "websocket" ||
+		v.Protocols[0].Requests+v.Protocols[1].Requests != r.Requests || v.Protocols[1].Endpoints != 1 || v.Protocols[1].Latency.P99 == 0 {
+		t.Fatalf("protocol rows %+v over %d requests, want http and websocket with their endpoints' totals", v.Protocols, r.Requests)
+	}
+	page := render(t, r, nil)
+	for _, want := range []string{"<td>http</td>", "<td>websocket</td>", `id="protocol-detail-websocket"`, "websocket timing", "messages_sent: 7"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="protocol-detail-http"`) {
+		t.Error("page has a measurements table for http, which has none")
+	}
+}
+
 func TestSystemUnderTest(t *testing.T) {
 	t.Parallel()
 	r := sampleResult(t, 3)

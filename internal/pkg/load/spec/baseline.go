@@ -68,6 +68,10 @@ func (v *validator) baseline() {
 		v.fail(key, "a paired A/B run works with protocol http only, not %s: remove baseline_target", c.Protocol)
 		return
 	}
+	if c.Mixed() {
+		v.fail(key, "a paired A/B run works with protocol http only, and this config's endpoints mix protocols: remove baseline_target, or the endpoints' protocol keys")
+		return
+	}
 	if ds := c.Distributed; ds != nil && ds.Workers > 1 {
 		v.fail(key, "a paired A/B run runs on one host: remove distributed, or remove baseline_target")
 	}

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -78,10 +79,28 @@ func (v *validator) checks() {
 	if c.ChecksMaxBody < 0 {
 		v.fail("checks_max_body", "%d is negative: want %s, or 0 for the default", c.ChecksMaxBody, wantMaxBody)
 	}
-	v.checkList("checks", c.Checks)
+	// The top-level checks run on every endpoint, so on each protocol
+	// the endpoints use.
+	protos := []Protocol{c.Protocol}
+	if c.Mixed() {
+		protos = nil
+		if c.HARFile != "" {
+			protos = append(protos, ProtocolHTTP) // its requests are HTTP
+		}
+		for _, ep := range c.Endpoints {
+			if p := c.EndpointProtocol(ep); !slices.Contains(protos, p) {
+				protos = append(protos, p)
+			}
+		}
+	}
+	for _, p := range protos {
+		if v.checkList("checks", c.Checks, p) {
+			break // one protocol's refusal is enough
+		}
+	}
 	has := len(c.Checks) > 0
 	for i, ep := range c.Endpoints {
-		v.checkList(fmt.Sprintf("endpoints[%d].checks", i), ep.Checks)
+		v.checkList(fmt.Sprintf("endpoints[%d].checks", i), ep.Checks, c.EndpointProtocol(ep))
 		has = has || len(ep.Checks) > 0
 	}
 	v.checksThresholds(has)
@@ -103,44 +122,66 @@ func (v *validator) checksThresholds(has bool) {
 	}
 }
 
-func (v *validator) checkList(prefix string, specs []check.Spec) {
+// checkList checks specs, at prefix, as checks of responses of protocol p,
+// and reports whether it refused any.
+func (v *validator) checkList(prefix string, specs []check.Spec, p Protocol) bool {
+	refused := false
+	fail := func(key, format string, args ...any) {
+		refused = true
+		v.fail(key, format, args...)
+	}
+	where, has := "protocol "+string(p), "has"
+	if v.c.Mixed() && !strings.HasPrefix(prefix, "endpoints[") {
+		where, has = "the "+string(p)+" endpoints", "have"
+	}
 	for i, s := range specs {
 		key := fmt.Sprintf("%s[%d]", prefix, i)
 		ch, err := check.Compile(key, s)
 		if err != nil {
 			var se *check.SpecError
 			if errors.As(err, &se) && se.Key != "" {
-				v.fail(key+"."+se.Key, "%s", se.Msg)
+				fail(key+"."+se.Key, "%s", se.Msg)
 			} else {
-				v.fail(key, "%v", err)
+				fail(key, "%v", err)
 			}
 			continue
 		}
-		v.statusRange(key, s.Status)
-		kinds, limited := ProtocolCheckKinds(v.c.Protocol)
+		refused = v.statusRange(key, s.Status, p) || refused
+		kinds, limited := ProtocolCheckKinds(p)
 		switch {
 		case !limited || containsKind(kinds, ch.Kind()):
 		case len(kinds) == 0:
-			v.fail(key+"."+ch.Kind().Key(), "protocol %s has no response checks: remove checks (they are for protocol http)", v.c.Protocol)
+			fail(key+"."+ch.Kind().Key(), "%s %s no response checks: remove checks (they are for protocol http)", where, has)
 		default:
-			v.fail(key+"."+ch.Kind().Key(), "protocol %s has no %s to check: use %s", v.c.Protocol, ch.Kind().Key(), kindKeys(kinds))
+			fail(key+"."+ch.Kind().Key(), "%s %s no %s to check: use %s%s", where, has, ch.Kind().Key(), kindKeys(kinds), moveHint(has == "have"))
 		}
 	}
+	return refused
 }
 
-// statusRange refuses status codes the protocol has not: gRPC's are 0 to
-// 16, HTTP's (and SSE's) 100 to 999.
-func (v *validator) statusRange(key string, codes []int) {
+// moveHint is what a refused top-level check of a mixed run adds: the
+// top-level checks run on every endpoint.
+func moveHint(mixed bool) string {
+	if !mixed {
+		return ""
+	}
+	return ", or move the check into the checks of the endpoints it is for (top-level checks run on every endpoint)"
+}
+
+// statusRange refuses status codes protocol p has not: gRPC's are 0 to
+// 16, HTTP's (and SSE's) 100 to 999. It reports whether it refused.
+func (v *validator) statusRange(key string, codes []int, p Protocol) bool {
 	lo, hi, what := 100, 999, "HTTP status codes are 100 to 999"
-	if v.c.Protocol == ProtocolGRPC {
+	if p == ProtocolGRPC {
 		lo, hi, what = 0, 16, "gRPC status codes are 0 (OK) to 16"
 	}
 	for _, c := range codes {
 		if c < lo || c > hi {
-			v.fail(key+".status", "%d is not a status code of protocol %s: %s", c, v.c.Protocol, what)
-			return
+			v.fail(key+".status", "%d is not a status code of protocol %s: %s%s", c, p, what, moveHint(v.c.Mixed() && !strings.HasPrefix(key, "endpoints[")))
+			return true
 		}
 	}
+	return false
 }
 
 // ProtocolCheckKinds returns the kinds of check a non-HTTP protocol

@@ -2,7 +2,9 @@
 // writes for `forgeload load -f` or a `forgeload/load@v1` step, and the
 // inline `with:` keys or CLI flags that override it. The format is a
 // superset of Crankfire's, so Crankfire files parse unchanged; forgeload adds
-// the closed model (`vus`, `think_time`), `seed` and the `distributed` block.
+// the closed model (`vus`, `think_time`), `seed` and the `distributed` block,
+// and runs endpoints that set their own `protocol` (a mixed-protocol run,
+// [Config.Mixed]) where Crankfire's binary ignores the key.
 //
 // # Use
 //

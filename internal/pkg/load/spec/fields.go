@@ -58,9 +58,9 @@ func (d *decoder) topFields() []field {
 		}},
 		{name: "auth", structured: true, set: d.auth},
 		{name: "feeder", structured: true, set: d.feeder},
-		{name: "grpc", structured: true, set: d.grpc},
-		{name: "websocket", structured: true, set: d.websocket},
-		{name: "sse", structured: true, set: d.sse},
+		{name: "grpc", structured: true, set: func(n *yaml.Node, p string) { d.grpc(n, p, &c.GRPC) }},
+		{name: "websocket", structured: true, set: func(n *yaml.Node, p string) { d.websocket(n, p, &c.WebSocket) }},
+		{name: "sse", structured: true, set: func(n *yaml.Node, p string) { d.sse(n, p, &c.SSE) }},
 		{name: "thresholds", set: d.thresholds},
 		{name: "checks", structured: true, set: func(n *yaml.Node, p string) { d.checks(n, p, &c.Checks) }},
 		{name: "checks_max_body", set: func(n *yaml.Node, p string) { d.integer(n, p, wantMaxBody, &c.ChecksMaxBody) }},
@@ -165,6 +165,9 @@ func (d *decoder) endpoints(n *yaml.Node, path string) {
 				})
 			}},
 			{name: "checks", set: func(n *yaml.Node, p string) { d.checks(n, p, &ep.Checks) }},
+			{name: "websocket", set: func(n *yaml.Node, p string) { d.websocket(n, p, &ep.WebSocket) }},
+			{name: "sse", set: func(n *yaml.Node, p string) { d.sse(n, p, &ep.SSE) }},
+			{name: "grpc", set: func(n *yaml.Node, p string) { d.grpc(n, p, &ep.GRPC) }},
 		})
 		if t, ok := d.c.origin[p+".target"]; ok {
 			if _, both := d.c.origin[p+".url"]; both {
@@ -277,11 +280,12 @@ func (d *decoder) feeder(n *yaml.Node, path string) {
 	})
 }
 
-func (d *decoder) grpc(n *yaml.Node, path string) {
-	if d.c.GRPC == nil {
-		d.c.GRPC = &GRPC{}
+// grpc decodes a grpc block into *dst (the config's or an endpoint's).
+func (d *decoder) grpc(n *yaml.Node, path string, dst **GRPC) {
+	if *dst == nil {
+		*dst = &GRPC{}
 	}
-	g := d.c.GRPC
+	g := *dst
 	d.mapping(n, path, []field{
 		{name: "proto_file", set: func(n *yaml.Node, p string) { d.str(n, p, &g.ProtoFile) }},
 		{name: "service", set: func(n *yaml.Node, p string) { d.str(n, p, &g.Service) }},
@@ -294,11 +298,13 @@ func (d *decoder) grpc(n *yaml.Node, path string) {
 	})
 }
 
-func (d *decoder) websocket(n *yaml.Node, path string) {
-	if d.c.WebSocket == nil {
-		d.c.WebSocket = &WebSocket{}
+// websocket decodes a websocket block into *dst (the config's or an
+// endpoint's).
+func (d *decoder) websocket(n *yaml.Node, path string, dst **WebSocket) {
+	if *dst == nil {
+		*dst = &WebSocket{}
 	}
-	w := d.c.WebSocket
+	w := *dst
 	d.mapping(n, path, []field{
 		{name: "messages", set: func(n *yaml.Node, p string) { d.stringList(n, p, &w.Messages) }},
 		{name: "message_interval", set: func(n *yaml.Node, p string) { d.duration(n, p, &w.MessageInterval) }},
@@ -308,11 +314,12 @@ func (d *decoder) websocket(n *yaml.Node, path string) {
 	})
 }
 
-func (d *decoder) sse(n *yaml.Node, path string) {
-	if d.c.SSE == nil {
-		d.c.SSE = &SSE{}
+// sse decodes an sse block into *dst (the config's or an endpoint's).
+func (d *decoder) sse(n *yaml.Node, path string, dst **SSE) {
+	if *dst == nil {
+		*dst = &SSE{}
 	}
-	s := d.c.SSE
+	s := *dst
 	d.mapping(n, path, []field{
 		{name: "read_timeout", set: func(n *yaml.Node, p string) { d.duration(n, p, &s.ReadTimeout) }},
 		{name: "max_events", set: func(n *yaml.Node, p string) { d.intField(n, p, wantCount, &s.MaxEvents) }},

@@ -39,6 +39,10 @@ func FuzzParseConfig(f *testing.F) {
 		"{",
 		"---\n---\n",
 		"\xef\xbb\xbf{}",
+		// Mixed-protocol configs: one endpoint of each protocol, blocks of
+		// the config and of endpoints; then blocks on the wrong endpoint.
+		"target: http://x\nrate: 1\nwebsocket: {messages: [a]}\ngrpc: {proto_file: p, service: a.S, method: M}\nendpoints:\n  - {path: /a}\n  - {protocol: websocket, url: 'ws://x/c', websocket: {expect_replies: true}}\n  - {protocol: sse, path: /e, sse: {max_events: 2}}\n  - {protocol: grpc, target: 'x:1', grpc: {tls: true}}\nchecks: [{body_contains: a}]\n",
+		"endpoints: [{protocol: GRPC, url: 'grpcs://x:1/'}, {protocol: websocket, sse: null, grpc: {metadata: {a: b}}, body: x}, {protocol: sse, extractors: [{}]}]\nbaseline_target: http://y\n",
 		"root:*:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n",
 		`{"id": 1, "uuid": "u", "token": "s3cret-token-value", "address": "http://x"}`,
 	} {
@@ -64,7 +68,12 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		_ = c.Validate()
+		if c.Validate() == nil {
+			// What the build reads of a valid config.
+			_ = c.Mix()
+			_ = c.Protocols()
+			_ = c.Mixed()
+		}
 		_, _ = c.CheckSuite()
 		_ = c.Override(map[string]string{"rate": "5", "vus": "2", "distributed.workers": "3"})
 		_ = c.Validate()
@@ -80,6 +89,7 @@ func FuzzOverride(f *testing.F) {
 		{"thresholds", "http_req_duration:p99 < 1s\n# c\n"}, {"endpoints", "- {name: a, path: /a}"},
 		{"arrival.model", "poisson"}, {"think_time", "{min: 1s}"}, {"bogus", "1"}, {"auth", "{client_secret: [x]}"},
 		{"checks", "- status: [200]\n- json: $.a\n  equals: 1\n"}, {"checks", "{status: x}"}, {"checks_max_body", "1e3"},
+		{"endpoints", "- {protocol: websocket, url: 'ws://x/c', websocket: {messages: [a]}}\n- {protocol: sse, path: /e}"},
 	} {
 		f.Add(kv[0], kv[1])
 	}

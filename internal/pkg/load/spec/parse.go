@@ -275,7 +275,8 @@ func (c *Config) ReadFileMax(key, path string, limit int64) ([]byte, error) {
 }
 
 // ResolvePaths makes the relative file paths of c (body_file, endpoint
-// body_file, feeder.path, grpc.proto_file, har_file) relative to dir.
+// body_file, feeder.path, grpc.proto_file, an endpoint's
+// grpc.proto_file, har_file) relative to dir.
 // [Load] calls it with the config file's directory.
 func (c *Config) ResolvePaths(dir string) {
 	res := func(p *string) {
@@ -287,6 +288,9 @@ func (c *Config) ResolvePaths(dir string) {
 	res(&c.HARFile)
 	for i := range c.Endpoints {
 		res(&c.Endpoints[i].BodyFile)
+		if g := c.Endpoints[i].GRPC; g != nil {
+			res(&g.ProtoFile)
+		}
 	}
 	if c.Feeder != nil {
 		res(&c.Feeder.Path)

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -20,19 +21,24 @@ import (
 //   - Body and BodyFile are the endpoint's when it sets either, else the
 //     config's;
 //   - the requests of har_file (read by Validate) follow the endpoints,
-//     each with weight 1 and the config's headers under its own.
+//     each with weight 1 and the config's headers under its own;
+//   - Protocol is the endpoint's, or the config's (http by default), and
+//     the endpoint's block of that protocol (WebSocket, SSE or GRPC) is
+//     its own or else the config's;
+//   - a gRPC endpoint's host:port becomes grpc://host:port (grpcs:// with
+//     TLS), so the target policy checks it like any other URL.
 //
 // Call it after [Config.Validate]; it does not check URLs.
 func (c *Config) Mix() []Endpoint {
 	if len(c.Endpoints) == 0 && len(c.har) == 0 {
-		return []Endpoint{{
+		return []Endpoint{c.withProtocol(Endpoint{
 			Weight:   1,
 			Method:   c.Method,
-			URL:      c.targetURL(),
+			URL:      c.Target,
 			Headers:  maps.Clone(c.Headers),
 			Body:     c.Body,
 			BodyFile: c.BodyFile,
-		}}
+		})}
 	}
 	out := make([]Endpoint, 0, len(c.Endpoints))
 	for _, ep := range c.Endpoints {
@@ -44,6 +50,7 @@ func (c *Config) Mix() []Endpoint {
 		default:
 			r.URL = c.Target
 		}
+		r = c.withProtocol(r)
 		if r.Method == "" {
 			r.Method = c.Method
 		}
@@ -60,6 +67,7 @@ func (c *Config) Mix() []Endpoint {
 	}
 	for _, ep := range c.har {
 		r := ep
+		r.Protocol = ProtocolHTTP
 		h := maps.Clone(c.Headers)
 		if h == nil {
 			h = map[string]string{}
@@ -71,16 +79,60 @@ func (c *Config) Mix() []Endpoint {
 	return out
 }
 
-// targetURL is Target as a URL: a gRPC host:port becomes grpc://host:port
-// (grpcs:// with TLS), so the target policy can check it like any other.
-func (c *Config) targetURL() string {
-	if c.Protocol != ProtocolGRPC || strings.Contains(c.Target, "://") {
-		return c.Target
+// withProtocol resolves r's protocol, its protocol's block and, for gRPC,
+// its URL: a host:port becomes grpc://host:port (grpcs:// with TLS), so
+// the target policy can check it like any other.
+func (c *Config) withProtocol(r Endpoint) Endpoint {
+	r.Protocol = c.EndpointProtocol(r)
+	ws, sse, g := r.WebSocket, r.SSE, r.GRPC
+	r.WebSocket, r.SSE, r.GRPC = nil, nil, nil
+	switch r.Protocol {
+	case ProtocolWebSocket:
+		r.WebSocket = cmp.Or(ws, c.WebSocket)
+	case ProtocolSSE:
+		r.SSE = cmp.Or(sse, c.SSE)
+	case ProtocolGRPC:
+		r.GRPC = cmp.Or(g, c.GRPC)
+		if !strings.Contains(r.URL, "://") {
+			if r.GRPC != nil && r.GRPC.TLS {
+				r.URL = "grpcs://" + r.URL
+			} else {
+				r.URL = "grpc://" + r.URL
+			}
+		}
 	}
-	if c.GRPC != nil && c.GRPC.TLS {
-		return "grpcs://" + c.Target
+	return r
+}
+
+// EndpointProtocol returns the protocol ep is sent with: its own, else the
+// config's, else http.
+func (c *Config) EndpointProtocol(ep Endpoint) Protocol {
+	return cmp.Or(ep.Protocol, c.Protocol, ProtocolHTTP)
+}
+
+// Mixed reports whether c is a mixed-protocol run: some endpoint's own
+// protocol is not http. Each endpoint of a mixed run is sent by the driver
+// of its protocol (see [Config.Mix]); its summary reports the protocols'
+// own measurements as a list (one entry per protocol).
+func (c *Config) Mixed() bool {
+	for _, ep := range c.Endpoints {
+		if ep.Protocol != "" && ep.Protocol != ProtocolHTTP {
+			return true
+		}
 	}
-	return "grpc://" + c.Target
+	return false
+}
+
+// Protocols returns the protocols c's endpoints are sent with, each once,
+// in the order of their first endpoint.
+func (c *Config) Protocols() []Protocol {
+	var out []Protocol
+	for _, ep := range c.Mix() {
+		if !slices.Contains(out, ep.Protocol) {
+			out = append(out, ep.Protocol)
+		}
+	}
+	return out
 }
 
 // ParsedThresholds parses c.Thresholds with package threshold. Validate

@@ -311,10 +311,21 @@ type Endpoint struct {
 	// Checks are run on this endpoint's responses after the top-level
 	// ones. Key: checks.
 	Checks []check.Spec
-	// Protocol is the endpoint's protocol as Crankfire's mixed-protocol
-	// samples write it; only the run's protocol, http, is accepted
-	// (Crankfire's binary ignores the key). Key: protocol.
+	// Protocol is the endpoint's protocol, as Crankfire's mixed-protocol
+	// sample writes it (Crankfire's binary ignores the key): http,
+	// websocket, sse or grpc. Empty means the run's protocol, which must
+	// then be http. A config whose endpoints use a protocol other than
+	// http is a mixed run (see [Config.Mixed]): each endpoint is sent by
+	// its own protocol's driver. [Config.Mix] resolves it. Key: protocol.
 	Protocol Protocol
+	// WebSocket, SSE and GRPC configure the endpoint's protocol; nil
+	// means the config's block of the same name. Only the block of the
+	// endpoint's own protocol may be set. Keys: websocket, sse, grpc.
+	// (Left out of the distributed wire form when nil, so a spec without
+	// them reads the same on a member that predates them.)
+	WebSocket *WebSocket `json:",omitempty"`
+	SSE       *SSE       `json:",omitempty"`
+	GRPC      *GRPC      `json:",omitempty"`
 }
 
 // Extractor is one Crankfire response extractor.

@@ -57,34 +57,39 @@ func (v *validator) protocol() {
 		return
 	}
 	if len(c.Endpoints) > 0 {
-		v.fail("endpoints", "endpoints are for protocol http; a %s run has one target: remove endpoints and set target", c.Protocol)
+		v.fail("endpoints", "endpoints are for protocol http; a %s run has one target: remove endpoints and set target, or for a mixed-protocol run remove the top-level protocol and set protocol: %s in each endpoint that uses it", c.Protocol, c.Protocol)
 	}
+	v.block("", c.Protocol, c.WebSocket, c.SSE, c.GRPC)
+}
+
+// block checks the block of protocol p (the config's when prefix is "",
+// else the endpoint's at prefix, e.g. "endpoints[2].").
+func (v *validator) block(prefix string, p Protocol, w *WebSocket, e *SSE, g *GRPC) {
 	nonNegative := func(key string, d time.Duration) {
 		if d < 0 {
-			v.fail(key, "%s is negative (want e.g. 10s, or 0 for the default)", d)
+			v.fail(prefix+key, "%s is negative (want e.g. 10s, or 0 for the default)", d)
 		}
 	}
-	switch c.Protocol {
+	switch p {
 	case ProtocolWebSocket:
-		if w := c.WebSocket; w != nil {
+		if w != nil {
 			nonNegative("websocket.message_interval", w.MessageInterval)
 			nonNegative("websocket.receive_timeout", w.ReceiveTimeout)
 			nonNegative("websocket.handshake_timeout", w.HandshakeTimeout)
 			if w.ExpectReplies && len(w.Messages) == 0 {
-				v.fail("websocket.expect_replies", "expect_replies waits for a reply to each message, but websocket.messages is empty: add messages")
+				v.fail(prefix+"websocket.expect_replies", "expect_replies waits for a reply to each message, but websocket.messages is empty: add messages")
 			}
 		}
 	case ProtocolSSE:
-		if e := c.SSE; e != nil {
+		if e != nil {
 			nonNegative("sse.read_timeout", e.ReadTimeout)
 			if e.MaxEvents < 0 {
-				v.fail("sse.max_events", "%d is negative (want e.g. 100, or 0 for the default of 100)", e.MaxEvents)
+				v.fail(prefix+"sse.max_events", "%d is negative (want e.g. 100, or 0 for the default of 100)", e.MaxEvents)
 			}
 		}
 	case ProtocolGRPC:
-		g := c.GRPC
 		if g == nil {
-			v.fail("grpc", "protocol grpc needs a grpc block with proto_file, service and method")
+			v.fail(prefix+"grpc", "protocol grpc needs a grpc block with proto_file, service and method")
 			return
 		}
 		for _, k := range []struct{ key, val, eg string }{
@@ -93,31 +98,34 @@ func (v *validator) protocol() {
 			{"grpc.method", g.Method, "CreateOrder"},
 		} {
 			if strings.TrimSpace(k.val) == "" {
-				v.fail(k.key, "required for protocol grpc (want e.g. %s)", k.eg)
+				v.fail(prefix+k.key, "required for protocol grpc (want e.g. %s)", k.eg)
 			}
 		}
 		nonNegative("grpc.timeout", g.Timeout)
-		if c.Distributed != nil && c.Distributed.Workers > 1 {
-			v.fail("grpc.proto_file", "a .proto file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed to run gRPC load on one host")
+		if v.c.Distributed != nil && v.c.Distributed.Workers > 1 {
+			v.fail(prefix+"grpc.proto_file", "a .proto file cannot be used in a distributed test (the other hosts cannot read this workspace): remove distributed to run gRPC load on one host")
 		}
 	}
 }
 
 // checkTarget checks the target of a non-HTTP protocol.
-func (v *validator) checkTarget(raw string) {
-	switch v.c.Protocol {
+func (v *validator) checkTarget(raw string) { v.checkTargetOf("target", v.c.Protocol, raw) }
+
+// checkTargetOf checks raw, at key, as a target of protocol p.
+func (v *validator) checkTargetOf(key string, p Protocol, raw string) {
+	switch p {
 	case ProtocolWebSocket:
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss") {
-			v.fail("target", "%q is not a ws:// or wss:// URL (want e.g. ws://api.example.com/ws)", raw)
+			v.fail(key, "%q is not a ws:// or wss:// URL (want e.g. ws://api.example.com/ws)", raw)
 		}
 	case ProtocolGRPC:
 		hp := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(raw, "grpc://"), "grpcs://"), "/")
 		if _, port, err := net.SplitHostPort(hp); err != nil || port == "" || strings.ContainsAny(hp, "/?#") {
-			v.fail("target", "%q is not host:port (want e.g. orders.example.com:50051)", raw)
+			v.fail(key, "%q is not host:port (want e.g. orders.example.com:50051)", raw)
 		}
 	default:
-		v.checkURL("target", raw)
+		v.checkURL(key, raw)
 	}
 }
 
@@ -170,15 +178,82 @@ func (v *validator) unsupported() {
 	}
 }
 
-// endpointProtocols refuses an endpoint's protocol other than http: the
-// mixed-protocol samples of Crankfire's repository set one per endpoint,
-// which Crankfire's binary ignores.
+// endpointProtocols checks the endpoints' own protocols and blocks: an
+// endpoint of a mixed run sends only what its protocol has (a WebSocket
+// endpoint its websocket.messages, a gRPC one its grpc.message), so the
+// HTTP request keys are refused on it rather than ignored.
 func (v *validator) endpointProtocols() {
+	if v.c.Protocol != ProtocolHTTP && v.c.Protocol != "" {
+		return // endpoints are refused by protocol()
+	}
+	checked := map[Protocol]bool{} // the config's blocks, checked once each
 	for i, ep := range v.c.Endpoints {
-		if p := string(ep.Protocol); p != "" && ep.Protocol != ProtocolHTTP {
-			v.fail(fmt.Sprintf("endpoints[%d].protocol", i), "%q: endpoints are HTTP requests, one protocol per run (Crankfire's binary ignores this key and sends HTTP to every endpoint, whatever its URL): run the %s endpoint as a load config or step of its own with protocol: %s and target: its URL, or remove the key", p, p, p)
+		key := fmt.Sprintf("endpoints[%d]", i)
+		p := ep.Protocol
+		switch p {
+		case "", ProtocolHTTP, ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
+		default:
+			v.fail(key+".protocol", "%q is not a protocol (want http, websocket, sse or grpc)", string(p))
+			continue
+		}
+		p = v.c.EndpointProtocol(ep)
+		for _, b := range []struct {
+			proto Protocol
+			set   bool
+		}{{ProtocolWebSocket, ep.WebSocket != nil}, {ProtocolSSE, ep.SSE != nil}, {ProtocolGRPC, ep.GRPC != nil}} {
+			if b.set && b.proto != p {
+				v.fail(key+"."+string(b.proto), "this endpoint's protocol is %s, so its %s block would be ignored: set protocol: %s in this endpoint, or remove the block", p, b.proto, b.proto)
+			}
+		}
+		if p == ProtocolHTTP {
+			continue
+		}
+		v.nonHTTPEndpoint(key, p, ep)
+		prefix := key + "."
+		w, e, g := ep.WebSocket, ep.SSE, ep.GRPC
+		if w == nil && e == nil && g == nil && (p != ProtocolGRPC || v.c.GRPC != nil) {
+			if checked[p] {
+				continue
+			}
+			checked[p] = true
+			prefix, w, e, g = "", v.c.WebSocket, v.c.SSE, v.c.GRPC // the config's block
+		}
+		v.block(prefix, p, w, e, g)
+	}
+}
+
+// nonHTTPEndpoint refuses on the endpoint at key, of protocol p, the keys
+// its protocol does not send, and checks its URL as a target of p.
+func (v *validator) nonHTTPEndpoint(key string, p Protocol, ep Endpoint) {
+	instead := map[Protocol]string{ProtocolWebSocket: "websocket.messages", ProtocolSSE: "nothing but its headers", ProtocolGRPC: "grpc.message"}[p]
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"method", ep.Method != ""}, {"body", ep.Body != ""}, {"body_file", ep.BodyFile != ""}, {"extractors", len(ep.Extractors) > 0}} {
+		if k.set {
+			v.fail(key+"."+k.name, "%s endpoint sends %s; %s is for HTTP endpoints: remove it", aProtocol(p), instead, k.name)
 		}
 	}
+	if p == ProtocolGRPC && len(ep.Headers) > 0 {
+		v.fail(key+".headers", "a grpc endpoint sends grpc.metadata, not headers: move them to this endpoint's grpc.metadata")
+	}
+	switch {
+	case ep.URL != "":
+		v.checkTargetOf(key+".url", p, ep.URL)
+	case p == ProtocolSSE && v.c.Target != "":
+		// A path (or nothing) on the config's http(s) target, as HTTP.
+	default:
+		v.fail(key+".url", "%s endpoint needs its own url (want e.g. %s)", aProtocol(p), map[Protocol]string{
+			ProtocolWebSocket: "ws://api.example.com/ws", ProtocolSSE: "https://api.example.com/events", ProtocolGRPC: "orders.example.com:50051"}[p])
+	}
+}
+
+// aProtocol is p with its article: "a websocket", "an sse".
+func aProtocol(p Protocol) string {
+	if p == ProtocolSSE {
+		return "an " + string(p)
+	}
+	return "a " + string(p)
 }
 
 // har reads har_file into the config's HAR requests (once).
@@ -296,7 +371,9 @@ func (v *validator) endpoints() {
 			v.fail(key+".weight", "%d is not a positive weight (want a whole number ≥ 1; weights are relative)", ep.Weight)
 		}
 		if ep.URL != "" {
-			v.checkURL(key+".url", ep.URL)
+			if c.EndpointProtocol(ep) == ProtocolHTTP {
+				v.checkURL(key+".url", ep.URL) // other protocols: endpointProtocols
+			}
 			if ep.Path != "" {
 				v.fail(key+".path", "url and path are both set; give a full url, or a path joined to target")
 			}

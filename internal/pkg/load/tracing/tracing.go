@@ -66,6 +66,10 @@ type Config struct {
 	// LoadProtocol is the load's protocol (http, websocket, sse or grpc),
 	// for the span name.
 	LoadProtocol string
+	// EndpointProtocols are, for a mixed-protocol run, the protocol of
+	// each endpoint by Sample.Endpoint: an endpoint's spans are named
+	// after its own protocol. nil names every span after LoadProtocol.
+	EndpointProtocols []string
 }
 
 // Exporter sends one span per sampled request to an OTLP receiver. Create
@@ -76,6 +80,7 @@ type Exporter struct {
 	tracer  trace.Tracer
 	closeFn func() error // closes the gRPC connection, if any
 	name    string       // span name
+	names   []string     // span names by endpoint, for a mixed-protocol run
 	url     string       // for messages
 
 	ended    atomic.Int64
@@ -97,6 +102,9 @@ func New(c Config) (*Exporter, error) {
 	}
 	var err error
 	e := &Exporter{name: spanName(c.LoadProtocol), url: redact.URL(u.String())}
+	for _, p := range c.EndpointProtocols {
+		e.names = append(e.names, spanName(p))
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: c.DialControl, Resolver: c.Resolver}
 	var exp sdktrace.SpanExporter
 	switch strings.ToLower(c.Protocol) {
@@ -257,8 +265,12 @@ func (t *traced) DoSample(ctx context.Context, s *load.Sample) error {
 	if class == load.ClassNone && err != nil {
 		class = load.Classify(err)
 	}
+	name := t.e.name
+	if s.Endpoint >= 0 && s.Endpoint < len(t.e.names) {
+		name = t.e.names[s.Endpoint]
+	}
 	ids := &spanIDs{trace: trace.TraceID(u.TraceID), span: trace.SpanID(u.SpanID)}
-	_, span := t.e.tracer.Start(context.WithValue(context.Background(), idsKey{}, ids), t.e.name,
+	_, span := t.e.tracer.Start(context.WithValue(context.Background(), idsKey{}, ids), name,
 		trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	if class != load.ClassNone {
 		span.SetAttributes(attribute.String("error.type", class.String()))

@@ -20,7 +20,8 @@ type RunInfo struct {
 	Step string `json:"step,omitempty"`
 	// Version is the forgeload version that measured the run.
 	Version string `json:"version,omitempty"`
-	// Protocol is the protocol the run spoke, such as "http".
+	// Protocol is the protocol the run spoke, such as "http", or "mixed"
+	// for a run whose endpoints use several.
 	Protocol string `json:"protocol,omitempty"`
 	// Config is the load config as key/value rows, secrets masked.
 	Config []ConfigRow `json:"config,omitempty"`

@@ -13,11 +13,19 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/load"
 )
 
-// ProtocolSummary is the reported view of [load.ProtocolStats].
+// ProtocolSummary is the reported view of [load.ProtocolStats]. In a
+// mixed-protocol run ([Summary.Protocols]) it also has the endpoints sent
+// with the protocol and their totals; those fields are absent otherwise.
 type ProtocolSummary struct {
-	Protocol string             `json:"protocol"`
-	Counters map[string]int64   `json:"counters,omitempty"`
-	Timings  map[string]Latency `json:"timings,omitempty"`
+	Protocol  string             `json:"protocol"`
+	Counters  map[string]int64   `json:"counters,omitempty"`
+	Timings   map[string]Latency `json:"timings,omitempty"`
+	Endpoints []string           `json:"endpoints,omitempty"`
+	Requests  int64              `json:"requests,omitempty"`
+	Errors    int64              `json:"errors,omitempty"`
+	// Latency is of the protocol's endpoints' requests together, from
+	// their merged histograms; nil outside a mixed-protocol run.
+	Latency *Latency `json:"latency,omitempty"`
 }
 
 func summarizeProtocol(p *load.ProtocolStats) *ProtocolSummary {
@@ -34,9 +42,52 @@ func summarizeProtocol(p *load.ProtocolStats) *ProtocolSummary {
 	return out
 }
 
+// summarizeProtocols summarises a mixed-protocol run's list, each entry
+// with the totals of its endpoints.
+func summarizeProtocols(r *load.Result) []*ProtocolSummary {
+	var out []*ProtocolSummary
+	for _, p := range r.Protocols {
+		ps := summarizeProtocol(p)
+		ps.Endpoints = p.Endpoints
+		var st load.Stats
+		for _, name := range p.Endpoints {
+			for i := range r.Endpoints {
+				if r.Endpoints[i].Name == name {
+					st.Merge(&r.Endpoints[i].Stats)
+				}
+			}
+		}
+		ps.Requests, ps.Errors = st.Requests, st.Errors
+		l := latencyOf(&st)
+		ps.Latency = &l
+		out = append(out, ps)
+	}
+	return out
+}
+
+// ProtocolSections returns the protocol sections of s: the one protocol's
+// ([Summary.Protocol]), or a mixed-protocol run's list, or none.
+func (s *Summary) ProtocolSections() []*ProtocolSummary {
+	if s.Protocol != nil {
+		return []*ProtocolSummary{s.Protocol}
+	}
+	return s.Protocols
+}
+
 // protocolRows returns the summary rows of a protocol section.
 func protocolRows(p *ProtocolSummary) [][2]string {
 	var rows [][2]string
+	if len(p.Endpoints) > 0 {
+		rows = append(rows, [2]string{"Endpoints", strings.Join(p.Endpoints, ", ")})
+		rate := "0%"
+		if p.Requests > 0 {
+			rate = load.FormatPercent(float64(p.Errors) / float64(p.Requests))
+		}
+		rows = append(rows, [2]string{"Requests / errors", strconv.FormatInt(p.Requests, 10) + " / " + strconv.FormatInt(p.Errors, 10) + " (" + rate + ")"})
+		if p.Latency != nil {
+			rows = append(rows, [2]string{"Latency p50 / p99 / max", fmtMS(p.Latency.P50) + " / " + fmtMS(p.Latency.P99) + " / " + fmtMS(p.Latency.Max)})
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(p.Timings)) {
 		l := p.Timings[k]
 		rows = append(rows, [2]string{k + " p50 / p99 / max", fmtMS(l.P50) + " / " + fmtMS(l.P99) + " / " + fmtMS(l.Max)})

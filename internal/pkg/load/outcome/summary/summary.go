@@ -122,6 +122,9 @@ type Summary struct {
 	Thresholds       []load.Check      `json:"thresholds,omitempty"`
 	ThresholdsPassed bool              `json:"thresholds_passed"`
 	Protocol         *ProtocolSummary  `json:"protocol,omitempty"`
+	// Protocols are a mixed-protocol run's protocols, one entry each (see
+	// [Result.Protocols]); absent otherwise.
+	Protocols []*ProtocolSummary `json:"protocols,omitempty"`
 	// Checks are the response checks (the config's checks:), each with
 	// its counts; absent without checks.
 	Checks *ChecksSummary `json:"checks,omitempty"`
@@ -179,6 +182,7 @@ func Of(r *load.Result, checks []load.Check) Summary {
 		Endpoints:      []EndpointSummary{},
 		Thresholds:     checks,
 		Protocol:       summarizeProtocol(r.Protocol),
+		Protocols:      summarizeProtocols(r),
 		Checks:         summarizeChecks(r),
 		SUT:            r.SUT,
 		Phases:         summarizePhases(r),
@@ -395,10 +399,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}
 	_ = tw.Flush()
-	if s.Protocol != nil {
-		fmt.Fprintf(ew, "\n%s\n", s.Protocol.Protocol)
+	for _, ps := range s.ProtocolSections() {
+		fmt.Fprintf(ew, "\n%s\n", ps.Protocol)
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
-		for _, row := range protocolRows(s.Protocol) {
+		for _, row := range protocolRows(ps) {
 			fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 		}
 		_ = tw.Flush()
@@ -456,9 +460,9 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 	for _, row := range summaryRows(s) {
 		fmt.Fprintf(ew, "| %s | %s |\n", mdEscape(row[0]), mdEscape(row[1]))
 	}
-	if s.Protocol != nil {
-		for _, row := range protocolRows(s.Protocol) {
-			fmt.Fprintf(ew, "| %s %s | %s |\n", mdEscape(s.Protocol.Protocol), mdEscape(row[0]), mdEscape(row[1]))
+	for _, ps := range s.ProtocolSections() {
+		for _, row := range protocolRows(ps) {
+			fmt.Fprintf(ew, "| %s %s | %s |\n", mdEscape(ps.Protocol), mdEscape(row[0]), mdEscape(row[1]))
 		}
 	}
 	writeChecksMarkdown(ew, s.Checks)
