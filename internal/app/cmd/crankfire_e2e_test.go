@@ -36,7 +36,10 @@ type crankfireSummary struct {
 
 // TestE2ECrankfireCorpus runs each config of testdata/crankfire through the
 // real binary against real servers on 127.0.0.1, and judges it by what the
-// servers received.
+// servers received. Validity is judged only where it is what the config
+// shows (feeder-exhausted.yml, whose run is INVALID); the others run with
+// --validity warn, since a CPU-starved generator on a busy test machine is
+// rightly INVALID but is not what they test.
 func TestE2ECrankfireCorpus(t *testing.T) {
 	parallelLong(t, 5)
 	tests := []struct {
@@ -282,7 +285,11 @@ func TestE2ECrankfireCorpus(t *testing.T) {
 			copyCorpus(t, n.dir, strings.NewReplacer("@OAUTH@", tg.oauth.URL, "@HTTPUSER@", strings.Replace(tg.http.URL, "://", "://user:p%40ss@", 1), "@HTTP@", tg.http.URL, "@WS@", tg.ws.URL, "@SSE@", tg.sse.URL, "@GRPC@", tg.grpc.Addr, "@OTLP@", tg.otlp.GRPCAddr, "@PROTO@", tg.proto))
 			path := filepath.Join(n.dir, tt.file)
 			out := filepath.Join(n.dir, "summary.json")
-			code, output := n.forgeload("load", "-f", path, "-q", "--json-output", out)
+			args := []string{"load", "-f", path, "-q", "--json-output", out}
+			if tt.file != "feeder-exhausted.yml" {
+				args = append(args, "--validity", "warn")
+			}
+			code, output := n.forgeload(args...)
 			if code != tt.code {
 				t.Fatalf("exit code %d, want %d; output:\n%s", code, tt.code, output)
 			}
