@@ -238,8 +238,9 @@ jobs:
 // preRepo is a JavaScript action with pre, main and post that pass state
 // along; skip/ has a pre-if that is false, wrap/ nests the root action in
 // a composite one (with: from its input), deep/ nests wrap/, bad/ nests
-// an action the repository lacks (in a step whose if: is false), and a
-// who of fail-pre makes the pre fail.
+// an action the repository lacks (in a step whose if: is false), two/
+// nests a failing pre before succ/, whose pre-if is success(), and a who
+// of fail-pre makes the pre fail.
 func preRepo() map[string]string {
 	return map[string]string{
 		"action.yml": "inputs:\n  who: {}\nruns:\n  using: node20\n  pre: pre.js\n  main: main.js\n  post: post.js\n",
@@ -259,6 +260,10 @@ fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n
 		"wrap/action.yml": "inputs:\n  tag: {}\nruns:\n  using: composite\n  steps:\n    - shell: sh\n      run: echo wrap-main-ran\n    - uses: acts/pre@v1\n      with:\n        who: nested-${{ inputs.tag }}\n",
 		"deep/action.yml": "runs:\n  using: composite\n  steps:\n    - uses: acts/pre/wrap@v1\n      with:\n        tag: deep\n",
 		"bad/action.yml":  "runs:\n  using: composite\n  steps:\n    - if: false\n      uses: acts/pre/nothere@v1\n",
+		"succ/action.yml": "runs:\n  using: node20\n  pre: pre.js\n  pre-if: success()\n  main: main.js\n",
+		"succ/pre.js":     "console.log('success-if pre ran');\n",
+		"succ/main.js":    "console.log('succ main ran');\n",
+		"two/action.yml":  "runs:\n  using: composite\n  steps:\n    - uses: acts/pre@v1\n      with:\n        who: fail-pre\n    - uses: acts/pre/succ@v1\n",
 	}
 }
 
@@ -272,10 +277,11 @@ fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n
 // it; nested in a local composite action it is not run, with a warning,
 // as on GitHub. A nested action the forge lacks fails the job before any
 // step runs, as on GitHub. A failing pre fails the job before any step
-// runs, and the post it registered still runs. Before, a nested pre ran
-// right before its main, in a local composite action too, and a missing
-// nested action failed only its composite step, after the earlier steps
-// ran.
+// runs, and the post it registered still runs; a later nested pre-if:
+// success() still holds in the same composite's pre, as on GitHub.
+// Before, a nested pre ran right before its main, in a local composite
+// action too, and a missing nested action failed only its composite
+// step, after the earlier steps ran.
 func TestRemoteNodeActionPre(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
@@ -361,6 +367,16 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || !strings.Contains(log, want) {
 		t.Fatalf("a nested action the forge lacks: %v, want FAILURE before any step, with %q; log:\n%s", v.Result, want, log)
 	}
+
+	// A nested pre-if: success() looks at the job's status, which a
+	// failed pre nested in the same composite action has not changed yet,
+	// as in GitHub's runner; the job then fails.
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/pre/two@v1\n", o, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "succ main ran") {
+		t.Fatalf("a failing nested pre: %v, want FAILURE with no main; log:\n%s", v.Result, log)
+	}
+	wantInOrder(t, log, []string{"node pre for fail-pre", "Node.js exited with code 3.", "success-if pre ran"})
 }
 
 // TestRemoteNodeActionMainInRepository: a JavaScript action in a
@@ -459,7 +475,7 @@ jobs:
     steps:
       - run: echo first-step-ran
       - uses: acts/lim@v1
-        timeout-minutes: 0.02
+        timeout-minutes: 0.05
         continue-on-error: true
         with:
           mode: hang-pre
@@ -474,7 +490,7 @@ jobs:
 		t.Fatalf("continue-on-error: %v, want SUCCESS; log:\n%s", v.Result, log)
 	}
 	wantInOrder(t, log, []string{
-		"pre hangs", `::error::pre of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.02) and was stopped`,
+		"pre hangs", `::error::pre of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.05) and was stopped`,
 		`pre of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`,
 		"first-step-ran", "lim main ran hang-pre", "lim main ran fail-post", "last-step-ran",
 		`post of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`, "lim post ran hang-pre",
@@ -487,7 +503,7 @@ jobs:
     runs-on: forgeload
     steps:
       - uses: acts/lim@v1
-        timeout-minutes: 0.02
+        timeout-minutes: 0.05
         with:
           mode: hang-post
 `, o, selfActions(h))
@@ -495,7 +511,7 @@ jobs:
 	if v.Result != runnerv1.Result_RESULT_FAILURE {
 		t.Fatalf("a hanging post: %v, want FAILURE; log:\n%s", v.Result, log)
 	}
-	wantInOrder(t, log, []string{"lim main ran hang-post", "post hangs", `::error::post of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.02) and was stopped`})
+	wantInOrder(t, log, []string{"lim main ran hang-post", "post hangs", `::error::post of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.05) and was stopped`})
 
 	// Nested in a composite action: the nested step's continue-on-error
 	// forgives its pre; the composite step's timeout-minutes bounds the
@@ -507,7 +523,7 @@ jobs:
     runs-on: forgeload
     steps:
       - uses: acts/lim/wrap@v1
-        timeout-minutes: 0.02
+        timeout-minutes: 0.1
         continue-on-error: true
 `, o, selfActions(h))
 	log = logText(v)
@@ -516,7 +532,7 @@ jobs:
 	}
 	wantInOrder(t, log, []string{
 		"Pre Run acts/lim/wrap@v1", `pre of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`, "pre hangs",
-		`::error::pre of step "Run acts/lim/wrap@v1" exceeded the step's timeout-minutes (0.02) and was stopped`,
+		`::error::pre of step "Run acts/lim/wrap@v1" exceeded the step's timeout-minutes (0.1) and was stopped`,
 		`pre of step "Run acts/lim/wrap@v1" failed, continuing: continue-on-error is set`,
 		"lim main ran fail-pre", "lim main ran hang-pre", "lim post ran hang-pre", "lim post ran fail-pre",
 	})
@@ -527,7 +543,7 @@ on: push
 jobs:
   a:
     runs-on: forgeload
-    timeout-minutes: 0.03
+    timeout-minutes: 0.1
     steps:
       - uses: acts/lim@v1
         with:

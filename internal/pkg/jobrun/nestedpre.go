@@ -41,13 +41,17 @@ func (j *job) nestedPre(a *workflow.Action, depth int) bool {
 // GitHub's runner runs it when the job starts: the pre of each
 // JavaScript action from a repository among c's steps, and that of each
 // composite action from a repository among them that nests one, in the
-// order of c's steps, each when its pre-if holds for c's status so far
-// (the step's own if: is for its main), with its with: and env:
-// evaluated in c's context (c's inputs; none of c's steps has run), and
-// a failure forgiven by that step's continue-on-error. lim is the limits
-// of step key, for the posts the pres register. It returns c's result.
-func (j *job) compositePres(ctx context.Context, sj *stepJob, c *compositeStep, key string, lim limits, depth int) runnerv1.Result {
-	cr := &compositeRun{s: c, j: sj, steps: map[string]workflow.StepResult{}, status: workflow.StatusSuccess}
+// order of c's steps, each when its pre-if holds for status, the job's
+// status as c's pre started (in a pre, success() and failure() look at
+// the job's status, not the composite action's, as GitHub's
+// SuccessFunction does; the step's own if: is for its main), with its
+// with: and env: evaluated in c's context (c's inputs; none of c's steps
+// has run), and a failure forgiven by that step's continue-on-error. lim
+// is the limits of step key, for the posts the pres register. It returns
+// c's result.
+func (j *job) compositePres(ctx context.Context, sj *stepJob, c *compositeStep, key string, lim limits, depth int, status workflow.JobStatus) runnerv1.Result {
+	cr := &compositeRun{s: c, j: sj, steps: map[string]workflow.StepResult{}, status: status}
+	result := workflow.StatusSuccess
 	for k, st := range c.action.Runs.Steps {
 		if st.Uses == "" || j.actions[st.Uses] == nil {
 			continue
@@ -71,16 +75,16 @@ func (j *job) compositePres(ctx context.Context, sj *stepJob, c *compositeStep, 
 		case *compositeStep:
 			if depth < MaxActionDepth && j.nestedPre(s.action, depth+1) {
 				sj.Logf("Pre %s", s.name)
-				res = j.compositePres(ctx, sj, s, nkey, nlim, depth+1)
+				res = j.compositePres(ctx, sj, s, nkey, nlim, depth+1, cr.status)
 				if res == runnerv1.Result_RESULT_FAILURE && nlim.own().forgiven(ec, sj) {
 					sj.Logf("pre of step %q failed, continuing: continue-on-error is set", s.name)
 					res = runnerv1.Result_RESULT_SUCCESS
 				}
 			}
 		}
-		cr.status = afterStage(cr.status, res)
+		result = afterStage(result, res)
 	}
-	switch cr.status {
+	switch result {
 	case workflow.StatusFailure:
 		return runnerv1.Result_RESULT_FAILURE
 	case workflow.StatusCancelled:

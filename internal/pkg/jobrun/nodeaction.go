@@ -225,7 +225,7 @@ func (j *job) runPres(jobCtx, outer context.Context, status workflow.JobStatus) 
 			if j.nestedPre(s.action, 1) {
 				sj.Logf("Pre %s", s.name)
 				res = j.limited(ctx, ec, sj, lim, "pre", s.name, func(ctx context.Context) runnerv1.Result {
-					return j.compositePres(ctx, sj, s, key, lim, 1)
+					return j.compositePres(ctx, sj, s, key, lim, 1, status)
 				})
 			}
 		}
