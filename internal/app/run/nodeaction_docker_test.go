@@ -47,8 +47,10 @@ if (process.env.INPUT_WAIT === 'yes') { console.log('main waits'); setTimeout(()
 // (the runner has no runner.node): its pre, main and post, state passing
 // between them, its output and GITHUB_ENV reaching the next step, and
 // none of the runner's files (its action cache) visible. An image
-// without node fails the step, naming the image and the fix. Before, a
-// JavaScript action in a container job was refused.
+// without node fails the pre, naming the image and the fix, once: the
+// post it would have registered is not run (before, it failed again with
+// the same error). Before, a JavaScript action in a container job was
+// refused.
 func TestNodeActionInJobContainer(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -94,6 +96,10 @@ jobs:
 	log = logText(v)
 	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "in container: true") {
 		t.Fatalf("an image without node: %v, want FAILURE with no script run; log:\n%s", v.Result, log)
+	}
+	// Said once: the post of a pre that could not start is not run.
+	if n := strings.Count(log, "has no node on its PATH"); n != 1 || strings.Contains(log, "Post Run acts/ctr@v1") {
+		t.Errorf("an image without node: the error is said %d times, want once, with no post; log:\n%s", n, log)
 	}
 	wantContains(t, "log", log, "the job container's image "+plain+" has no node on its PATH")
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	runnerv1 "gitea.dev/actions-proto-go/runner/v1"
 
@@ -236,7 +237,10 @@ jobs:
 
 // preRepo is a JavaScript action with pre, main and post that pass state
 // along; skip/ has a pre-if that is false, wrap/ nests the root action in
-// a composite one, and a who of fail-pre makes the pre fail.
+// a composite one (with: from its input), deep/ nests wrap/, bad/ nests
+// an action the repository lacks (in a step whose if: is false), two/
+// nests a failing pre before succ/, whose pre-if is success(), and a who
+// of fail-pre makes the pre fail.
 func preRepo() map[string]string {
 	return map[string]string{
 		"action.yml": "inputs:\n  who: {}\nruns:\n  using: node20\n  pre: pre.js\n  main: main.js\n  post: post.js\n",
@@ -253,7 +257,13 @@ fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n
 		"skip/action.yml": "runs:\n  using: node20\n  pre: pre.js\n  pre-if: runner.os == 'Plan9'\n  main: main.js\n",
 		"skip/pre.js":     "console.log('skipped pre ran');\n",
 		"skip/main.js":    "console.log('skip main sees pre state ' + (process.env.STATE_from_pre || 'none'));\n",
-		"wrap/action.yml": "runs:\n  using: composite\n  steps:\n    - uses: acts/pre@v1\n      with:\n        who: nested\n",
+		"wrap/action.yml": "inputs:\n  tag: {}\nruns:\n  using: composite\n  steps:\n    - shell: sh\n      run: echo wrap-main-ran\n    - uses: acts/pre@v1\n      with:\n        who: nested-${{ inputs.tag }}\n",
+		"deep/action.yml": "runs:\n  using: composite\n  steps:\n    - uses: acts/pre/wrap@v1\n      with:\n        tag: deep\n",
+		"bad/action.yml":  "runs:\n  using: composite\n  steps:\n    - if: false\n      uses: acts/pre/nothere@v1\n",
+		"succ/action.yml": "runs:\n  using: node20\n  pre: pre.js\n  pre-if: success()\n  main: main.js\n",
+		"succ/pre.js":     "console.log('success-if pre ran');\n",
+		"succ/main.js":    "console.log('succ main ran');\n",
+		"two/action.yml":  "runs:\n  using: composite\n  steps:\n    - uses: acts/pre@v1\n      with:\n        who: fail-pre\n    - uses: acts/pre/succ@v1\n",
 	}
 }
 
@@ -261,9 +271,17 @@ fs.appendFileSync(process.env.GITHUB_STATE, 'who=' + process.env.INPUT_WHO + '\n
 // runs when the job starts, before its first step, in the job's own rows
 // under "Pre <step>", with the step's inputs; what it writes to
 // GITHUB_STATE reaches main and post as STATE_*; a pre-if that is false
-// skips it; nested in a composite action, it runs right before its main.
-// A failing pre fails the job before any step runs, and the post it
-// registered still runs. Before, an action with pre: was refused.
+// skips it. Nested in composite actions from the forge, at any depth, it
+// runs when the job starts too, as the composite step's pre, with its
+// inputs as they evaluate then (steps is empty), as GitHub's runner runs
+// it; nested in a local composite action it is not run, with a warning,
+// as on GitHub. A nested action the forge lacks fails the job before any
+// step runs, as on GitHub. A failing pre fails the job before any step
+// runs, and the post it registered still runs; a later nested pre-if:
+// success() still holds in the same composite's pre, as on GitHub.
+// Before, a nested pre ran right before its main, in a local composite
+// action too, and a missing nested action failed only its composite
+// step, after the earlier steps ran.
 func TestRemoteNodeActionPre(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
@@ -281,31 +299,42 @@ jobs:
   a:
     runs-on: forgeload
     steps:
-      - run: echo first-step-ran
+      - id: x
+        run: |
+          echo first-step-ran
+          echo "y=after" >> "$GITHUB_OUTPUT"
+          mkdir lw
+          printf 'runs:\n  using: composite\n  steps:\n    - uses: acts/pre@v1\n      with:\n        who: local\n' > lw/action.yml
       - uses: acts/pre@v1
         with:
           who: forge
       - uses: acts/pre/skip@v1
       - uses: acts/pre/wrap@v1
+        with:
+          tag: ${{ steps.x.outputs.y || 'before' }}
+      - uses: acts/pre/deep@v1
+      - uses: ./lw
 `, o, selfActions(h))
 	log := logText(v)
 	if v.Result != runnerv1.Result_RESULT_SUCCESS {
 		t.Fatalf("result %v; log:\n%s", v.Result, log)
 	}
 	order := []string{
-		"Pre Run acts/pre@v1", "node pre for forge", "first-step-ran",
+		"Pre Run acts/pre@v1", "node pre for forge",
+		"Pre Run acts/pre/wrap@v1", "node pre for nested-before",
+		"Pre Run acts/pre/deep@v1", "Pre Run acts/pre/wrap@v1", "node pre for nested-deep",
+		"first-step-ran",
 		"node main for forge sees pre state pre-forge", "skip main sees pre state none",
-		"node pre for nested", "node main for nested sees pre state pre-nested",
-		"node post for nested with pre state pre-nested", "node post for forge with pre state pre-forge",
+		"wrap-main-ran", "node main for nested-after sees pre state pre-nested-before",
+		"node main for nested-deep sees pre state pre-nested-deep",
+		"runs.pre is not run for an action nested in a local action (uses: ./lw), as on GitHub",
+		"node main for local sees pre state undefined",
+		"node post for local with pre state undefined",
+		"node post for nested-deep with pre state pre-nested-deep",
+		"node post for nested-after with pre state pre-nested-before",
+		"node post for forge with pre state pre-forge",
 	}
-	at := -1
-	for _, want := range order {
-		n := strings.Index(log, want)
-		if n < 0 || n < at {
-			t.Fatalf("the log lacks %q, or has it out of order %q; log:\n%s", want, order, log)
-		}
-		at = n
-	}
+	wantInOrder(t, log, order)
 	if strings.Contains(log, "skipped pre ran") {
 		t.Errorf("a pre whose pre-if is false ran:\n%s", log)
 	}
@@ -331,6 +360,23 @@ jobs:
 	for _, want := range []string{"Node.js exited with code 3.", "node post for undefined with pre state pre-fail-pre"} {
 		wantContains(t, "log", log, want)
 	}
+
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - run: echo first-step-ran\n      - uses: acts/pre/bad@v1\n", o, selfActions(h))
+	log = logText(v)
+	want := `bad/action.yml: runs.steps[0] uses "acts/pre/nothere@v1": `
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || !strings.Contains(log, want) {
+		t.Fatalf("a nested action the forge lacks: %v, want FAILURE before any step, with %q; log:\n%s", v.Result, want, log)
+	}
+
+	// A nested pre-if: success() looks at the job's status, which a
+	// failed pre nested in the same composite action has not changed yet,
+	// as in GitHub's runner; the job then fails.
+	v = h.run("on: push\njobs:\n  a:\n    runs-on: forgeload\n    steps:\n      - uses: acts/pre/two@v1\n", o, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "succ main ran") {
+		t.Fatalf("a failing nested pre: %v, want FAILURE with no main; log:\n%s", v.Result, log)
+	}
+	wantInOrder(t, log, []string{"node pre for fail-pre", "Node.js exited with code 3.", "success-if pre ran"})
 }
 
 // TestRemoteNodeActionMainInRepository: a JavaScript action in a
@@ -369,4 +415,143 @@ func TestRemoteNodeActionMainInRepository(t *testing.T) {
 	if v.Result != runnerv1.Result_RESULT_FAILURE || strings.Contains(log, "first-step-ran") || !strings.Contains(log, want) {
 		t.Fatalf("a main outside the repository: %v; want FAILURE before any step, with %q; log:\n%s", v.Result, want, log)
 	}
+}
+
+// wantInOrder fails t unless log has each of want, one after the other.
+func wantInOrder(t *testing.T, log string, want []string) {
+	t.Helper()
+	rest := log
+	for _, w := range want {
+		n := strings.Index(rest, w)
+		if n < 0 {
+			t.Fatalf("the log lacks %q after what came before it, in order %q; log:\n%s", w, want, log)
+		}
+		rest = rest[n+len(w):]
+	}
+}
+
+// limRepo is a JavaScript action whose pre or post hangs or fails as its
+// input mode asks.
+func limRepo() map[string]string {
+	return map[string]string{
+		"action.yml": "inputs:\n  mode: {}\nruns:\n  using: node20\n  pre: pre.js\n  main: main.js\n  post: post.js\n",
+		"pre.js": `const m = process.env.INPUT_MODE;
+if (m === 'hang-pre') { console.log('pre hangs'); setTimeout(() => {}, 120000); }
+if (m === 'fail-pre') process.exit(1);
+`,
+		"main.js": "console.log('lim main ran ' + process.env.INPUT_MODE);\n",
+		"post.js": `const m = process.env.INPUT_MODE;
+if (m === 'hang-post') { console.log('post hangs'); setTimeout(() => {}, 120000); }
+if (m === 'fail-post') process.exit(1);
+console.log('lim post ran ' + m);
+`,
+		"wrap/action.yml": "runs:\n  using: composite\n  steps:\n    - uses: acts/lim@v1\n      continue-on-error: true\n      with:\n        mode: fail-pre\n    - uses: acts/lim@v1\n      with:\n        mode: hang-pre\n",
+	}
+}
+
+// TestRemoteNodeActionPreLimits: a JavaScript action's pre and post are
+// bounded by its step's timeout-minutes, and its continue-on-error
+// forgives their failure, as GitHub's runner applies both to every stage
+// of the step; a pre that hangs in a step without timeout-minutes is
+// stopped by the job's timeout. Before, pre and post ignored both: a
+// hanging pre ran until the job's timeout, and a failing post with
+// continue-on-error failed the job.
+func TestRemoteNodeActionPreLimits(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH")
+	}
+	h := newHarness(t)
+	if _, err := h.forge.AddActionRepo("acts/lim", forgetest.Commit{Tags: []string{"v1"}, Files: limRepo()}); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Config: jobrun.Config{Node: node, ActionCache: &jobrun.ActionCache{Dir: t.TempDir()}}}
+	v := h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - run: echo first-step-ran
+      - uses: acts/lim@v1
+        timeout-minutes: 0.05
+        continue-on-error: true
+        with:
+          mode: hang-pre
+      - uses: acts/lim@v1
+        continue-on-error: ${{ github.event_name == 'push' }}
+        with:
+          mode: fail-post
+      - run: echo last-step-ran
+`, o, selfActions(h))
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("continue-on-error: %v, want SUCCESS; log:\n%s", v.Result, log)
+	}
+	wantInOrder(t, log, []string{
+		"pre hangs", `::error::pre of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.05) and was stopped`,
+		`pre of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`,
+		"first-step-ran", "lim main ran hang-pre", "lim main ran fail-post", "last-step-ran",
+		`post of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`, "lim post ran hang-pre",
+	})
+
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: acts/lim@v1
+        timeout-minutes: 0.05
+        with:
+          mode: hang-post
+`, o, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_FAILURE {
+		t.Fatalf("a hanging post: %v, want FAILURE; log:\n%s", v.Result, log)
+	}
+	wantInOrder(t, log, []string{"lim main ran hang-post", "post hangs", `::error::post of step "Run acts/lim@v1" exceeded the step's timeout-minutes (0.05) and was stopped`})
+
+	// Nested in a composite action: the nested step's continue-on-error
+	// forgives its pre; the composite step's timeout-minutes bounds the
+	// nested pres together, and its continue-on-error forgives them.
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: acts/lim/wrap@v1
+        timeout-minutes: 0.1
+        continue-on-error: true
+`, o, selfActions(h))
+	log = logText(v)
+	if v.Result != runnerv1.Result_RESULT_SUCCESS {
+		t.Fatalf("nested: %v, want SUCCESS; log:\n%s", v.Result, log)
+	}
+	wantInOrder(t, log, []string{
+		"Pre Run acts/lim/wrap@v1", `pre of step "Run acts/lim@v1" failed, continuing: continue-on-error is set`, "pre hangs",
+		`::error::pre of step "Run acts/lim/wrap@v1" exceeded the step's timeout-minutes (0.1) and was stopped`,
+		`pre of step "Run acts/lim/wrap@v1" failed, continuing: continue-on-error is set`,
+		"lim main ran fail-pre", "lim main ran hang-pre", "lim post ran hang-pre", "lim post ran fail-pre",
+	})
+
+	start := time.Now()
+	v = h.run(`
+on: push
+jobs:
+  a:
+    runs-on: forgeload
+    timeout-minutes: 0.1
+    steps:
+      - uses: acts/lim@v1
+        with:
+          mode: hang-pre
+`, o, selfActions(h))
+	log = logText(v)
+	if v.Result == runnerv1.Result_RESULT_SUCCESS || strings.Contains(log, "lim main ran") || time.Since(start) > 30*time.Second {
+		t.Fatalf("a hanging pre under the job's timeout: %v after %v, want it stopped and no main; log:\n%s", v.Result, time.Since(start), log)
+	}
+	wantInOrder(t, log, []string{"pre hangs", "stopped: job timeout", "lim post ran hang-pre", "the job exceeded its time limit"})
 }

@@ -116,6 +116,10 @@ func (j *job) checkStep(ctx context.Context, ec *workflow.Context, i int, st wor
 			r.why, r.instead = err.Error(), remoteAdvice(st.Uses)
 			return r, true
 		}
+		if uses, err := j.prepareNested(ctx, st.Uses, j.rep.Writer(-1), map[string]bool{}, 1); err != nil {
+			r.why, r.instead = err.Error(), remoteAdvice(uses)
+			return r, true
+		}
 		return refusal{}, false
 	}
 	action, _ := workflow.UsesRef(st.Uses)
@@ -199,4 +203,37 @@ func (j *job) prepareRemote(ctx context.Context, uses string, out io.Writer) err
 	}
 	_, _, err = j.loadAction(f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": ")
 	return err
+}
+
+// prepareNested fetches and checks, when the job starts, each action from
+// a repository that the action uses names (fetched already) uses, when it
+// is a composite action, depth deep, and those they use in turn, as
+// GitHub's runner does when it sets the job up: their pre: runs then
+// (runPres). It returns the uses: that failed, with an error naming
+// where it is. seen holds the actions walked, each once.
+func (j *job) prepareNested(ctx context.Context, uses string, out io.Writer, seen map[string]bool, depth int) (string, error) {
+	f := j.actions[uses]
+	if f == nil || seen[uses] || depth > MaxActionDepth {
+		return "", nil // too deep: the composite step reports it when it runs
+	}
+	seen[uses] = true
+	a, file, err := j.loadAction(f.root, f.ref.path, f.ref.name()+"@"+f.ref.ref+": ")
+	if err != nil || a.Runs.Using != "composite" {
+		return "", nil // a bad action is prepareRemote's to report
+	}
+	for k, st := range a.Runs.Steps {
+		if !isRemoteAction(st.Uses) || isNative(st.Uses) {
+			continue
+		}
+		if why, _ := usesSupport(st.Uses); why != "" {
+			continue // reported when the composite step runs
+		}
+		if err := j.prepareRemote(ctx, st.Uses, out); err != nil {
+			return st.Uses, fmt.Errorf("%s: runs.steps[%d] uses %q: %w", file, k, st.Uses, err)
+		}
+		if u, err := j.prepareNested(ctx, st.Uses, out, seen, depth+1); err != nil {
+			return u, err
+		}
+	}
+	return "", nil
 }

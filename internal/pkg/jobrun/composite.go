@@ -70,7 +70,7 @@ func (j *job) newCompositeStep(ec *workflow.Context, st workflow.Step) (step, er
 	}
 	switch {
 	case isNodeAction(a):
-		return j.newNodeStep(ec, st, a, file, base, rel, s.inputs, s.env)
+		return j.newNodeStep(st, a, file, base, rel, s.inputs, s.env)
 	case a.Runs.Using == "docker":
 		return newDockerActionStep(ec, st, a, file, s.dir, s.inputs, s.env)
 	}
@@ -242,7 +242,11 @@ func (c *compositeRun) runOne(ctx context.Context, k int, st workflow.Step) {
 		return
 	}
 	c.j.Logf("▶ %s: %s", c.s.uses, name)
-	sub := &stepJob{job: c.j.job, i: c.j.i, sub: fmt.Sprintf("%s.%d", c.j.fileID(), k), depth: c.j.depth + 1}
+	sub := &stepJob{job: c.j.job, i: c.j.i, sub: fmt.Sprintf("%s.%d", c.j.fileID(), k), depth: c.j.depth + 1,
+		lim: c.j.lim.nested(st.ContinueOnError, ec), inLocal: c.j.inLocal}
+	if sub.inLocal == "" && isLocalAction(c.s.uses) {
+		sub.inLocal = c.s.uses
+	}
 	res, outputs := c.j.execStep(ctx, ec, st, sub, c.resolve)
 	coe, err := ec.EvalBool(st.ContinueOnError)
 	if err != nil {

@@ -11,14 +11,17 @@
 // composite action, local `./path` or remote `owner/repo@ref`, whose steps
 // run as parts of it), a nodeStep (a JavaScript action, with the admin's
 // Node.js, or the image's in the job container; its pre: runs when the
-// job starts, runPres, its post: at the job's end), a dockerStep (`docker://`,
+// job starts, runPres, also nested in composite actions from repositories,
+// compositePres, its post: at the job's end, each within its step's
+// timeout-minutes and continue-on-error, limits), a dockerStep (`docker://`,
 // or a Docker action, whose Dockerfile it builds first: dockerbuild.go
 // holds to the job's pull policy what the build may take, and
 // dockerfile.go reads the Dockerfile; on the Docker Engine, its output
 // streamed), or an unsupportedStep that fails saying what runs
 // instead. Before any step runs, checkSteps reports every step the job
-// has that this runner cannot run, and fetches its remote actions (with
-// git, through the [ActionCache], by commit) into the task directory. A
+// has that this runner cannot run, and fetches its remote actions, and
+// those their composite actions use (with git, through the [ActionCache],
+// by commit) into the task directory. A
 // job that calls a reusable workflow (jobs.<id>.uses, as Gitea up to 1.26
 // sends it) has no steps: runCall fetches the called file the same way and
 // runs its jobs as jobs of their own, in needs order, through a reporter

@@ -496,7 +496,7 @@ func debugFlag(task *runnerv1.Task) string {
 
 // runStep runs one step and returns its result and outputs.
 func (j *job) runStep(ctx context.Context, ec *workflow.Context, st workflow.Step, i int) (runnerv1.Result, map[string]string) {
-	return j.execStep(ctx, ec, st, &stepJob{job: j, i: i}, j.resolveStep)
+	return j.execStep(ctx, ec, st, &stepJob{job: j, i: i, lim: stepLimits(st)}, j.resolveStep)
 }
 
 // execStep resolves st with resolve and runs it as sj, bounded by its

@@ -28,30 +28,32 @@ type nodeStep struct {
 	inputs     map[string]any
 	env        map[string]string // the uses: step's env:, resolved
 	local      bool              // uses: ./path, whose pre: is not run
-	ec         *workflow.Context // the context the step was resolved in: a nested pre-if's
 }
 
-// postStep is the post: of a JavaScript action whose pre or main ran,
-// run when the job's steps are done with the state (j.states) of its
-// step, key.
+// postStep is the post: of a JavaScript action whose pre or main
+// started, run when the job's steps are done with the state (j.states)
+// of its step, key, within lim.
 type postStep struct {
 	s   *nodeStep
 	key string
+	lim limits
 }
 
-// stage is the pre: or post: of a JavaScript action.
+// stage is the pre: or post: of a JavaScript action: lim bounds it, and
+// a pre that starts registers the post with postLim.
 type stage struct {
 	title, field  string // "Pre", "runs.pre-if"
 	script, cond  string
-	registersPost bool // a pre that runs registers the post
+	registersPost bool
+	lim, postLim  limits
 }
 
-func preStage(a *workflow.Action) stage {
-	return stage{title: "Pre", field: "runs.pre-if", script: a.Runs.Pre, cond: a.Runs.PreIf, registersPost: true}
+func preStage(a *workflow.Action, lim, postLim limits) stage {
+	return stage{title: "Pre", field: "runs.pre-if", script: a.Runs.Pre, cond: a.Runs.PreIf, registersPost: true, lim: lim, postLim: postLim}
 }
 
-func postStage(a *workflow.Action) stage {
-	return stage{title: "Post", field: "runs.post-if", script: a.Runs.Post, cond: a.Runs.PostIf}
+func postStage(a *workflow.Action, lim limits) stage {
+	return stage{title: "Post", field: "runs.post-if", script: a.Runs.Post, cond: a.Runs.PostIf, lim: lim}
 }
 
 // isNodeAction reports whether a is a JavaScript action.
@@ -87,12 +89,12 @@ func (j *job) checkNode(a *workflow.Action, file, base, rel string) error {
 }
 
 // newNodeStep is the step of the JavaScript action a, checked by
-// checkNode, resolved in ec.
-func (j *job) newNodeStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, base, rel string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
+// checkNode, with its resolved inputs and env.
+func (j *job) newNodeStep(st workflow.Step, a *workflow.Action, file, base, rel string, inputs map[string]any, env map[string]string) (*nodeStep, error) {
 	if err := j.checkNode(a, file, base, rel); err != nil {
 		return nil, err
 	}
-	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), file: file, action: a, inputs: inputs, env: env, local: isLocalAction(st.Uses), ec: ec}, nil
+	return &nodeStep{name: st.DisplayName(), uses: st.Uses, dir: filepath.Join(base, rel), file: file, action: a, inputs: inputs, env: env, local: isLocalAction(st.Uses)}, nil
 }
 
 // inputEnv is INPUT_<NAME> for each input, as the actions toolkit reads
@@ -105,43 +107,42 @@ func (s *nodeStep) inputEnv() map[string]string {
 	return env
 }
 
-// run runs main, with what the step's pre wrote to GITHUB_STATE, after
-// registering post for the job's end. The pre of a step of the job ran
-// when the job started (runPres); that of an action nested in a
-// composite action runs now, before its main; that of a local action is
-// not run, as on GitHub, where it is not there when the job starts.
+// run runs main, with what the step's pre wrote to GITHUB_STATE, and
+// registers post for the job's end once main starts. The pre of an
+// action from a repository ran when the job started (runPres), also
+// nested in composite actions from repositories; that of a local action,
+// or of one nested in a local composite action, is not run, as on
+// GitHub, where it is not there when the job starts.
 func (s *nodeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
 	key := j.fileID()
 	if s.action.Runs.Pre != "" {
 		switch {
 		case s.local:
 			j.Logf("::warning::%s: runs.pre is not run for a local action (uses: %s), as on GitHub: the action is not there when the job starts; publish the action in a repository to have it run", s.file, s.uses)
-		case j.sub != "":
-			pre := &stepJob{job: j.job, i: j.i, sub: key + "-pre", depth: j.depth}
-			if res, ran := j.runStage(ctx, s.ec, s, pre, preStage(s.action), key); ran && res != runnerv1.Result_RESULT_SUCCESS {
-				return res, nil
-			}
+		case j.inLocal != "":
+			j.Logf("::warning::%s: runs.pre is not run for an action nested in a local action (uses: %s), as on GitHub: the local action is not there when the job starts; publish it in a repository to have the pre run", s.file, j.inLocal)
 		}
 	}
-	if s.action.Runs.Post != "" {
-		j.registerPost(s, key)
-	}
-	res, outputs, state := s.script(ctx, j, s.action.Runs.Main, j.states[key])
+	res, outputs, state := s.script(ctx, j, s.action.Runs.Main, j.states[key], func() {
+		if s.action.Runs.Post != "" {
+			j.registerPost(s, key, j.lim)
+		}
+	})
 	j.saveState(key, state)
 	return res, outputs
 }
 
 // registerPost registers the post of s, the JavaScript action of step
-// key, once: a second registration (main, after pre) keeps its place
-// and takes s, resolved later, for its inputs.
-func (j *job) registerPost(s *nodeStep, key string) {
+// key, bounded by lim, once: a second registration (main, after pre)
+// keeps its place and takes s, resolved later, for its inputs.
+func (j *job) registerPost(s *nodeStep, key string, lim limits) {
 	for n := range j.posts {
 		if j.posts[n].key == key {
 			j.posts[n].s = s
 			return
 		}
 	}
-	j.posts = append(j.posts, postStep{s: s, key: key})
+	j.posts = append(j.posts, postStep{s: s, key: key, lim: lim})
 }
 
 // saveState adds what a script of step key wrote to GITHUB_STATE to the
@@ -160,10 +161,10 @@ func (j *job) saveState(key string, state map[string]string) {
 }
 
 // runStage runs the pre: or post: st of s, the JavaScript action of step
-// key, as sj, when its condition (by default always()) holds in ec; its
-// rows follow a "Pre <name>" or "Post <name>" row. ran reports whether
-// it ran; a condition that does not evaluate fails it.
-func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, sj *stepJob, st stage, key string) (res runnerv1.Result, ran bool) {
+// key, as sj, when its condition (by default always()) holds in ec,
+// within st.lim; its rows follow a "Pre <name>" or "Post <name>" row. A
+// condition that is false skips it; one that does not evaluate fails it.
+func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, sj *stepJob, st stage, key string) runnerv1.Result {
 	cond := st.cond
 	if cond == "" {
 		cond = "always()"
@@ -171,27 +172,33 @@ func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, s
 	ok, err := ec.EvalIf(cond)
 	if err != nil {
 		sj.Logf("::error::%s of step %q: %s: %s: %v", strings.ToLower(st.title), s.name, s.file, st.field, err)
-		return runnerv1.Result_RESULT_FAILURE, false
+		return runnerv1.Result_RESULT_FAILURE
 	}
 	if !ok {
-		return runnerv1.Result_RESULT_SKIPPED, false
+		return runnerv1.Result_RESULT_SKIPPED
 	}
 	sj.Logf("%s %s", st.title, s.name)
-	if st.registersPost && s.action.Runs.Post != "" {
-		j.registerPost(s, key)
-	}
-	res, _, state := s.script(ctx, sj, st.script, j.states[key])
-	j.saveState(key, state)
-	return res, true
+	return j.limited(ctx, ec, sj, st.lim, strings.ToLower(st.title), s.name, func(ctx context.Context) runnerv1.Result {
+		res, _, state := s.script(ctx, sj, st.script, j.states[key], func() {
+			if st.registersPost && s.action.Runs.Post != "" {
+				j.registerPost(s, key, st.postLim)
+			}
+		})
+		j.saveState(key, state)
+		return res
+	})
 }
 
 // runPres runs, before the job's first step and in the order of its
 // steps, the pre: of each JavaScript action from a repository that has
-// one (fetched when the job started), when its pre-if (by default
-// always()) holds for the job's status so far; the step's own if: is for
-// its main. It returns the job's status after them: a failed pre fails
-// the job. Their rows are the job's own, before its steps', as the
-// posts' are after them.
+// one (fetched when the job started), and, as the pre of a composite
+// action from a repository, those of the JavaScript actions from
+// repositories nested in it (compositePres), as GitHub's runner does;
+// each when its pre-if (by default always()) holds for the job's status
+// so far (the step's own if: is for its main), bounded by its step's
+// timeout-minutes and forgiven by its continue-on-error. It returns the
+// job's status after them: a failed pre fails the job. Their rows are the
+// job's own, before its steps', as the posts' are after them.
 func (j *job) runPres(jobCtx, outer context.Context, status workflow.JobStatus) workflow.JobStatus {
 	for i, st := range j.wf.Job.Steps {
 		if st.Uses == "" || j.actions[st.Uses] == nil {
@@ -202,13 +209,26 @@ func (j *job) runPres(jobCtx, outer context.Context, status workflow.JobStatus) 
 		}
 		ec := j.exprContext(status)
 		s, err := j.newCompositeStep(ec, st)
-		ns, ok := s.(*nodeStep)
-		if err != nil || !ok || ns.action.Runs.Pre == "" {
-			continue // an error is the main step's to report
+		if err != nil {
+			continue // the main step's to report
 		}
+		lim, key := stepLimits(st), strconv.Itoa(i)
+		sj := &stepJob{job: j, i: -1, sub: "pre-" + key}
 		ctx, cancel := stageContext(jobCtx, outer)
-		sj := &stepJob{job: j, i: -1, sub: fmt.Sprintf("pre-%d", i)}
-		res, _ := j.runStage(ctx, ec, ns, sj, preStage(ns.action), strconv.Itoa(i))
+		res := runnerv1.Result_RESULT_SKIPPED
+		switch s := s.(type) {
+		case *nodeStep:
+			if s.action.Runs.Pre != "" {
+				res = j.runStage(ctx, ec, s, sj, preStage(s.action, lim, lim), key)
+			}
+		case *compositeStep:
+			if j.nestedPre(s.action, 1) {
+				sj.Logf("Pre %s", s.name)
+				res = j.limited(ctx, ec, sj, lim, "pre", s.name, func(ctx context.Context) runnerv1.Result {
+					return j.compositePres(ctx, sj, s, key, lim, 1, status)
+				})
+			}
+		}
 		cancel()
 		status = afterStage(status, res)
 	}
@@ -240,7 +260,10 @@ func afterStage(status workflow.JobStatus, res runnerv1.Result) workflow.JobStat
 // script runs one script of the action (pre, main or post) with node,
 // on the host or in the job container, its inputs as INPUT_*, state as
 // STATE_*, and a GITHUB_STATE file, whose values it returns.
-func (s *nodeStep) script(ctx context.Context, j *stepJob, script string, state map[string]string) (runnerv1.Result, map[string]string, map[string]string) {
+//
+// started is called once node can start (a post registers then): not
+// when the job container has no node, which fails the script alone.
+func (s *nodeStep) script(ctx context.Context, j *stepJob, script string, state map[string]string, started func()) (runnerv1.Result, map[string]string, map[string]string) {
 	fail := func(format string, args ...any) (runnerv1.Result, map[string]string, map[string]string) {
 		j.Logf("::error::step %q: "+format, append([]any{s.name}, args...)...)
 		return runnerv1.Result_RESULT_FAILURE, nil, nil
@@ -269,6 +292,7 @@ func (s *nodeStep) script(ctx context.Context, j *stepJob, script string, state 
 			return fail("%v", err)
 		}
 	}
+	started()
 	j.Logf("[node] %s", filepath.ToSlash(filepath.Join(filepath.Base(s.dir), script)))
 	sink := &stepOutput{j: j.job, outputs: map[string]string{}}
 	cmds := newCommands(sink, debugFlag(j.task) != "")
@@ -328,11 +352,12 @@ func (j *job) containerNode(ctx context.Context, env []string) error {
 }
 
 // runPosts runs the post: of each JavaScript action whose pre or main
-// ran, the last registered first, when its post-if (by default always())
-// holds for the job's status, with its step's state, and returns the
-// job's status after them: a failed post fails the job. Their rows are
-// the job's own, after its steps'. After a cancel they run as the
-// always() steps do: bounded, detached from the cancel.
+// started, the last registered first, when its post-if (by default
+// always()) holds for the job's status, with its step's state, bounded
+// by its step's timeout-minutes and forgiven by its continue-on-error,
+// and returns the job's status after them: a failed post fails the job.
+// Their rows are the job's own, after its steps'. After a cancel they
+// run as the always() steps do: bounded, detached from the cancel.
 func (j *job) runPosts(jobCtx, outer context.Context, status workflow.JobStatus) workflow.JobStatus {
 	for n := len(j.posts) - 1; n >= 0; n-- {
 		p := j.posts[n]
@@ -341,7 +366,7 @@ func (j *job) runPosts(jobCtx, outer context.Context, status workflow.JobStatus)
 		}
 		ctx, cancel := stageContext(jobCtx, outer)
 		sj := &stepJob{job: j, i: -1, sub: fmt.Sprintf("post-%d", n)}
-		res, _ := j.runStage(ctx, j.exprContext(status), p.s, sj, postStage(p.s.action), p.key)
+		res := j.runStage(ctx, j.exprContext(status), p.s, sj, postStage(p.s.action, p.lim), p.key)
 		cancel()
 		if res == runnerv1.Result_RESULT_FAILURE {
 			status = worse(status, workflow.StatusFailure)

@@ -36,6 +36,13 @@ type stepJob struct {
 	// for a step of the job. depth is how deep it is nested.
 	sub   string
 	depth int
+	// lim is what bounds the pre and post of the JavaScript action this
+	// step runs (nodeaction.go): its job step's timeout-minutes, and the
+	// continue-on-error of that step and of each step down to this one.
+	lim limits
+	// inLocal is the uses: of the local composite action this step is
+	// nested in, if any: an action there has no pre at the job's start.
+	inLocal string
 }
 
 // fileID names the step's files in the task directory: its index, or
