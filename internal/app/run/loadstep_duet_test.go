@@ -13,12 +13,15 @@ import (
 )
 
 // TestLoadStepPairedRegression: a load step with baseline_target whose
-// candidate answers in 40 ms against the baseline's 20 ms fails the step
-// with the paired regression, and logs both sides.
+// candidate answers in 250 ms against the baseline's 125 ms fails the step
+// with the paired regression, and logs both sides. The service times are
+// long enough that a loaded machine's scheduling delay (added to both
+// sides: up to 700 ms was seen with a load average of 15 on two cores)
+// does not hide the 2x ratio.
 func TestLoadStepPairedRegression(t *testing.T) {
 	t.Parallel()
-	cand := newCountingServer(t, "", 40*time.Millisecond)
-	base := newCountingServer(t, "", 20*time.Millisecond)
+	cand := newCountingServer(t, "", 250*time.Millisecond)
+	base := newCountingServer(t, "", 125*time.Millisecond)
 	h := newHarness(t)
 	v := h.run(`
 on: push
@@ -32,7 +35,7 @@ jobs:
           target: `+cand.URL+`/
           baseline_target: `+base.URL+`
           baseline_limits: "[p50=25, p99=25]"
-          rate: 50
+          rate: 30
           duration: 6s
           concurrency: 10
           validity: warn
