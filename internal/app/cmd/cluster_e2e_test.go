@@ -500,6 +500,11 @@ func TestE2EClusterExactTotal(t *testing.T) {
 	if v.Outputs["requests"] != "900" || v.Outputs["workers"] != "3" {
 		t.Errorf("job outputs %v, want requests 900 from the merged result and workers 3", v.Outputs)
 	}
+	// The coordinator's daemon labels its own share with the job and step
+	// it shipped (TestClusterShareLabels checks every host's labels).
+	if body := rg.metrics(t, "w1"); !strings.Contains(body, `step="api",workflow_job="perf"}`) || strings.Contains(body, metricsLabelCluster) {
+		t.Errorf("w1 /metrics does not count its share under the job's and step's names:\n%s", body)
+	}
 
 	before := rg.tg.total()
 	v = rg.waitDone(t, rg.job("          total: 50\n          distributed: '{workers: 1}'\n"))
@@ -791,21 +796,35 @@ func TestE2EClusterKillWorker(t *testing.T) {
 	checkLoad(t, rg.tg, seg)
 
 	// The coordinator's daemon counted the move in its metrics.
-	m := regexp.MustCompile(`serving metrics on (http://[0-9.:]+)/metrics`).FindStringSubmatch(rg.d["w1"].out.String())
+	body := rg.metrics(t, "w1")
+	for _, want := range []string{"forgeload_cluster_segment_reassignments_total 1\n", "forgeload_cluster_workers 0\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("w1 /metrics lacks %q", want)
+		}
+	}
+}
+
+// metricsLabelCluster is how the metrics of a share shipped without names
+// show its workflow_job.
+const metricsLabelCluster = `workflow_job="(cluster)"`
+
+// metrics returns what daemon w serves on /metrics.
+func (rg *clusterRig) metrics(t *testing.T, w string) string {
+	t.Helper()
+	m := regexp.MustCompile(`serving metrics on (http://[0-9.:]+)/metrics`).FindStringSubmatch(rg.d[w].out.String())
 	if m == nil {
-		t.Fatalf("w1 did not log its metrics address:\n%s", rg.d["w1"].out.String())
+		t.Fatalf("%s did not log its metrics address:\n%s", w, rg.d[w].out.String())
 	}
 	resp, err := http.Get(m[1] + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"forgeload_cluster_segment_reassignments_total 1\n", "forgeload_cluster_workers 0\n"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("w1 /metrics lacks %q", want)
-		}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s /metrics: %v", w, err)
 	}
+	return string(body)
 }
 
 // TestE2EClusterSIGTERMWorker: SIGTERM makes a worker abandon its segment,

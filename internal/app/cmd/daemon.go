@@ -442,7 +442,7 @@ func (d *Daemon) taskRunner(ctx, bgCtx context.Context, caps string, m *metrics.
 		// they move at once) or in Shutdown.
 		poolCtx, stopPool := context.WithCancel(ctx)
 		d.stopPool = stopPool
-		segs := &loadrun.SegmentRunner{Policy: pol, Forge: d.reg.Address, Limits: limits, Observer: newLoadObserver(m, jobs), Logger: log}
+		segs := &loadrun.SegmentRunner{Policy: pol, Forge: d.reg.Address, Limits: limits, Observer: newShareObserver(m), Logger: log}
 		if err := link.startPool(poolCtx, cfg, config.LabelNames(d.labels), segs); err != nil {
 			return nil, withCode(ExitBadInput, err)
 		}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -106,14 +107,17 @@ func okLabel(ok bool) string {
 // metrics, under its workflow job, step and endpoint labels (secrets
 // masked, bounded by package metrics), and into the step's live dashboard
 // on the jobs page when the daemon serves one. A share of a multi-host
-// run, which comes without the job's names, is labelled
-// metrics.LabelCluster.
+// run is labelled with the names its coordinator shipped (shareJob and
+// shareStep), or metrics.LabelCluster where it shipped none.
 type loadObserver struct {
 	m    *metrics.Metrics
 	view jobView
 	mu   sync.Mutex
 	step *metrics.LoadStep // nil before LoadStarted and after LoadDone
 	mask func(string) string
+	// shareJob and shareStep name a share's job and step, masked by its
+	// coordinator; "" for none.
+	shareJob, shareStep string
 }
 
 var _ loadrun.Observer = (*loadObserver)(nil)
@@ -188,11 +192,23 @@ func newLoadObserver(m *metrics.Metrics, jobs *resultview.Jobs) func() loadrun.O
 	return func() loadrun.Observer { return &loadObserver{m: m, view: jobView{jobs: jobs}} }
 }
 
+// newShareObserver makes the observers of this host's shares of
+// multi-host runs (loadrun.SegmentRunner.Observer): job and step are the
+// names the run's coordinator shipped. A share is not listed on the jobs
+// page: its coordinator lists the whole run.
+func newShareObserver(m *metrics.Metrics) func(job, step string) loadrun.Observer {
+	return func(job, step string) loadrun.Observer {
+		return &loadObserver{m: m, shareJob: job, shareStep: step}
+	}
+}
+
 func (o *loadObserver) LoadStarted(protocol string, targetRPS float64, info *summary.RunInfo, mask func(string) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.view.start(info, mask)
-	job, step := metrics.LabelCluster, metrics.LabelCluster
+	// The metrics package sanitizes and caps whatever names come here,
+	// a share's from the wire included.
+	job, step := cmp.Or(o.shareJob, metrics.LabelCluster), cmp.Or(o.shareStep, metrics.LabelCluster)
 	if info != nil {
 		job, step = maskLabel(info.Job, mask), maskLabel(info.Step, mask)
 	}

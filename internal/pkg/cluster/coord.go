@@ -60,6 +60,12 @@ const (
 type Run struct {
 	// Spec is the load spec (opaque JSON) handed to every SegmentRunner.
 	Spec []byte
+	// Job and Step name the workflow job and the step the run belongs to
+	// ("" for none), secrets already masked: every worker gets them with
+	// its segments ([Assignment.Job]) to label its share's metrics. They
+	// travel beside Spec in the run's meta (fields job and step), which
+	// runners that predate them ignore.
+	Job, Step string
 	// Duration is the plan's timeline length including graceful stop.
 	Duration time.Duration
 	// Workers is the number of segments and of workers wanted (required, ≥ 1).
@@ -461,6 +467,12 @@ func (c *coordinator) create(ctx context.Context) error {
 		"expected_workers", c.def.Workers, "min_workers", c.def.MinWorkers,
 		"redis_run_id", rid, "ttl", ttlSec, "coordinator", c.o.Coordinator,
 		"on_worker_loss", string(c.def.OnWorkerLoss), "term", c.term,
+	}
+	if c.def.Job != "" {
+		args = append(args, "job", c.def.Job)
+	}
+	if c.def.Step != "" {
+		args = append(args, "step", c.def.Step)
 	}
 	if _, err := createRunScript.Run(ctx, c.rdb, []string{c.k.state(), c.k.coord(), c.k.gen(), c.k.meta()}, args...).Int64(); err != nil {
 		return scriptErr("create run "+c.run, err)

@@ -70,7 +70,9 @@
 // [SegmentRunner] by building the engine's options from the [Assignment]
 // (Owns, ScaleVUs, StartAt, Offset) and forwarding its per-second
 // snapshots, typed engine measurements, to [Assignment.Sink]. [Run.Spec]
-// is opaque here: the load executor versions it. Thresholds are checked on
+// is opaque here: the load executor versions it. [Run.Job] and [Run.Step],
+// the names a worker labels its share's metrics with, travel beside it in
+// the run's meta, which a worker that predates them ignores. Thresholds are checked on
 // [Outcome.Total]; per-worker rows are in [Outcome.Workers]. Both sides
 // take only a *redis.Client, so multi-process tests can point separate
 // forgeload processes at one redistest server.

@@ -27,6 +27,8 @@ type member struct {
 	run      string
 	k        runKeys
 	spec     []byte
+	job      string // the run's job and step names, see Assignment.Job
+	step     string
 	duration time.Duration
 	ttl      int
 
@@ -620,7 +622,7 @@ func (m *member) startSegment(i int, startAtMs, prior int64) {
 		off = now.Sub(startAt)
 	}
 	a := Assignment{
-		Run: m.run, Spec: m.spec, Index: i, Range: m.seq.Segment(i), Sequence: m.seq,
+		Run: m.run, Spec: m.spec, Job: m.job, Step: m.step, Index: i, Range: m.seq.Segment(i), Sequence: m.seq,
 		Owns: m.seq.OwnsFunc(i), ScaleVUs: m.seq.ScaleFunc(i),
 		StartAt: startAt, Offset: off, Duration: m.duration, Sink: m.ship,
 		Worker: m.p.o.ID, Lease: m.leaseValid, Prior: prior,

@@ -353,6 +353,7 @@ func (p *Pool) accept(ctx context.Context, off map[string]any) {
 		return
 	}
 	m := newMember(p, run, []byte(meta["plan"]), time.Duration(dur)*time.Millisecond, ttl)
+	m.job, m.step = cutName(meta["job"]), cutName(meta["step"])
 	p.mu.Lock()
 	p.members[run] = m
 	p.mu.Unlock()

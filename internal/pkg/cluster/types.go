@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/forgeload/forgeload/internal/pkg/cluster/segment"
 	"github.com/forgeload/forgeload/internal/pkg/cluster/snapshot"
@@ -29,6 +30,10 @@ type Assignment struct {
 	Run string
 	// Spec is the load spec exactly as the coordinator's [Run.Spec] gave it.
 	Spec []byte
+	// Job and Step are the coordinator's [Run.Job] and [Run.Step], cut to
+	// MaxNameLen bytes; "" when it gave none (or predates them). They come
+	// from Redis: sanitize them before use.
+	Job, Step string
 	// Index is the segment's index in Sequence; Range its bounds.
 	Index    int
 	Range    segment.Segment
@@ -187,3 +192,21 @@ const (
 	cmdStop    = "stop"
 	cmdAbort   = "abort"
 )
+
+// MaxNameLen bounds [Assignment.Job] and [Assignment.Step], in bytes: a
+// longer name in the run's meta is cut, so a hostile one holds no more
+// memory on every worker than this.
+const MaxNameLen = 256
+
+// cutName is v cut to at most MaxNameLen bytes, at a character boundary
+// when v is valid UTF-8.
+func cutName(v string) string {
+	if len(v) <= MaxNameLen {
+		return v
+	}
+	cut := MaxNameLen
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut]
+}

@@ -243,12 +243,17 @@ func runDistributed(ctx context.Context, j *stepJob, st workflow.Step, cfg *spec
 	// sampled here for the whole run.
 	sut := j.sutRecorder()
 	stopSampling := j.sampleServices(ctx, sut)
+	// Every host labels its share's load metrics with the job and step,
+	// as a local run is labelled (Coordinate masks them).
+	names := j.runInfo(st, cfg)
 	settings := loadrun.CoordSettings{
 		Cluster:          j.deps.Cluster,
 		Limits:           j.deps.Limits,
 		ProgressInterval: j.deps.ProgressInterval,
 		Logf:             func(format string, args ...any) { j.Logf(format, args...) },
 		Mask:             j.rep.Mask,
+		Job:              names.Job,
+		Step:             names.Step,
 		Resources:        sut,
 	}
 	if j.deps.RunObserver != nil {

@@ -52,8 +52,13 @@ type CoordSettings struct {
 	// the merged progress.
 	Logf func(format string, args ...any)
 	// Mask hides the job's secrets in what the Cluster logs elsewhere than
-	// through Logf; nil hides nothing.
+	// through Logf, and in Job and Step; nil hides nothing.
 	Mask func(string) string
+	// Job and Step are the workflow job's id and the step's id or name, as
+	// a local run's load metrics label them. Masked with Mask, they are
+	// shipped with the run (cluster.Run.Job), and every host, this one
+	// included, labels its share's metrics with them.
+	Job, Step string
 	// OnSecond, if set, receives each merged second as it closes (the
 	// jobs page's live view of the whole run).
 	OnSecond func(*load.Snapshot)
@@ -134,7 +139,9 @@ func Coordinate(parent context.Context, cfg *spec.Config, s CoordSettings) (*Dis
 		}
 		logf("%s", load.FormatProgress(p))
 	})
-	out, err := s.Cluster.Coordinate(ctx, clusterRun(cfg.Distributed, wire, &o, pl.end), cluster.CoordOptions{
+	run := clusterRun(cfg.Distributed, wire, &o, pl.end)
+	run.Job, run.Step = masked(s.Job, s.Mask), masked(s.Step, s.Mask)
+	out, err := s.Cluster.Coordinate(ctx, run, cluster.CoordOptions{
 		Logf: logf,
 		OnSecond: func(cs *snapshot.Snapshot) {
 			snap := fromCluster(cs)
@@ -165,6 +172,14 @@ func Coordinate(parent context.Context, cfg *spec.Config, s CoordSettings) (*Dis
 		d.Aborted, d.Cancelled = a, false
 	}
 	return d, nil
+}
+
+// masked is v with mask's secrets hidden; mask nil hides nothing.
+func masked(v string, mask func(string) string) string {
+	if mask == nil || v == "" {
+		return v
+	}
+	return mask(v)
 }
 
 // checkDistributed checks what a distributed test needs beyond a valid

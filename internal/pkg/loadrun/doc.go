@@ -8,7 +8,8 @@
 // judges once with package outcome.
 //
 // For a test split over several hosts it holds both sides: [Coordinate]
-// ships a validated, typed spec through the cluster, turns the merged
+// ships a validated, typed spec through the cluster (with the job's and
+// step's names, masked, for every host's load metrics), turns the merged
 // per-second snapshots into progress lines and the merged result, and says
 // when the run delivered less than planned; [SegmentRunner] runs one host's
 // share under that host's own policy and limits. [EncodeSpec] and

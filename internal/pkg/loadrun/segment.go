@@ -39,8 +39,10 @@ type SegmentRunner struct {
 	// Limits are this runner's caps, applied to its share.
 	Limits build.Limits
 	// Observer makes the observer of each segment, for the daemon's load
-	// metrics; nil means none.
-	Observer func() Observer
+	// metrics; nil means none. job and step are the names the coordinator
+	// shipped with the run (cluster.Assignment.Job: masked there, but
+	// unsanitized input from the wire), "" when it shipped none.
+	Observer func(job, step string) Observer
 	// Logger receives what segments do (never load data); nil discards.
 	Logger *logrus.Entry
 }
@@ -66,7 +68,7 @@ func (r *SegmentRunner) RunSegment(ctx context.Context, a cluster.Assignment) (e
 	var rows *feeder.Shared // this segment's share of the feeder rows, if any
 	var obs Observer
 	if r.Observer != nil {
-		obs = r.Observer()
+		obs = r.Observer(a.Job, a.Step)
 	}
 	t, err := New(ctx, cfg, Settings{Policy: pol, Engine: build.Settings{
 		Resolver: r.Resolver,

@@ -30,7 +30,7 @@ const (
 	// LabelOther.
 	LabelOther = "(other)"
 	// LabelCluster is workflow_job and step of a share of a multi-host
-	// run: a segment runs without the job's names.
+	// run whose coordinator shipped no names (an older forgeload).
 	LabelCluster = "(cluster)"
 	// LabelNone stands for a value that is empty once sanitized, and is
 	// the endpoint of a snapshot without per-endpoint numbers.
@@ -241,11 +241,12 @@ type LoadStep struct {
 }
 
 // StartLoadStep starts the series of one load test: job is the workflow
-// job's id, step the step's id or name (LabelCluster for both on a share
-// of a multi-host run), protocol a Protocol* constant. Secrets must be
-// masked in job and step before: they become label values. Its target
-// rate, in-flight and dropped series start at 0. Call Done when the test
-// ends.
+// job's id, step the step's id or name (on a share of a multi-host run,
+// those its coordinator shipped, or LabelCluster), protocol a Protocol*
+// constant. Secrets must be masked in job and step before: they become
+// label values, sanitized and capped here (LabelValue, LoadLimits)
+// wherever they come from. Its target rate, in-flight and dropped series
+// start at 0. Call Done when the test ends.
 func (m *Metrics) StartLoadStep(job, step, protocol string) *LoadStep {
 	switch protocol {
 	case ProtocolHTTP, ProtocolWebSocket, ProtocolSSE, ProtocolGRPC:
