@@ -126,6 +126,7 @@ func TestHabitArgs(t *testing.T) {
 		{[]string{"load", "--json-output", "-"}, []string{"load", "--json-output", "-"}},
 		{[]string{"load", "--dashboard", "8089", "-q"}, []string{"load", "--dashboard=8089", "-q"}},
 		{[]string{"load", "--dashboard", "localhost:8089"}, []string{"load", "--dashboard=localhost:8089"}},
+		{[]string{"load", "--dashboard", "127.0.0.1:8089", "-q"}, []string{"load", "--dashboard=127.0.0.1:8089", "-q"}}, // docs/results.md
 		{[]string{"load", "--dashboard", "api.yaml"}, []string{"load", "--dashboard", "api.yaml"}},
 		{[]string{"load", "--dashboard", "./a:1"}, []string{"load", "--dashboard", "./a:1"}},
 		{[]string{"load", "--", "--dashboard", "1"}, []string{"load", "--", "--dashboard", "1"}},

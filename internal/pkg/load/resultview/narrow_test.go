@@ -25,6 +25,22 @@ const readFit = `[...document.querySelectorAll('figure[data-chart]')].map(f => {
     ViewportW: document.documentElement.clientWidth, ScrollWidthP: document.documentElement.scrollWidth};
 })`
 
+// rowFit is how the endpoints table sits in a narrow page, read in the
+// browser: each row's height against the height of one line of its text.
+type rowFit struct {
+	Rows    []float64 // each endpoint row's height, in CSS pixels
+	Line    float64   // the height of one line of a cell's text
+	TableW  float64   // the table's visible width
+	ScrollW float64   // the width its rows take (scrolled inside the table)
+}
+
+const readRows = `(() => {
+  const t = document.getElementById('endpoints');
+  const cell = t.querySelector('tr.endpoint td');
+  return {Rows: [...t.querySelectorAll('tr')].map(r => r.getBoundingClientRect().height),
+    Line: parseFloat(getComputedStyle(cell).lineHeight), TableW: t.clientWidth, ScrollW: t.scrollWidth};
+})()`
+
 // TestBrowserReportFitsNarrowScreens opens the report in Chromium at 500
 // and 375 px wide (a phone): every chart is drawn, with its series, inside
 // the visible width, and the page does not scroll sideways. At 500 px the
@@ -55,6 +71,18 @@ func TestBrowserReportFitsNarrowScreens(t *testing.T) {
 			if c.ScrollWidthP > c.ViewportW+0.5 {
 				t.Errorf("at %d px the page scrolls sideways: %.0f px wide in a %.0f px viewport", width, c.ScrollWidthP, c.ViewportW)
 				break
+			}
+		}
+		// The endpoints table keeps one line of text a row and scrolls
+		// inside itself: at 500 px its cells wrapped to a word a line,
+		// each row several lines tall.
+		rows := run(t, ctx, chromedp.Evaluate[rowFit](readRows))
+		if len(rows.Rows) < 3 || rows.Line <= 0 {
+			t.Fatalf("at %d px the endpoints table reads %+v: want a header and two endpoint rows", width, rows)
+		}
+		for i, h := range rows.Rows {
+			if h > 2*rows.Line {
+				t.Errorf("at %d px row %d of the endpoints table is %.0f px tall, %.1f lines of %.0f px: want one line a row, the table scrolling sideways inside itself", width, i, h, h/rows.Line, rows.Line)
 			}
 		}
 		saveScreenshot(t, ctx, "report-"+map[int64]string{500: "500", 375: "phone"}[width]+".png")

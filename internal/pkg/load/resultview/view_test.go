@@ -272,6 +272,7 @@ func sampleSnapshot(sec int, names []string) *load.Snapshot {
 	}
 	if sec == 2 {
 		s.Late, s.Dropped = 4, 1
+		s.DroppedBy = map[string]int64{"late": 1} // as a real second: every drop has its reason
 	}
 	return s
 }

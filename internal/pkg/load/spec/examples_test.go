@@ -1,11 +1,16 @@
 package spec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 const examplesDir = "../../../../examples/load"
@@ -132,5 +137,88 @@ func eq[T any](t *testing.T, what string, got, want T) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s = %#v, want %#v", what, got, want)
+	}
+}
+
+// docBlock is one fenced yaml or json block of a page of docs/.
+type docBlock struct {
+	page string
+	line int // of the block's first line
+	text string
+}
+
+// docBlocks returns the fenced yaml and json blocks of every page of
+// docs/ and of README.md, with a list item's indent taken off.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	pages, _ := filepath.Glob("../../../../docs/*.md")
+	pages = append(pages, "../../../../README.md")
+	fence := regexp.MustCompile("^( *)```(yaml|json)\\s*$")
+	var blocks []docBlock
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			m := fence.FindStringSubmatch(lines[i])
+			if m == nil {
+				continue
+			}
+			var body []string
+			j := i + 1
+			for ; j < len(lines) && strings.TrimSpace(lines[j]) != "```"; j++ {
+				body = append(body, strings.TrimPrefix(lines[j], m[1]))
+			}
+			blocks = append(blocks, docBlock{page: filepath.Base(p), line: i + 2, text: strings.Join(body, "\n") + "\n"})
+			i = j
+		}
+	}
+	return blocks
+}
+
+// otherYAMLKeys are top-level keys of the other YAML the docs show:
+// workflows, workflow steps and the daemon config.
+var otherYAMLKeys = map[string]bool{"jobs": true, "on": true, "name": true, "steps": true, "with": true, "uses": true,
+	"runner": true, "cluster": true, "load": true, "metrics": true, "forge": true, "cache": true, "services": true, "container": true, "scrape_configs": true}
+
+// TestDocsLoadConfigs reads every load config the docs show, as a newcomer
+// copies it, and checks that it parses and validates. A block that shows
+// part of a config (no target) is checked with a target added; blocks of
+// workflows and of the daemon config are left to their own tests. Before,
+// the per-phase example named an endpoint it did not define and the
+// checks:rate example had no checks, so both were refused as written.
+func TestDocsLoadConfigs(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for _, b := range docBlocks(t) {
+		var top map[string]any
+		if yaml.Unmarshal([]byte(b.text), &top) != nil || top == nil {
+			continue // a list (workflow steps) or not YAML
+		}
+		skip := false
+		for k := range top {
+			skip = skip || otherYAMLKeys[k]
+		}
+		if skip {
+			continue
+		}
+		name := fmt.Sprintf("%s:%d", b.page, b.line)
+		c, err := Parse(name, []byte(b.text))
+		if err != nil {
+			t.Errorf("docs/%s: the example does not parse: %v\n%s", name, err, b.text)
+			continue
+		}
+		if c.Target == "" {
+			c.Target = "http://127.0.0.1:8080/"
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("docs/%s: the example is refused: %v\n%s", name, err, b.text)
+		}
+		checked++
+	}
+	if checked < 15 {
+		t.Errorf("checked %d load configs of the docs, want at least 15: is the block format still ```yaml?", checked)
 	}
 }
