@@ -332,10 +332,20 @@ func GeneratorVerdict(s *Summary) string {
 }
 
 // ValidityVerdict says whether the run delivered the load it was asked
-// for: "valid", or "INVALID: " and the first reason with its fix (and how
-// many more there are).
+// for: "valid", "INVALID: " and the first reason with its fix (and how
+// many more there are), or "not judged: " and why for a run that the
+// rules of [load.Result.Validity] do not judge but that did not deliver
+// all it was asked for (one that stopped early, or a closed-model run
+// whose iterations dropped requests, such as a feeder with recycle:
+// false running out): such a run is never shown as valid.
 func ValidityVerdict(s *Summary) string {
 	if len(s.Invalid) == 0 {
+		switch {
+		case s.Interrupted:
+			return "not judged: the run stopped before its end, so it did not deliver all it was asked for"
+		case s.Model == "closed" && s.Dropped > 0:
+			return "not judged: " + strconv.FormatInt(s.Dropped, 10) + " iterations never sent a request (" + fmtCounts(s.DroppedBy) + ")"
+		}
 		return "valid"
 	}
 	v := "INVALID: " + s.Invalid[0].Detail
