@@ -14,7 +14,9 @@
 // job starts, runPres, also nested in composite actions from repositories,
 // compositePres, its post: at the job's end, each within its step's
 // timeout-minutes and continue-on-error, limits), a dockerStep (`docker://`,
-// or a Docker action, whose Dockerfile it builds first: dockerbuild.go
+// or a Docker action, whose Dockerfile it builds first, and whose
+// pre-entrypoint and post-entrypoint run as a JavaScript action's pre:
+// and post: do, through the same stagedAction machinery: dockerbuild.go
 // holds to the job's pull policy what the build may take, and
 // dockerfile.go reads the Dockerfile; on the Docker Engine, its output
 // streamed), or an unsupportedStep that fails saying what runs

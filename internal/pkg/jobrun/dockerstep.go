@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -27,13 +29,25 @@ const dockerPoll = 200 * time.Millisecond
 // (the workspace its working directory), on the job's network when it has
 // services. It gets no option, volume or capability: within the
 // container allow-lists whatever they say.
+//
+// A Docker action's step also has its action: its pre-entrypoint runs
+// when the job starts and its post-entrypoint when it ends (runPres,
+// runPosts), each in a container of the same image, with the same args,
+// env and settings as main, and GITHUB_STATE passing state between them.
 type dockerStep struct {
 	name       string
 	image      string
 	args       []string
 	entrypoint string
 	env        map[string]string // the step's env: and INPUT_*
-	build      *actionBuild      // a Docker action's Dockerfile, built when the step starts; image is then its tag
+	build      *actionBuild      // a Docker action's Dockerfile, built when the step (or its pre) starts; image is then its tag
+	// A Docker action's: the action, its metadata file, its uses: and
+	// whether that is a local ./path (whose pre is not run); nil and ""
+	// for a docker:// step.
+	action *workflow.Action
+	file   string
+	uses   string
+	local  bool
 }
 
 func newDockerStep(ec *workflow.Context, st workflow.Step) (*dockerStep, error) {
@@ -64,14 +78,12 @@ func newDockerStep(ec *workflow.Context, st workflow.Step) (*dockerStep, error) 
 
 // checkDockerAction checks that the Docker action a (its metadata file,
 // in the directory dir) can run here: it names an image (docker://...)
-// or a Dockerfile that passes readActionDockerfile, has no pre- or
-// post-entrypoint, and the runner has an Engine.
+// or a Dockerfile that passes readActionDockerfile, and the runner has
+// an Engine.
 func (j *job) checkDockerAction(a *workflow.Action, file, dir string) error {
 	switch {
 	case isDockerImage(a.Runs.Image) && strings.TrimPrefix(a.Runs.Image, "docker://") == "":
 		return fmt.Errorf("%s: runs.image: docker:// names no image; write e.g. image: docker://alpine:3", file)
-	case a.Runs.PreEntrypoint != "" || a.Runs.PostEntrypoint != "":
-		return fmt.Errorf("%s: runs.pre-entrypoint and runs.post-entrypoint are not supported by this runner yet; use an action without them", file)
 	case j.deps.Containers == nil:
 		return fmt.Errorf("%s: runs.using: docker: Docker actions need a Docker Engine, and this runner has none; run the job on a runner with Docker", file)
 	case !isDockerImage(a.Runs.Image):
@@ -87,7 +99,10 @@ func (j *job) checkDockerAction(a *workflow.Action, file, dir string) error {
 func newDockerActionStep(ec *workflow.Context, st workflow.Step, a *workflow.Action, file, dir string, inputs map[string]any, env map[string]string) (*dockerStep, error) {
 	ac := *ec
 	ac.Inputs = inputs
-	s := &dockerStep{name: st.DisplayName(), image: strings.TrimPrefix(a.Runs.Image, "docker://"), entrypoint: a.Runs.Entrypoint, env: map[string]string{}}
+	s := &dockerStep{
+		name: st.DisplayName(), image: strings.TrimPrefix(a.Runs.Image, "docker://"), entrypoint: a.Runs.Entrypoint, env: map[string]string{},
+		action: a, file: file, uses: st.Uses, local: isLocalAction(st.Uses),
+	}
 	if !isDockerImage(a.Runs.Image) {
 		s.image, s.build = "", &actionBuild{uses: st.Uses, file: file, dir: dir, image: a.Runs.Image}
 	}
@@ -156,10 +171,25 @@ func splitArgs(s string) ([]string, error) {
 	return out, nil
 }
 
+func (s *dockerStep) meta() (string, string, *workflow.Action) { return s.name, s.file, s.action }
+
+// run runs the step: a docker:// step's image, or a Docker action's main
+// (with what its pre wrote to GITHUB_STATE; see runMain).
 func (s *dockerStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
-	fail := func(format string, args ...any) (runnerv1.Result, map[string]string) {
+	if s.action == nil {
+		res, outs, _ := s.script(ctx, j, s.entrypoint, nil, func() {})
+		return res, outs
+	}
+	return runMain(ctx, j, s, s.entrypoint, s.uses, s.local)
+}
+
+// script runs the image once, to its end, with entrypoint (when not
+// ""), state as STATE_* and a GITHUB_STATE file, whose values it
+// returns. started is called once the image is there.
+func (s *dockerStep) script(ctx context.Context, j *stepJob, entrypoint string, state map[string]string, started func()) (runnerv1.Result, map[string]string, map[string]string) {
+	fail := func(format string, args ...any) (runnerv1.Result, map[string]string, map[string]string) {
 		j.Logf("::error::step %q: "+format, append([]any{s.name}, args...)...)
-		return runnerv1.Result_RESULT_FAILURE, nil
+		return runnerv1.Result_RESULT_FAILURE, nil, nil
 	}
 	eng := j.deps.Containers
 	if eng == nil {
@@ -173,47 +203,68 @@ func (s *dockerStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[
 	if err != nil {
 		return fail("create env files: %v%s", err, leaveHint(err))
 	}
+	stateFile := filepath.Join(filepath.Dir(files.env), "state")
+	if err := j.td.CreateNew(stateFile, nil, 0o644); err != nil {
+		return fail("create the state file: %v%s", err, leaveHint(err))
+	}
 	j.ensureCtrKey()
-	image := s.image
-	if s.build != nil {
-		if image, err = j.buildActionImage(ctx, eng, s.build); err != nil {
-			if ctx.Err() != nil {
-				j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
-				return runnerv1.Result_RESULT_CANCELLED, nil
-			}
-			return fail("%v", err)
-		}
-	} else if err := j.pullImage(ctx, eng, "docker://"+s.image, s.image, nil); err != nil {
+	image, err := s.ensureImage(ctx, j, eng)
+	if err != nil && ctx.Err() != nil {
+		j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
+		return runnerv1.Result_RESULT_CANCELLED, nil, nil
+	} else if err != nil {
 		return fail("%v", err)
+	}
+	started()
+	env := maps.Clone(s.env)
+	env["GITHUB_STATE"] = stateFile
+	for k, v := range state {
+		env["STATE_"+k] = v
 	}
 	spec := container.Spec{
 		Job: j.ctrKey, Name: j.ctrKey + "-step-" + j.fileID(), Image: image, Cmd: s.args,
-		Env: j.containerEnv(s.env, files), WorkingDir: j.ws, Network: j.ctrNetwork,
+		Env: j.containerEnv(env, files), WorkingDir: j.ws, Network: j.ctrNetwork,
 		Binds: []string{j.dir + ":" + j.dir},
 		// As the daemon's user, so that what the step writes to the
 		// workspace stays the runner's to read and remove.
 		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 	}
-	if s.entrypoint != "" {
-		spec.Entrypoint = []string{s.entrypoint}
+	if entrypoint != "" {
+		spec.Entrypoint = []string{entrypoint}
 	}
 	j.Logf("[docker] %s %s", image, strings.Join(s.args, " "))
 	code, err := j.runContainer(ctx, eng, spec)
 	outs, cerr := j.collect(files)
+	newState, serr := parseEnvFile(j.td, stateFile, "GITHUB_STATE")
+	return s.result(ctx, j, code, err, errors.Join(cerr, serr)), outs, newState
+}
+
+// ensureImage makes the step's image available (built from the action's
+// Dockerfile, or pulled under the pull policy) and returns its name.
+func (s *dockerStep) ensureImage(ctx context.Context, j *stepJob, eng Containers) (string, error) {
+	if s.build != nil {
+		return j.buildActionImage(ctx, eng, s.build)
+	}
+	return s.image, j.pullImage(ctx, eng, "docker://"+s.image, s.image, nil)
+}
+
+// result is the result of a container that exited with code, or err,
+// after reading back its files (ferr).
+func (s *dockerStep) result(ctx context.Context, j *stepJob, code int, err, ferr error) runnerv1.Result {
 	switch {
-	case cerr != nil:
-		j.Logf("::error::step %q: %v", s.name, cerr)
+	case ferr != nil:
+		j.Logf("::error::step %q: %v", s.name, ferr)
 	case err != nil && ctx.Err() != nil:
 		j.Logf("step %q stopped: %v", s.name, context.Cause(ctx))
-		return runnerv1.Result_RESULT_CANCELLED, outs
+		return runnerv1.Result_RESULT_CANCELLED
 	case err != nil:
 		j.Logf("::error::step %q: %v", s.name, err)
 	case code != 0:
 		j.Logf("::error::Container exited with code %d.", code)
 	default:
-		return runnerv1.Result_RESULT_SUCCESS, outs
+		return runnerv1.Result_RESULT_SUCCESS
 	}
-	return runnerv1.Result_RESULT_FAILURE, outs
+	return runnerv1.Result_RESULT_FAILURE
 }
 
 // ensureCtrKey gives the job the key its containers are labelled with,

@@ -56,7 +56,7 @@ func FuzzSplitArgs(f *testing.F) {
 }
 
 // TestDockerActionRefused: a Docker action with no image, an empty
-// docker://, a pre-/post-entrypoint, or where there is no Docker Engine
+// docker://, or where there is no Docker Engine
 // (to build its Dockerfile or to run its image), fails its step naming
 // the file and field.
 func TestDockerActionRefused(t *testing.T) {
@@ -65,7 +65,6 @@ func TestDockerActionRefused(t *testing.T) {
 		{"no image", "runs:\n  using: docker\n  entrypoint: /x\n", "act/action.yml:2: runs.image: missing; a Docker action names its image (image: docker://name:tag) or its Dockerfile"},
 		{"empty docker://", "runs:\n  using: docker\n  image: docker://\n", "act/action.yml: runs.image: docker:// names no image"},
 		{"dockerfile, no engine", "runs:\n  using: docker\n  image: Dockerfile\n", "act/action.yml: runs.using: docker: Docker actions need a Docker Engine"},
-		{"post-entrypoint", "runs:\n  using: docker\n  image: docker://alpine:3\n  post-entrypoint: /post.sh\n", "act/action.yml: runs.pre-entrypoint and runs.post-entrypoint are not supported"},
 		{"no engine", "runs:\n  using: docker\n  image: docker://alpine:3\n", "act/action.yml: runs.using: docker: Docker actions need a Docker Engine"},
 	} {
 		res, rep := runPayload(t, "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n"+writeFilesStep(map[string]string{"act/action.yml": tt.yml})+"      - uses: ./act\n")

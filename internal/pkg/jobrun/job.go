@@ -36,8 +36,8 @@ type job struct {
 	steps  map[string]workflow.StepResult
 
 	actions map[string]*fetchedAction // remote actions fetched, by uses:
-	posts   []postStep                // post: of JavaScript actions whose pre or main ran
-	// states is what each JavaScript action step wrote to GITHUB_STATE
+	posts   []postStep                // posts of JavaScript and Docker actions whose pre or main ran
+	// states is what each JavaScript or Docker action step wrote to GITHUB_STATE
 	// (its pre, then its main), by the step's file id: its STATE_* for
 	// main and post.
 	states map[string]map[string]string

@@ -10,7 +10,8 @@ import (
 )
 
 // nestedPre reports whether the composite action a, depth deep, nests a
-// JavaScript action with a pre: through composite actions from
+// JavaScript action with a pre: or a Docker action with a pre-entrypoint
+// through composite actions from
 // repositories: then a has a pre of its own, which runs theirs, as on
 // GitHub. Only actions fetched when the job started count: a local
 // action is not there then.
@@ -27,7 +28,7 @@ func (j *job) nestedPre(a *workflow.Action, depth int) bool {
 		switch {
 		case err != nil:
 			continue // the step's to report when it runs
-		case isNodeAction(na) && na.Runs.Pre != "":
+		case preScript(na) != "":
 			return true
 		case na.Runs.Using == "composite" && j.nestedPre(na, depth+1):
 			return true
@@ -41,7 +42,8 @@ func (j *job) nestedPre(a *workflow.Action, depth int) bool {
 // GitHub's runner runs it when the job starts: the pre of each
 // JavaScript action from a repository among c's steps, and that of each
 // composite action from a repository among them that nests one, in the
-// order of c's steps, each when its pre-if holds for status, the job's
+// order of c's steps (a Docker action's pre-entrypoint as a JavaScript
+// action's pre), each when its pre-if holds for status, the job's
 // status as c's pre started (in a pre, success() and failure() look at
 // the job's status, not the composite action's, as GitHub's
 // SuccessFunction does; the step's own if: is for its main), with its
@@ -67,11 +69,6 @@ func (j *job) compositePres(ctx context.Context, sj *stepJob, c *compositeStep, 
 		nkey, nlim := fmt.Sprintf("%s.%d", key, k), lim.nested(st.ContinueOnError, ec)
 		res := runnerv1.Result_RESULT_SKIPPED
 		switch s := s.(type) {
-		case *nodeStep:
-			if s.action.Runs.Pre != "" {
-				psj := &stepJob{job: j, i: -1, sub: "pre-" + nkey}
-				res = j.runStage(ctx, ec, s, psj, preStage(s.action, nlim.own(), nlim), nkey)
-			}
 		case *compositeStep:
 			if depth < MaxActionDepth && j.nestedPre(s.action, depth+1) {
 				sj.Logf("Pre %s", s.name)
@@ -80,6 +77,11 @@ func (j *job) compositePres(ctx context.Context, sj *stepJob, c *compositeStep, 
 					sj.Logf("pre of step %q failed, continuing: continue-on-error is set", s.name)
 					res = runnerv1.Result_RESULT_SUCCESS
 				}
+			}
+		case stagedAction:
+			if _, _, a := s.meta(); a != nil && preScript(a) != "" {
+				psj := &stepJob{job: j, i: -1, sub: "pre-" + nkey}
+				res = j.runStage(ctx, ec, s, psj, preStage(a, nlim.own(), nlim), nkey)
 			}
 		}
 		result = afterStage(result, res)

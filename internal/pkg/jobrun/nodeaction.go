@@ -30,17 +30,31 @@ type nodeStep struct {
 	local      bool              // uses: ./path, whose pre: is not run
 }
 
-// postStep is the post: of a JavaScript action whose pre or main
+// stagedAction is the step of an action that may have a pre and a post:
+// a JavaScript action (pre: and post:, scripts run with node) or a Docker
+// action (pre-entrypoint and post-entrypoint, run as the entrypoint of
+// its image, with its runs.args and env, as GitHub's runner runs them).
+type stagedAction interface {
+	// script runs the action once with what (a script, or an entrypoint;
+	// "" is the image's own for a Docker action), with state as STATE_*,
+	// and returns its result, outputs and what it wrote to GITHUB_STATE.
+	// started is called once it can start (a post registers then).
+	script(ctx context.Context, j *stepJob, what string, state map[string]string, started func()) (runnerv1.Result, map[string]string, map[string]string)
+	// meta is the step's name, the action's metadata file and the action.
+	meta() (name, file string, a *workflow.Action)
+}
+
+// postStep is the post of an action (stagedAction) whose pre or main
 // started, run when the job's steps are done with the state (j.states)
 // of its step, key, within lim.
 type postStep struct {
-	s   *nodeStep
+	s   stagedAction
 	key string
 	lim limits
 }
 
-// stage is the pre: or post: of a JavaScript action: lim bounds it, and
-// a pre that starts registers the post with postLim.
+// stage is the pre or post of an action: lim bounds it, and a pre that
+// starts registers the post with postLim.
 type stage struct {
 	title, field  string // "Pre", "runs.pre-if"
 	script, cond  string
@@ -49,11 +63,34 @@ type stage struct {
 }
 
 func preStage(a *workflow.Action, lim, postLim limits) stage {
-	return stage{title: "Pre", field: "runs.pre-if", script: a.Runs.Pre, cond: a.Runs.PreIf, registersPost: true, lim: lim, postLim: postLim}
+	return stage{title: "Pre", field: "runs.pre-if", script: preScript(a), cond: a.Runs.PreIf, registersPost: true, lim: lim, postLim: postLim}
 }
 
 func postStage(a *workflow.Action, lim limits) stage {
-	return stage{title: "Post", field: "runs.post-if", script: a.Runs.Post, cond: a.Runs.PostIf, lim: lim}
+	return stage{title: "Post", field: "runs.post-if", script: postScript(a), cond: a.Runs.PostIf, lim: lim}
+}
+
+// preScript is the pre of the action a: a JavaScript action's pre:, a
+// Docker action's pre-entrypoint; "" when it has none.
+func preScript(a *workflow.Action) string {
+	switch {
+	case isNodeAction(a):
+		return a.Runs.Pre
+	case a.Runs.Using == "docker":
+		return a.Runs.PreEntrypoint
+	}
+	return ""
+}
+
+// postScript is the post of the action a, as preScript.
+func postScript(a *workflow.Action) string {
+	switch {
+	case isNodeAction(a):
+		return a.Runs.Post
+	case a.Runs.Using == "docker":
+		return a.Runs.PostEntrypoint
+	}
+	return ""
 }
 
 // isNodeAction reports whether a is a JavaScript action.
@@ -107,24 +144,38 @@ func (s *nodeStep) inputEnv() map[string]string {
 	return env
 }
 
-// run runs main, with what the step's pre wrote to GITHUB_STATE, and
-// registers post for the job's end once main starts. The pre of an
+func (s *nodeStep) meta() (string, string, *workflow.Action) { return s.name, s.file, s.action }
+
+// run runs main, with what the step's pre wrote to GITHUB_STATE (see
+// runMain).
+func (s *nodeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
+	return runMain(ctx, j, s, s.action.Runs.Main, s.uses, s.local)
+}
+
+// runMain runs main, the main of the action step s (uses: uses, local
+// for ./path), with what the step's pre wrote to GITHUB_STATE, and
+// registers its post for the job's end once main starts. The pre of an
 // action from a repository ran when the job started (runPres), also
 // nested in composite actions from repositories; that of a local action,
 // or of one nested in a local composite action, is not run, as on
 // GitHub, where it is not there when the job starts.
-func (s *nodeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[string]string) {
+func runMain(ctx context.Context, j *stepJob, s stagedAction, main, uses string, local bool) (runnerv1.Result, map[string]string) {
 	key := j.fileID()
-	if s.action.Runs.Pre != "" {
+	_, file, a := s.meta()
+	if pre := preScript(a); pre != "" {
+		field := "runs.pre"
+		if a.Runs.Using == "docker" {
+			field = "runs.pre-entrypoint"
+		}
 		switch {
-		case s.local:
-			j.Logf("::warning::%s: runs.pre is not run for a local action (uses: %s), as on GitHub: the action is not there when the job starts; publish the action in a repository to have it run", s.file, s.uses)
+		case local:
+			j.Logf("::warning::%s: %s is not run for a local action (uses: %s), as on GitHub: the action is not there when the job starts; publish the action in a repository to have it run", file, field, uses)
 		case j.inLocal != "":
-			j.Logf("::warning::%s: runs.pre is not run for an action nested in a local action (uses: %s), as on GitHub: the local action is not there when the job starts; publish it in a repository to have the pre run", s.file, j.inLocal)
+			j.Logf("::warning::%s: %s is not run for an action nested in a local action (uses: %s), as on GitHub: the local action is not there when the job starts; publish it in a repository to have the pre run", file, field, j.inLocal)
 		}
 	}
-	res, outputs, state := s.script(ctx, j, s.action.Runs.Main, j.states[key], func() {
-		if s.action.Runs.Post != "" {
+	res, outputs, state := s.script(ctx, j, main, j.states[key], func() {
+		if postScript(a) != "" {
 			j.registerPost(s, key, j.lim)
 		}
 	})
@@ -132,10 +183,10 @@ func (s *nodeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, map[st
 	return res, outputs
 }
 
-// registerPost registers the post of s, the JavaScript action of step
-// key, bounded by lim, once: a second registration (main, after pre)
-// keeps its place and takes s, resolved later, for its inputs.
-func (j *job) registerPost(s *nodeStep, key string, lim limits) {
+// registerPost registers the post of s, the action of step key, bounded
+// by lim, once: a second registration (main, after pre) keeps its place
+// and takes s, resolved later, for its inputs.
+func (j *job) registerPost(s stagedAction, key string, lim limits) {
 	for n := range j.posts {
 		if j.posts[n].key == key {
 			j.posts[n].s = s
@@ -160,27 +211,28 @@ func (j *job) saveState(key string, state map[string]string) {
 	maps.Copy(j.states[key], state)
 }
 
-// runStage runs the pre: or post: st of s, the JavaScript action of step
-// key, as sj, when its condition (by default always()) holds in ec,
-// within st.lim; its rows follow a "Pre <name>" or "Post <name>" row. A
-// condition that is false skips it; one that does not evaluate fails it.
-func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, sj *stepJob, st stage, key string) runnerv1.Result {
+// runStage runs the pre or post st of s, the action of step key, as sj,
+// when its condition (by default always()) holds in ec, within st.lim;
+// its rows follow a "Pre <name>" or "Post <name>" row. A condition that
+// is false skips it; one that does not evaluate fails it.
+func (j *job) runStage(ctx context.Context, ec *workflow.Context, s stagedAction, sj *stepJob, st stage, key string) runnerv1.Result {
+	name, file, a := s.meta()
 	cond := st.cond
 	if cond == "" {
 		cond = "always()"
 	}
 	ok, err := ec.EvalIf(cond)
 	if err != nil {
-		sj.Logf("::error::%s of step %q: %s: %s: %v", strings.ToLower(st.title), s.name, s.file, st.field, err)
+		sj.Logf("::error::%s of step %q: %s: %s: %v", strings.ToLower(st.title), name, file, st.field, err)
 		return runnerv1.Result_RESULT_FAILURE
 	}
 	if !ok {
 		return runnerv1.Result_RESULT_SKIPPED
 	}
-	sj.Logf("%s %s", st.title, s.name)
-	return j.limited(ctx, ec, sj, st.lim, strings.ToLower(st.title), s.name, func(ctx context.Context) runnerv1.Result {
+	sj.Logf("%s %s", st.title, name)
+	return j.limited(ctx, ec, sj, st.lim, strings.ToLower(st.title), name, func(ctx context.Context) runnerv1.Result {
 		res, _, state := s.script(ctx, sj, st.script, j.states[key], func() {
-			if st.registersPost && s.action.Runs.Post != "" {
+			if st.registersPost && postScript(a) != "" {
 				j.registerPost(s, key, st.postLim)
 			}
 		})
@@ -190,9 +242,10 @@ func (j *job) runStage(ctx context.Context, ec *workflow.Context, s *nodeStep, s
 }
 
 // runPres runs, before the job's first step and in the order of its
-// steps, the pre: of each JavaScript action from a repository that has
-// one (fetched when the job started), and, as the pre of a composite
-// action from a repository, those of the JavaScript actions from
+// steps, the pre of each action from a repository (fetched when the job
+// started) that has one: a JavaScript action's pre:, a Docker action's
+// pre-entrypoint (its image built or pulled first); and, as the pre of a
+// composite action from a repository, those of the actions from
 // repositories nested in it (compositePres), as GitHub's runner does;
 // each when its pre-if (by default always()) holds for the job's status
 // so far (the step's own if: is for its main), bounded by its step's
@@ -217,16 +270,16 @@ func (j *job) runPres(jobCtx, outer context.Context, status workflow.JobStatus) 
 		ctx, cancel := stageContext(jobCtx, outer)
 		res := runnerv1.Result_RESULT_SKIPPED
 		switch s := s.(type) {
-		case *nodeStep:
-			if s.action.Runs.Pre != "" {
-				res = j.runStage(ctx, ec, s, sj, preStage(s.action, lim, lim), key)
-			}
 		case *compositeStep:
 			if j.nestedPre(s.action, 1) {
 				sj.Logf("Pre %s", s.name)
 				res = j.limited(ctx, ec, sj, lim, "pre", s.name, func(ctx context.Context) runnerv1.Result {
 					return j.compositePres(ctx, sj, s, key, lim, 1, status)
 				})
+			}
+		case stagedAction:
+			if _, _, a := s.meta(); a != nil && preScript(a) != "" {
+				res = j.runStage(ctx, ec, s, sj, preStage(a, lim, lim), key)
 			}
 		}
 		cancel()
@@ -351,8 +404,9 @@ func (j *job) containerNode(ctx context.Context, env []string) error {
 	return nil
 }
 
-// runPosts runs the post: of each JavaScript action whose pre or main
-// started, the last registered first, when its post-if (by default
+// runPosts runs the post of each action (a JavaScript action's post:, a
+// Docker action's post-entrypoint) whose pre or main started, the last
+// registered first, when its post-if (by default
 // always()) holds for the job's status, with its step's state, bounded
 // by its step's timeout-minutes and forgiven by its continue-on-error,
 // and returns the job's status after them: a failed post fails the job.
@@ -366,7 +420,8 @@ func (j *job) runPosts(jobCtx, outer context.Context, status workflow.JobStatus)
 		}
 		ctx, cancel := stageContext(jobCtx, outer)
 		sj := &stepJob{job: j, i: -1, sub: fmt.Sprintf("post-%d", n)}
-		res := j.runStage(ctx, j.exprContext(status), p.s, sj, postStage(p.s.action, p.lim), p.key)
+		_, _, a := p.s.meta()
+		res := j.runStage(ctx, j.exprContext(status), p.s, sj, postStage(a, p.lim), p.key)
 		cancel()
 		if res == runnerv1.Result_RESULT_FAILURE {
 			status = worse(status, workflow.StatusFailure)

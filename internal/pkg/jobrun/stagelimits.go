@@ -10,8 +10,8 @@ import (
 	"github.com/forgeload/forgeload/internal/pkg/workflow"
 )
 
-// limits is what bounds a pre: or post: of a JavaScript action and what
-// forgives its failure, as GitHub's runner applies them: the
+// limits is what bounds the pre or post of an action (stagedAction) and
+// what forgives its failure, as GitHub's runner applies them: the
 // timeout-minutes of the job's step it belongs to (the step that uses the
 // action, or the composite action it is nested in), and the
 // continue-on-error of that step and of each nested step down to the

@@ -36,7 +36,7 @@ type stepJob struct {
 	// for a step of the job. depth is how deep it is nested.
 	sub   string
 	depth int
-	// lim is what bounds the pre and post of the JavaScript action this
+	// lim is what bounds the pre and post of the action (stagedAction) this
 	// step runs (nodeaction.go): its job step's timeout-minutes, and the
 	// continue-on-error of that step and of each step down to this one.
 	lim limits
