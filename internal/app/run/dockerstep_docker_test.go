@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,55 @@ jobs:
 		t.Fatalf("result %v; log:\n%s", v.Result, log)
 	}
 	wantContains(t, "log", log, "after-release")
+}
+
+// TestDockerStepCancelStopsItsContainer: a cancelled docker:// step's
+// container is removed when the step ends, so the always() step after it
+// finds it stopped (its heartbeat file no longer changes). Before, it ran
+// on until the job's end removed every container, beside the cleanup
+// steps and posts.
+func TestDockerStepCancelStopsItsContainer(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	opts, _, img := dockerOptions(t)
+	opts.ReportInterval = 100 * time.Millisecond
+	task := h.fetch(forgetest.Job{Payload: []byte(`on: push
+jobs:
+  a:
+    runs-on: forgeload
+    steps:
+      - uses: docker://` + img + `
+        with:
+          entrypoint: /bin/sh
+          args: -c 'i=0; while true; do i=$((i+1)); echo $i > "$GITHUB_WORKSPACE/beat"; if [ $i = 3 ]; then echo "beating-$((6*7))"; fi; sleep 0.05; done'
+      - if: always()
+        run: |
+          a=$(cat beat); sleep 1; b=$(cat beat)
+          if [ -z "$a" ]; then echo no-beat; elif [ "$a" = "$b" ]; then echo container-stopped; else echo "container-still-running $a $b"; fi
+`)})
+	done := make(chan error, 1)
+	go func() { done <- h.runner(opts).Run(context.Background(), task) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	v, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
+		return v.Done || strings.Contains(logText(v), "beating-42")
+	})
+	if err != nil || !strings.Contains(logText(v), "beating-42") {
+		t.Fatalf("the container never started: %v; log:\n%s", err, logText(v))
+	}
+	h.forge.Cancel(task.GetId())
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return after cancel")
+	}
+	v = h.forge.Task(task.GetId())
+	log := logText(v)
+	if v.Result != runnerv1.Result_RESULT_CANCELLED {
+		t.Fatalf("result %v, want CANCELLED; log:\n%s", v.Result, log)
+	}
+	wantContains(t, "log", log, "container-stopped")
 }

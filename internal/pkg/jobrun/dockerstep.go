@@ -310,6 +310,14 @@ func (j *stepJob) runContainer(ctx context.Context, eng Containers, spec contain
 	err = eng.FollowLogs(ctx, cid, w)
 	_ = w.Flush()
 	if ctx.Err() != nil {
+		// A cancelled or timed-out step stops its container now, not at
+		// the job's end: the steps that still run (always(), posts) must
+		// not run beside it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerCleanupTimeout)
+		defer cancel()
+		if rerr := eng.Remove(rctx, cid); rerr != nil {
+			j.Logf("the cancelled step's container is left to the job's end: %v", rerr)
+		}
 		return 0, context.Cause(ctx)
 	}
 	if merr := cmds.MaskErr(); merr != nil {

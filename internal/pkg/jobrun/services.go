@@ -36,6 +36,7 @@ type Containers interface {
 	Stats(ctx context.Context, id string, fn func(container.Sample)) error
 	Exec(ctx context.Context, id string, cmd, env []string, dir, user string, stdout, stderr io.Writer) (int, error)
 	Reap(ctx context.Context, job string) (int, error)
+	Remove(ctx context.Context, id string) error
 }
 
 var _ Containers = (*container.Engine)(nil)
