@@ -179,8 +179,9 @@ func docBlocks(t *testing.T) []docBlock {
 }
 
 // otherYAMLKeys are top-level keys of the other YAML the docs show:
-// workflows, workflow steps and the daemon config.
-var otherYAMLKeys = map[string]bool{"jobs": true, "on": true, "name": true, "steps": true, "with": true, "uses": true,
+// workflows, workflow steps, action metadata (action.yml) and the daemon
+// config.
+var otherYAMLKeys = map[string]bool{"jobs": true, "on": true, "name": true, "steps": true, "with": true, "uses": true, "runs": true, "inputs": true, "outputs": true,
 	"runner": true, "cluster": true, "load": true, "metrics": true, "forge": true, "cache": true, "services": true, "container": true, "scrape_configs": true}
 
 // TestDocsLoadConfigs reads every load config the docs show, as a newcomer
