@@ -1,7 +1,6 @@
 package run
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -156,26 +155,7 @@ jobs:
 `)}
 	selfActions(h)(&job)
 	task := h.fetch(job)
-	done := make(chan error, 1)
-	go func() { done <- h.runner(opts).Run(context.Background(), task) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	v, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
-		return v.Done || strings.Contains(logText(v), "main waits")
-	})
-	if err != nil || !strings.Contains(logText(v), "main waits") {
-		t.Fatalf("main never started: %v; log:\n%s", err, logText(v))
-	}
-	h.forge.Cancel(task.GetId())
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("Run did not return after cancel")
-	}
-	v = h.forge.Task(task.GetId())
+	v := h.runCancelledAt(task, opts, "main waits")
 	log := logText(v)
 	removeBuiltImages(t, log, imageID(t, img))
 	if v.Result != runnerv1.Result_RESULT_CANCELLED || strings.Contains(log, "not this") {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -166,26 +165,7 @@ jobs:
           a=$(cat beat); sleep 1; b=$(cat beat)
           if [ -z "$a" ]; then echo no-beat; elif [ "$a" = "$b" ]; then echo container-stopped; else echo "container-still-running $a $b"; fi
 `)})
-	done := make(chan error, 1)
-	go func() { done <- h.runner(opts).Run(context.Background(), task) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	v, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
-		return v.Done || strings.Contains(logText(v), "beating-42")
-	})
-	if err != nil || !strings.Contains(logText(v), "beating-42") {
-		t.Fatalf("the container never started: %v; log:\n%s", err, logText(v))
-	}
-	h.forge.Cancel(task.GetId())
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("Run did not return after cancel")
-	}
-	v = h.forge.Task(task.GetId())
+	v := h.runCancelledAt(task, opts, "beating-42")
 	log := logText(v)
 	if v.Result != runnerv1.Result_RESULT_CANCELLED {
 		t.Fatalf("result %v, want CANCELLED; log:\n%s", v.Result, log)

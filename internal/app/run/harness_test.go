@@ -92,6 +92,35 @@ func (h *harness) run(payload string, o Options, mod ...func(*forgetest.Job)) fo
 	return v
 }
 
+// runCancelledAt runs task, cancels it from the forge once its log shows
+// marker, and returns the forge's view when Run has returned. It fails the
+// test if marker never comes or Run does not return after the cancel.
+func (h *harness) runCancelledAt(task *runnerv1.Task, o Options, marker string) forgetest.TaskView {
+	h.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.runner(o).Run(context.Background(), task) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	v, err := h.forge.WaitTask(ctx, task.GetId(), func(v forgetest.TaskView) bool {
+		return v.Done || strings.Contains(logText(v), marker)
+	})
+	if err != nil || !strings.Contains(logText(v), marker) {
+		h.forge.Cancel(task.GetId())
+		<-done
+		h.t.Fatalf("the log never showed %q: %v; log:\n%s", marker, err, logText(v))
+	}
+	h.forge.Cancel(task.GetId())
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("Run: %v", err)
+		}
+	case <-ctx.Done():
+		h.t.Fatal("Run did not return after cancel")
+	}
+	return h.forge.Task(task.GetId())
+}
+
 // logText is the whole task log, one row a line.
 func logText(v forgetest.TaskView) string { return strings.Join(v.Log, "\n") }
 
