@@ -31,11 +31,13 @@ func TestLoadCommandBaselineTarget(t *testing.T) {
 	}
 	// 2× slower, with service times long enough that a loaded machine's
 	// scheduling delay (added to both sides: up to 300 ms was seen with a
-	// load average of 15 on two cores) does not hide the ratio.
+	// load average of 15 on two cores) does not hide the ratio; 30
+	// workers from the start, so that the pool need not grow on a starved
+	// CPU (where it rightly does not).
 	cand, base := slow(250*time.Millisecond), slow(125*time.Millisecond)
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "30", "-d", "6s", "-c", "10", "-q",
+	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "30", "-d", "6s", "-c", "30", "-q",
 		"--baseline-target", base.URL, "--baseline-limit", "p99=25", "--json-output", jsonPath, "--validity", "warn"}, strings.NewReader(""), &out, &errb) // validity warns: a starved generator on a loaded test box is not what this test is about
 	if code != ExitFailure {
 		t.Fatalf("exit = %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())

@@ -17,7 +17,8 @@ import (
 // with the paired regression, and logs both sides. The service times are
 // long enough that a loaded machine's scheduling delay (added to both
 // sides: up to 700 ms was seen with a load average of 15 on two cores)
-// does not hide the 2x ratio.
+// does not hide the 2x ratio; 30 workers from the start, so that the
+// pool need not grow on a starved CPU (where it rightly does not).
 func TestLoadStepPairedRegression(t *testing.T) {
 	t.Parallel()
 	cand := newCountingServer(t, "", 250*time.Millisecond)
@@ -37,7 +38,7 @@ jobs:
           baseline_limits: "[p50=25, p99=25]"
           rate: 30
           duration: 6s
-          concurrency: 10
+          concurrency: 30
           validity: warn
 `, Options{})
 	// validity warns: a generator starved on a loaded test box makes the run

@@ -184,10 +184,26 @@ func (x *openExecutor) due(now, overdue time.Duration, sent bool) (late lateness
 // for the target (their responses read late), and more workers on a CPU
 // that is behind make it slower still. A worker's first arrival is held
 // only by the CPU, so a pool whose requests never return keeps growing.
+//
+// Below holdMinRate nothing holds the pool: there the workers cost the
+// CPU next to nothing, and on a CPU that is behind for other programs'
+// sake (a busy CI machine) the hold fed itself: an arrival that waited for
+// a worker while growth was held counted as the generator's lateness,
+// which held growth for the rest of the second, so a 200 req/s run against
+// a 50 ms target kept two workers and sent a third of its arrivals.
 func (x *openExecutor) held(now time.Duration, sent bool) bool {
 	e := x.e
+	if e.sched.PlannedRate(now) < holdMinRate {
+		return false
+	}
 	return sent && e.genLateMax.Load() > 0 || e.cpuBehind(now)
 }
+
+// holdMinRate is the planned rate (req/s) below which the pool's growth
+// is never held for the generator's CPU (see held): at some 20 µs of CPU
+// an arrival, 2,000 req/s is 4% of a core, so more workers cannot be what
+// starves the generator there.
+const holdMinRate = 2000
 
 // othersBusy reports whether every started worker but the caller is in a
 // request: it sums the recorder shards' in-flight counts, which the

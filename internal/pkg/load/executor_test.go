@@ -127,3 +127,27 @@ func TestCancelledRunIsInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowthNotHeldAtLowRates: below holdMinRate the open pool's growth is
+// never held for the generator's lateness or CPU, while above it the
+// generator's lateness this second holds it. Before, a 200 req/s run on a
+// busy machine held its growth (an arrival that waited for a worker then
+// counted as the generator's lateness, which held growth again) and sent a
+// third of its arrivals with two workers against a 50 ms target.
+func TestGrowthNotHeldAtLowRates(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		rate float64
+		want bool
+	}{{200, false}, {holdMinRate - 1, false}, {50_000, true}} {
+		e := newEngine(&Options{Requester: noop{}, Rate: tt.rate, Duration: time.Hour})
+		e.genLateMax.Store(int64(50 * time.Millisecond)) // the generator was late this second
+		x, ok := e.x.(*openExecutor)
+		if !ok {
+			t.Fatalf("rate %v: executor %T, want the open model's", tt.rate, e.x)
+		}
+		if got := x.held(time.Second, true); got != tt.want {
+			t.Errorf("rate %v: held = %v, want %v", tt.rate, got, tt.want)
+		}
+	}
+}
