@@ -23,7 +23,10 @@ func TestE2ECommentToken(t *testing.T) {
 	tg := newTarget(t)
 	f := forgetest.New(t, forgetest.WithRegistrationToken("reg-token"))
 	f.SeedRun(forgetest.Run{ID: 1, Jobs: []forgetest.RunJob{{ID: "perf",
-		Artifacts: map[string][]byte{"forgeload-perf-api": resultZip(t, 200*time.Millisecond)}}}})
+		// A 2 s baseline p99: the job must pass its threshold against a
+		// target on 127.0.0.1 even when a busy box delays it by hundreds
+		// of ms; the comparison's posting, not its verdict, is under test.
+		Artifacts: map[string][]byte{"forgeload-perf-api": resultZip(t, 2*time.Second)}}}})
 	bot := f.UserToken("perf-bot")
 	file := filepath.Join(t.TempDir(), "comment-token")
 	if err := os.WriteFile(file, []byte(bot+"\n"), 0o600); err != nil {
