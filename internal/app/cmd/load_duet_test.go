@@ -33,11 +33,13 @@ func TestLoadCommandBaselineTarget(t *testing.T) {
 	// scheduling delay (added to both sides: up to 300 ms was seen with a
 	// load average of 15 on two cores) does not hide the ratio; 30
 	// workers from the start, so that the pool need not grow on a starved
-	// CPU (where it rightly does not).
+	// CPU (where it rightly does not). 10 s, not 6: a starved collector
+	// can close a second with no completion of one side, and the verdict
+	// needs 5 paired seconds.
 	cand, base := slow(250*time.Millisecond), slow(125*time.Millisecond)
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "30", "-d", "6s", "-c", "30", "-q",
+	code := Main(context.Background(), []string{"load", "--target", cand.URL + "/", "--rate", "30", "-d", "10s", "-c", "30", "-q",
 		"--baseline-target", base.URL, "--baseline-limit", "p99=25", "--json-output", jsonPath, "--validity", "warn"}, strings.NewReader(""), &out, &errb) // validity warns: a starved generator on a loaded test box is not what this test is about
 	if code != ExitFailure {
 		t.Fatalf("exit = %d, want 1; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
