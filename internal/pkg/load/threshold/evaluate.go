@@ -169,7 +169,7 @@ func measure(t Threshold, src Source) (float64, error) {
 func measureSUT(t Threshold, src Source) (float64, error) {
 	all := src.Resources()
 	if len(all) == 0 {
-		return 0, fmt.Errorf("evaluate threshold %q: the system under test was not measured: %s needs services: in the job (their containers are sampled during the load step)", t.Source, t.Metric)
+		return 0, fmt.Errorf("evaluate threshold %q: the system under test was not measured: %s needs services: in the job, whose containers the Docker Engine samples about once a second during the load step (with services, no sample came: a step of a few seconds on a busy Docker host can end before the first one; run it longer)", t.Source, t.Metric)
 	}
 	value := func(m ResourceMetrics) (float64, error) {
 		switch {

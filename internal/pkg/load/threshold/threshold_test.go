@@ -459,8 +459,9 @@ func TestSUTThresholds(t *testing.T) {
 		}
 	}
 	th, _ := Parse("sut_cpu:max < 80%")
-	if o := EvaluateBaseline([]Threshold{th}, fakeSource{}, nil); o[0].Passed || o[0].Err == nil || !strings.Contains(o[0].Err.Error(), "needs services: in the job") {
-		t.Errorf("Evaluate without measurements = %+v, want an error naming services:", o[0])
+	if o := EvaluateBaseline([]Threshold{th}, fakeSource{}, nil); o[0].Passed || o[0].Err == nil || !strings.Contains(o[0].Err.Error(), "needs services: in the job") ||
+		!strings.Contains(o[0].Err.Error(), "run it longer") {
+		t.Errorf("Evaluate without measurements = %+v, want an error naming services: and, for a job with them, a step too short for a sample", o[0])
 	}
 	th, _ = Parse("sut_mem{service:web}:max < 1GB")
 	if o := EvaluateBaseline([]Threshold{th}, src, nil); o[0].Err == nil || !strings.Contains(o[0].Err.Error(), `no service named "web" was measured; measured: api, db`) {
