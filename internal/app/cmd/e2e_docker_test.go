@@ -121,7 +121,7 @@ func servicesExample(t *testing.T) string {
 	t.Helper()
 	return editedExample(t, "services.yml",
 		[2]string{"http_req_duration:p99 < 500ms", "http_req_duration:p99 < 30s"},
-		[2]string{"          duration: 5s\n", "          duration: 5s\n          graceful_shutdown: 30s\n          validity: warn\n"})
+		[2]string{"          duration: 10s   #", "          graceful_shutdown: 30s\n          validity: warn\n          duration: 10s   #"})
 }
 
 // editedExample returns examples/name with each change's first text
