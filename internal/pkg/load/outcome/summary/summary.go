@@ -197,7 +197,7 @@ func Of(r *load.Result, checks []load.Check) Summary {
 	b := load.GeneratorBehind(r)
 	s.GeneratorLate, s.GeneratorLateMaxMS, s.GeneratorBehindSeconds = b.Late, ms(b.Max), b.Seconds
 	s.Invalid = r.Invalid
-	s.Valid = len(s.Invalid) == 0
+	s.Valid = len(s.Invalid) == 0 && notJudged(&s) == ""
 	s.ErrorMessages, s.ErrorMessagesOther = topMessages(r)
 	for i := range r.Endpoints {
 		e := &r.Endpoints[i]
@@ -340,11 +340,8 @@ func GeneratorVerdict(s *Summary) string {
 // false running out): such a run is never shown as valid.
 func ValidityVerdict(s *Summary) string {
 	if len(s.Invalid) == 0 {
-		switch {
-		case s.Interrupted:
-			return "not judged: the run stopped before its end, so it did not deliver all it was asked for"
-		case s.Model == "closed" && s.Dropped > 0:
-			return "not judged: " + strconv.FormatInt(s.Dropped, 10) + " iterations never sent a request (" + fmtCounts(s.DroppedBy) + ")"
+		if why := notJudged(s); why != "" {
+			return "not judged: " + why
 		}
 		return "valid"
 	}
@@ -357,6 +354,20 @@ func ValidityVerdict(s *Summary) string {
 		v += " (also: " + strings.Join(more, ", ") + ")"
 	}
 	return v
+}
+
+// notJudged says why a run without invalidities still did not deliver
+// all it was asked for, so that it is neither shown nor output as valid:
+// it stopped before its end, or (closed model, which the validity rules
+// do not judge) iterations dropped requests. "" when neither.
+func notJudged(s *Summary) string {
+	switch {
+	case s.Interrupted:
+		return "the run stopped before its end, so it did not deliver all it was asked for"
+	case s.Model == "closed" && s.Dropped > 0:
+		return strconv.FormatInt(s.Dropped, 10) + " iterations never sent a request (" + fmtCounts(s.DroppedBy) + ")"
+	}
+	return ""
 }
 
 // WorkerVerdict says whether every worker was busy, so that the target or

@@ -29,4 +29,17 @@ func TestValidityVerdictNeverValidForLess(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
+	// The JSON summary's and the load step's output valid agree with the
+	// row: a script reading valid is not told true about less either.
+	for name, r := range map[string]*load.Result{
+		"interrupted":    {Open: true, Interrupted: true},
+		"feeder ran out": {Dropped: 1, DroppedBy: map[string]int64{"feeder_exhausted": 1}},
+	} {
+		if s := Of(r, nil); s.Valid {
+			t.Errorf("%s: valid = true, want false (%s)", name, ValidityVerdict(&s))
+		}
+	}
+	if s := Of(&load.Result{}, nil); !s.Valid {
+		t.Errorf("a complete closed run: valid = false (%s)", ValidityVerdict(&s))
+	}
 }
