@@ -111,7 +111,7 @@ func (j *job) checkStep(ctx context.Context, ec *workflow.Context, i int, st wor
 		r.instead = "run the job on a runner with Docker, or run the image's program in a run: step"
 		return r, true
 	}
-	if isRemoteAction(st.Uses) && !isNative(st.Uses) {
+	if isRemoteAction(st.Uses) && !IsNative(st.Uses) {
 		if err := j.prepareRemote(ctx, st.Uses, j.rep.Writer(-1)); err != nil {
 			r.why, r.instead = err.Error(), remoteAdvice(st.Uses)
 			return r, true
@@ -173,10 +173,7 @@ func usesSupport(uses string) (why, instead string) {
 // IsNative reports whether uses names an action this runner runs itself
 // (actions/checkout, forgeload/load): one that needs no fetch, no
 // Node.js and no Docker Engine.
-func IsNative(uses string) bool { return isNative(uses) }
-
-// isNative reports whether uses names an action this runner runs itself.
-func isNative(uses string) bool {
+func IsNative(uses string) bool {
 	action, _ := workflow.UsesRef(uses)
 	_, ok := usesKinds[strings.ToLower(action)]
 	return ok
@@ -222,7 +219,7 @@ func (j *job) prepareNested(ctx context.Context, uses string, out io.Writer, see
 		return "", nil // a bad action is prepareRemote's to report
 	}
 	for k, st := range a.Runs.Steps {
-		if !isRemoteAction(st.Uses) || isNative(st.Uses) {
+		if !isRemoteAction(st.Uses) || IsNative(st.Uses) {
 			continue
 		}
 		if why, _ := usesSupport(st.Uses); why != "" {

@@ -183,7 +183,7 @@ func (s *compositeStep) run(ctx context.Context, j *stepJob) (runnerv1.Result, m
 			continue
 		}
 		why, instead := usesSupport(st.Uses)
-		if why == "" && isRemoteAction(st.Uses) && !isNative(st.Uses) {
+		if why == "" && isRemoteAction(st.Uses) && !IsNative(st.Uses) {
 			if err := j.prepareRemote(ctx, st.Uses, j.Writer()); err != nil {
 				why, instead = err.Error(), remoteAdvice(st.Uses)
 			}
